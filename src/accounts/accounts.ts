@@ -1,0 +1,102 @@
+/**
+ * Accounts, API keys and credits. Keys are random 256-bit tokens stored as SHA-256 hashes (a
+ * slow hash buys nothing for keys this long) and shown once. Verified keys are cached briefly so
+ * the hot read routes do not pay a store round trip per request; revoking clears the cache entry.
+ */
+import crypto from 'node:crypto';
+import { QuarryError } from '../errors.js';
+import { newId, randomToken } from '../ids.js';
+import type { AccountRecord, ApiKeyRecord, Store, TurnRecord } from '../store/store.js';
+
+const KEY_CACHE_MS = 5_000;
+const KEY_CACHE_MAX = 10_000;
+
+export function hashKey(apiKey: string): string {
+  return crypto.createHash('sha256').update(apiKey).digest('hex');
+}
+
+export class Accounts {
+  private readonly keyCache = new Map<string, { accountId: string | null; keyId: string | null; at: number }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async createAccount(name: string, credits: number): Promise<{ account: AccountRecord; apiKey: string; keyId: string }> {
+    const now = this.clock().toISOString();
+    const account: AccountRecord = { id: newId('acct'), name, balance: credits, creditsUsed: 0, createdAt: now };
+    const apiKey = `qry_${randomToken()}`;
+    const keyId = newId('key');
+    await this.store.transaction(async (tx) => {
+      await tx.insertAccount(account);
+      await tx.insertApiKey({ id: keyId, accountId: account.id, keyHash: hashKey(apiKey), createdAt: now, revokedAt: null });
+    });
+    return { account, apiKey, keyId };
+  }
+
+  /** On an empty store, creates the `default` account and returns its key (shown once); else null. */
+  async ensureStarterAccount(credits: number): Promise<string | null> {
+    if ((await this.store.countAccounts()) > 0) return null;
+    return (await this.createAccount('default', credits)).apiKey;
+  }
+
+  /**
+   * The account a key belongs to, or null for an unknown or revoked key. A store failure is
+   * 503 auth_unavailable: the key may be fine, we just cannot tell.
+   */
+  async verifyKey(apiKey: string): Promise<{ accountId: string; keyId: string } | null> {
+    const hash = hashKey(apiKey);
+    const now = Date.now();
+    const cached = this.keyCache.get(hash);
+    if (cached && now - cached.at < KEY_CACHE_MS) return cached.accountId ? { accountId: cached.accountId, keyId: cached.keyId! } : null;
+    let key: ApiKeyRecord | undefined;
+    try {
+      key = await this.store.findApiKeyByHash(hash);
+    } catch {
+      throw new QuarryError('auth_unavailable', 'Key verification is unavailable right now: wait retry_after seconds, then resend.', { retry_after: 2 });
+    }
+    const valid = key && !key.revokedAt ? key : undefined;
+    if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
+    this.keyCache.set(hash, { accountId: valid?.accountId ?? null, keyId: valid?.id ?? null, at: now });
+    return valid ? { accountId: valid.accountId, keyId: valid.id } : null;
+  }
+
+  async getAccount(accountId: string): Promise<AccountRecord> {
+    const account = await this.store.getAccount(accountId);
+    if (!account) throw new QuarryError('not_found', `No account "${accountId}".`);
+    return account;
+  }
+
+  async addCredits(accountId: string, amount: number): Promise<number> {
+    await this.getAccount(accountId);
+    return this.store.adjustBalance(accountId, amount);
+  }
+
+  async createKey(accountId: string): Promise<{ keyId: string; apiKey: string }> {
+    await this.getAccount(accountId);
+    const apiKey = `qry_${randomToken()}`;
+    const keyId = newId('key');
+    await this.store.insertApiKey({ id: keyId, accountId, keyHash: hashKey(apiKey), createdAt: this.clock().toISOString(), revokedAt: null });
+    return { keyId, apiKey };
+  }
+
+  async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    await this.getAccount(accountId);
+    return this.store.listApiKeys(accountId);
+  }
+
+  async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
+    await this.getAccount(accountId);
+    const key = await this.store.revokeApiKey(accountId, keyId, this.clock().toISOString());
+    if (!key) throw new QuarryError('not_found', `No key "${keyId}" on account "${accountId}".`);
+    // Drop every cached verdict for this key so it is refused from now on.
+    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+    return key;
+  }
+
+  async usage(accountId: string, limit = 1000): Promise<TurnRecord[]> {
+    await this.getAccount(accountId);
+    return this.store.listTurnsByAccount(accountId, limit);
+  }
+}

@@ -1,0 +1,253 @@
+/**
+ * One turn of agent work: call the model, run the tools it asks for, repeat until it answers
+ * without a tool call. Every completed step is checkpointed through the TurnContext before the
+ * next begins, so a turn taken up again after a crash replays stored steps instead of redoing them.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { TaskActivity, TaskPhase, TurnError, TurnKind } from '../store/store.js';
+import type { TaskSpec, ToolName } from '../tasks/spec.js';
+import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
+import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
+import { AGENT_TOOLS } from './tools/index.js';
+import type { AgentTool, ToolContext } from './tools/tool.js';
+
+/** A checkpointed step, as stored. */
+export type StoredStep =
+  | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase }
+  | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
+  | { type: 'nudge'; content: string };
+
+export interface ToolEvent {
+  call_id: string;
+  name: string;
+  state: 'started' | 'finished' | 'failed';
+  input: unknown;
+  summary: string | null;
+  duration_ms: number | null;
+}
+
+/** What the loop needs from the task it works on; the turn runner provides it. */
+export interface TurnContext {
+  readonly turnId: string;
+  readonly kind: TurnKind;
+  readonly planOnly: boolean;
+  readonly signal: AbortSignal;
+  /** Earlier steps of this turn (non-empty when the turn is taken up again). */
+  readonly steps: StoredStep[];
+  /** The user messages of the task so far: its prompt, then each message and instruction. */
+  readonly userMessages: string[];
+  spec(): TaskSpec;
+  setState(state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void>;
+  text(delta: string): void;
+  tool(event: ToolEvent): Promise<void>;
+  /** Stores a step and charges its usage; resolves with the balance and this turn's credits so far. */
+  checkpoint(step: number, data: StoredStep, usage: { tokensIn: number; tokensOut: number; toolCalls: number }): Promise<{ balance: number; turnCredits: number }>;
+  tools: TurnTools;
+}
+
+/** What tools may do to the task; the loop binds each call's write key. */
+export interface TurnTools {
+  spec(): TaskSpec;
+  updateSpec(spec: TaskSpec): Promise<void>;
+  rowCounts(): Promise<Map<string, number>>;
+  appendRows(outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
+}
+
+export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
+
+export interface AgentOptions {
+  provider: ModelProvider | undefined;
+  /** Waits between retries of a failed model call (ms); the last entry repeats. */
+  retryDelaysMs?: number[];
+}
+
+const INPUT_CAP = 2_000;
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validators = new Map<string, ValidateFunction>();
+
+function validatorFor(tool: AgentTool<unknown>): ValidateFunction {
+  let v = validators.get(tool.name);
+  if (!v) {
+    v = ajv.compile(tool.parameters);
+    validators.set(tool.name, v);
+  }
+  return v;
+}
+
+/** Cuts long strings in a tool's input for the event (the model's full input stays in the step). */
+export function capStrings(value: unknown): unknown {
+  if (typeof value === 'string') return value.length > INPUT_CAP ? `${value.slice(0, INPUT_CAP)}…` : value;
+  if (Array.isArray(value)) return value.map(capStrings);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, capStrings(v)]));
+  return value;
+}
+
+function failed(error: string, message: string, retryable = false): TurnResult {
+  return { outcome: 'failed', error: { error, message, retryable } };
+}
+
+export class Agent {
+  private readonly provider: ModelProvider | undefined;
+  private readonly retryDelaysMs: number[];
+
+  constructor(opts: AgentOptions) {
+    this.provider = opts.provider;
+    this.retryDelaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
+  }
+
+  async runTurn(ctx: TurnContext): Promise<TurnResult> {
+    const provider = this.provider;
+    if (!provider) {
+      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY) and restart Quarry.', true);
+    }
+    const spec = ctx.spec();
+    let phase: TaskPhase = ctx.kind === 'plan' ? 'plan' : 'execute';
+    const history: ModelMessage[] = ctx.userMessages.map((content) => ({ role: 'user', content }));
+    let step = 0;
+    let pendingCalls: ModelToolCall[] = [];
+    for (const stored of ctx.steps) {
+      step++;
+      if (stored.type === 'model') {
+        phase = stored.phase;
+        history.push({ role: 'assistant', content: stored.text || null, toolCalls: stored.toolCalls });
+        pendingCalls = stored.toolCalls;
+      } else if (stored.type === 'tools') {
+        for (const r of stored.results) history.push({ role: 'tool', toolCallId: r.callId, name: r.name, content: r.content });
+        pendingCalls = [];
+      } else {
+        phase = 'execute';
+        history.push({ role: 'user', content: stored.content });
+      }
+    }
+    const limits = spec.limits;
+
+    while (true) {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (pendingCalls.length === 0) {
+        if (step >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
+        await ctx.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
+        const tools = this.toolsFor(ctx);
+        const messages: ModelMessage[] = [
+          { role: 'system', content: systemPrompt(ctx.spec(), await ctx.tools.rowCounts(), { phase, planOnly: ctx.planOnly }) },
+          ...history,
+        ];
+        const reply = await this.callModel(provider, messages, tools, ctx);
+        if ('outcome' in reply) return reply;
+        step++;
+        const stored: StoredStep = { type: 'model', text: reply.text, toolCalls: reply.toolCalls, phase };
+        const charge = await ctx.checkpoint(step, stored, { tokensIn: reply.usage.inputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0 });
+        history.push({ role: 'assistant', content: reply.text || null, toolCalls: reply.toolCalls });
+        const over = this.overBudget(charge, limits.max_credits_per_turn);
+        if (over) return over;
+        if (reply.toolCalls.length === 0) {
+          // A plan turn that finished planning goes on to carry the plan out in the same turn.
+          if (phase === 'plan' && !ctx.planOnly && ctx.spec().outputs.length > 0) {
+            phase = 'execute';
+            step++;
+            await ctx.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
+            history.push({ role: 'user', content: CARRY_OUT_PLAN });
+            continue;
+          }
+          return { outcome: 'completed' };
+        }
+        pendingCalls = reply.toolCalls;
+      }
+
+      // A plan turn moves to execute as soon as the model reaches for a tool other than update_spec.
+      if (phase === 'plan' && !ctx.planOnly && pendingCalls.some((c) => c.name !== 'update_spec')) phase = 'execute';
+      await ctx.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'executing' });
+      const results: { callId: string; name: string; content: string }[] = [];
+      for (const call of pendingCalls) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        const content = await this.runTool(call, ctx, step + 1);
+        results.push({ callId: call.id, name: call.name, content });
+      }
+      step++;
+      const charge = await ctx.checkpoint(step, { type: 'tools', results }, { tokensIn: 0, tokensOut: 0, toolCalls: results.length });
+      for (const r of results) history.push({ role: 'tool', toolCallId: r.callId, name: r.name, content: r.content });
+      pendingCalls = [];
+      const over = this.overBudget(charge, limits.max_credits_per_turn);
+      if (over) return over;
+    }
+  }
+
+  private toolsFor(ctx: TurnContext): AgentTool<unknown>[] {
+    if (ctx.planOnly) return [AGENT_TOOLS.get('update_spec')!];
+    const allowed = new Set<string>(['update_spec', 'write_rows', ...(ctx.spec().tools as ToolName[])]);
+    return [...AGENT_TOOLS.values()].filter((t) => allowed.has(t.name));
+  }
+
+  private overBudget(charge: { balance: number; turnCredits: number }, maxPerTurn: number): TurnResult | null {
+    if (charge.balance <= 0) return failed('out_of_credits', 'The account ran out of credits during the turn: add credits, then continue the task.');
+    if (charge.turnCredits >= maxPerTurn) return failed('limit_reached', `The turn used ${charge.turnCredits.toFixed(4)} credits, its limit (spec.limits.max_credits_per_turn) is ${maxPerTurn}.`);
+    return null;
+  }
+
+  /** Calls the model, retrying retryable failures; gives up with a bad_gateway failure. */
+  private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], ctx: TurnContext) {
+    const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await provider.generate({ messages, tools: definitions, signal: ctx.signal, onTextDelta: (d) => ctx.text(d) });
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        if (!(err instanceof ModelProviderError)) throw err;
+        if (!err.retryable || attempt >= this.retryDelaysMs.length) {
+          return failed('bad_gateway', `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`, true);
+        }
+        await sleep(this.retryDelaysMs[attempt]!, ctx.signal);
+      }
+    }
+  }
+
+  /** Runs one tool call; every failure becomes text for the model, never a crashed turn. */
+  private async runTool(call: ModelToolCall, ctx: TurnContext, step: number): Promise<string> {
+    const started = Date.now();
+    let input: unknown;
+    try {
+      input = JSON.parse(call.arguments || '{}');
+    } catch {
+      input = call.arguments;
+    }
+    await ctx.tool({ call_id: call.id, name: call.name, state: 'started', input: capStrings(input), summary: null, duration_ms: null });
+    const finish = async (ok: boolean, summary: string, content: string) => {
+      await ctx.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started });
+      return content;
+    };
+    const tool = AGENT_TOOLS.get(call.name);
+    const offered = tool && this.toolsFor(ctx).includes(tool);
+    if (!tool || !offered) return finish(false, `unknown tool ${call.name}`, `Error: there is no tool named "${call.name}" in this turn.`);
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      return finish(false, 'arguments are not a JSON object', 'Error: the arguments must be a JSON object. Call the tool again with valid JSON.');
+    }
+    const validate = validatorFor(tool);
+    if (!validate(input)) {
+      const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '(arguments)'} ${e.message}`).join('; ');
+      return finish(false, 'invalid arguments', `Error: invalid arguments for ${tool.name}: ${problems}. Call it again with corrected arguments.`);
+    }
+    try {
+      const writeKey = `${ctx.turnId}:${step}:${call.id}`;
+      const toolCtx: ToolContext = {
+        signal: ctx.signal,
+        writeKey,
+        spec: () => ctx.tools.spec(),
+        updateSpec: (spec) => ctx.tools.updateSpec(spec),
+        rowCounts: () => ctx.tools.rowCounts(),
+        appendRows: (outputId, rows) => ctx.tools.appendRows(outputId, writeKey, rows),
+      };
+      const result = await tool.run(input, toolCtx);
+      return finish(!result.isError, result.summary, result.content);
+    } catch (err) {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      return finish(false, `${tool.name} failed`, `Error: ${tool.name} failed: ${(err as Error).message}`);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(timer); reject(signal.reason); };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

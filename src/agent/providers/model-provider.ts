@@ -1,0 +1,64 @@
+/**
+ * The contract every model provider fills (version 1). The agent loop talks only to this
+ * interface, so adding a provider never touches the loop.
+ */
+
+export type ModelMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ModelToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  /** The arguments exactly as the model sent them (JSON text, possibly malformed). */
+  arguments: string;
+}
+
+export interface ModelToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface ModelRequest {
+  messages: ModelMessage[];
+  tools: ModelToolDefinition[];
+  /** Aborting cancels the HTTP call at once; generate() then rejects with an AbortError. */
+  signal: AbortSignal;
+  /** Called with each piece of assistant text as it arrives (streaming providers). */
+  onTextDelta?: (text: string) => void;
+}
+
+export interface ModelResponse {
+  text: string;
+  toolCalls: ModelToolCall[];
+  usage: ModelUsage;
+  finishReason: string;
+}
+
+export interface ModelProvider {
+  readonly specificationVersion: 'v1';
+  /** Short name for logs and errors, e.g. `openai-compatible`. */
+  readonly name: string;
+  generate(request: ModelRequest): Promise<ModelResponse>;
+}
+
+/** A failed provider call. `retryable` is set from the HTTP status (429 and 5xx) or network errors. */
+export class ModelProviderError extends Error {
+  readonly status: number | undefined;
+  readonly retryable: boolean;
+  constructor(message: string, opts: { status?: number; retryable: boolean; cause?: unknown }) {
+    super(message, { cause: opts.cause });
+    this.name = 'ModelProviderError';
+    this.status = opts.status;
+    this.retryable = opts.retryable;
+  }
+}

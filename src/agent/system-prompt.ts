@@ -1,0 +1,24 @@
+import type { TaskSpec } from '../tasks/spec.js';
+
+/** The system message: how to work, and the current spec with its outputs' row counts. */
+export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opts: { phase: 'plan' | 'execute'; planOnly: boolean }): string {
+  const outputs = spec.outputs.map((o) => ({ ...o, rows_written: rowCounts.get(o.id) ?? 0 }));
+  const lines = [
+    'You are Quarry, a careful research agent. You answer research tasks by filling named outputs with rows.',
+    '',
+    'How to work:',
+    '- Planning: when the spec has no outputs, or they do not fit the request, call update_spec to declare them',
+    '  (tables with typed columns are best for lists of facts; a report for prose sections; records for free objects).',
+    '- Executing: research, then call write_rows with rows that match the output exactly.',
+    '- Cite every fact: give each row sources ({url or upload_id, title, quote, fields}). Rows without sources are flagged.',
+    '- Never invent data. If something cannot be found, leave the column empty (null) rather than guessing.',
+    '- When the work is done, answer with a short summary and no tool call; that ends the turn.',
+  ];
+  if (opts.planOnly) lines.push('', 'This turn is planning only: declare the outputs with update_spec, then stop without writing rows.');
+  else if (opts.phase === 'plan') lines.push('', 'You are planning: settle the outputs with update_spec first, then carry the plan out.');
+  lines.push('', 'The current spec (JSON):', JSON.stringify({ name: spec.name, prompt: spec.prompt, outputs, inputs: spec.inputs }, null, 2));
+  return lines.join('\n');
+}
+
+/** Sent when a plan turn stops calling tools before doing the work. */
+export const CARRY_OUT_PLAN = 'The plan is set. Now carry it out: research and write the rows, citing sources.';

@@ -1,0 +1,122 @@
+/**
+ * Everything Quarry reads from its environment, parsed once at start-up (decisions §12).
+ * Modules receive a Config; nothing else reads process.env.
+ */
+import os from 'node:os';
+import path from 'node:path';
+
+export type Role = 'all' | 'api' | 'worker';
+
+export interface Prices {
+  /** Credits per 1,000 input tokens. */
+  inputPer1k: number;
+  /** Credits per 1,000 output tokens. */
+  outputPer1k: number;
+  /** Credits per tool call. */
+  toolCall: number;
+}
+
+export interface ModelConfig {
+  provider: 'openai-compatible';
+  baseUrl: string;
+  model: string;
+  apiKey: string | undefined;
+  stream: boolean;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  adminKey: string | undefined;
+  starterCredits: number;
+  publicUrl: string;
+  platformUrl: string;
+  model: ModelConfig | undefined;
+  rateLimitPerMin: number;
+  maxBodyBytes: number;
+  maxUploadBytes: number;
+  maxQueuedMessages: number;
+  maxConcurrentTurns: number;
+  maxPendingTurns: number;
+  maxBlockSeconds: number;
+  role: Role;
+  workerId: string;
+  leaseSeconds: number;
+  prices: Prices;
+  logLevel: string;
+  /** SSE keep-alive comment interval. */
+  pingIntervalMs: number;
+  /** Bytes an SSE client may fall behind before it is cut off. */
+  sseMaxBufferBytes: number;
+}
+
+class ConfigError extends Error {}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
+  return n;
+}
+
+function num(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new ConfigError(`${name} must be a number >= 0, got "${raw}"`);
+  return n;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const host = env.QUARRY_HOST || '127.0.0.1';
+  const port = int(env, 'QUARRY_PORT', 8080);
+  const role = (env.QUARRY_ROLE || 'all') as Role;
+  if (!['all', 'api', 'worker'].includes(role)) throw new ConfigError(`QUARRY_ROLE must be all, api or worker, got "${role}"`);
+  const modelBase = env.QUARRY_MODEL_BASE_URL;
+  const providerName = env.QUARRY_MODEL_PROVIDER || 'openai-compatible';
+  if (providerName !== 'openai-compatible') throw new ConfigError(`QUARRY_MODEL_PROVIDER "${providerName}" is not supported; use openai-compatible`);
+  const model: ModelConfig | undefined = modelBase
+    ? {
+        provider: 'openai-compatible',
+        baseUrl: modelBase,
+        model: env.QUARRY_MODEL || 'gpt-4o-mini',
+        apiKey: env.QUARRY_MODEL_API_KEY || undefined,
+        stream: env.QUARRY_MODEL_STREAM !== '0',
+      }
+    : undefined;
+  const config: Config = {
+    host,
+    port,
+    dataDir: path.resolve(env.QUARRY_DATA_DIR || './data'),
+    databaseUrl: env.QUARRY_DATABASE_URL || undefined,
+    adminKey: env.QUARRY_ADMIN_KEY || undefined,
+    starterCredits: num(env, 'QUARRY_STARTER_CREDITS', 100),
+    publicUrl: (env.QUARRY_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+    platformUrl: (env.QUARRY_PLATFORM_URL || 'https://platform.quarry.invalid').replace(/\/+$/, ''),
+    model,
+    rateLimitPerMin: int(env, 'QUARRY_RATE_LIMIT_PER_MIN', 600, 1),
+    maxBodyBytes: int(env, 'QUARRY_MAX_BODY_BYTES', 1024 * 1024, 1),
+    maxUploadBytes: int(env, 'QUARRY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
+    maxQueuedMessages: int(env, 'QUARRY_MAX_QUEUED_MESSAGES', 16, 0),
+    maxConcurrentTurns: int(env, 'QUARRY_MAX_CONCURRENT_TURNS', 32, 1),
+    maxPendingTurns: int(env, 'QUARRY_MAX_PENDING_TURNS', 10_000, 1),
+    maxBlockSeconds: int(env, 'QUARRY_MAX_BLOCK_SECONDS', 600, 1),
+    role,
+    workerId: env.QUARRY_WORKER_ID || `${os.hostname()}-${process.pid}`,
+    leaseSeconds: int(env, 'QUARRY_LEASE_SECONDS', 30, 1),
+    prices: {
+      inputPer1k: num(env, 'QUARRY_PRICE_INPUT_PER_1K', 0.01),
+      outputPer1k: num(env, 'QUARRY_PRICE_OUTPUT_PER_1K', 0.03),
+      toolCall: num(env, 'QUARRY_PRICE_TOOL_CALL', 0.01),
+    },
+    logLevel: env.QUARRY_LOG_LEVEL || 'info',
+    pingIntervalMs: int(env, 'QUARRY_SSE_PING_MS', 15_000, 10),
+    sseMaxBufferBytes: int(env, 'QUARRY_SSE_MAX_BUFFER_BYTES', 1024 * 1024, 1024),
+  };
+  return { ...config, ...overrides };
+}
+
+export { ConfigError };

@@ -1,0 +1,92 @@
+/**
+ * The one catalogue of errors Quarry answers with (interface §7). Every error body is built
+ * from an entry here; routes and modules throw QuarryError and never write an error body by hand.
+ */
+
+export interface ErrorDetail {
+  type: string;
+  loc: (string | number)[];
+  msg: string;
+}
+
+interface CatalogueEntry {
+  status: number;
+  error: string;
+  retryable: boolean;
+  message: string;
+}
+
+/** Keyed by a name for the case; `error` is the stable wire code (two cases may share one). */
+export const ERROR_CATALOGUE = {
+  invalid_request: { status: 400, error: 'invalid_request', retryable: false, message: 'The request was rejected.' },
+  validation_failed: { status: 422, error: 'invalid_request', retryable: false, message: 'A field failed validation.' },
+  unauthorized: { status: 401, error: 'unauthorized', retryable: false, message: 'Credentials are missing or invalid: send X-API-Key or Authorization: Bearer.' },
+  out_of_credits: { status: 402, error: 'out_of_credits', retryable: false, message: 'The account has no credits left: add credits, then resend.' },
+  task_not_found: { status: 404, error: 'task_not_found', retryable: false, message: 'No task with that id.' },
+  not_found: { status: 404, error: 'not_found', retryable: false, message: 'No such route.' },
+  method_not_allowed: { status: 405, error: 'method_not_allowed', retryable: false, message: 'Wrong method for this route.' },
+  task_executing: { status: 409, error: 'task_executing', retryable: true, message: 'A turn is running: poll /state until active is false, then resend.' },
+  task_in_cron_mode: { status: 409, error: 'task_in_cron_mode', retryable: false, message: 'The task runs on a schedule and takes no messages.' },
+  task_exists: { status: 409, error: 'task_exists', retryable: false, message: 'A task with that task_id already exists: continue it instead.' },
+  payload_too_large: { status: 413, error: 'payload_too_large', retryable: false, message: 'The body is too large: send large inputs via POST /upload-url.' },
+  unsupported_media_type: { status: 415, error: 'unsupported_media_type', retryable: false, message: 'The body must be JSON with Content-Type: application/json.' },
+  rate_limited: { status: 429, error: 'rate_limited', retryable: true, message: 'Too many requests for this key.' },
+  internal_error: { status: 500, error: 'internal_error', retryable: true, message: 'Something went wrong on our side.' },
+  bad_gateway: { status: 502, error: 'bad_gateway', retryable: true, message: 'An upstream service failed: resend shortly.' },
+  service_unavailable: { status: 503, error: 'service_unavailable', retryable: true, message: 'Task state cannot be read right now.' },
+  at_capacity: { status: 503, error: 'at_capacity', retryable: true, message: 'Too many turns are waiting to run.' },
+  auth_unavailable: { status: 503, error: 'auth_unavailable', retryable: true, message: 'Key verification is unavailable right now.' },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorName = keyof typeof ERROR_CATALOGUE;
+
+export interface ErrorExtras {
+  param?: string;
+  detail?: ErrorDetail[];
+  task_id?: string;
+  task_created?: boolean;
+  retry_after?: number;
+  resolve?: string;
+  /** Extra headers, e.g. Allow on 405. */
+  headers?: Record<string, string>;
+}
+
+export class QuarryError extends Error {
+  readonly name = 'QuarryError';
+  readonly entry: CatalogueEntry;
+  readonly extras: ErrorExtras;
+
+  constructor(name: ErrorName, message?: string, extras: ErrorExtras = {}) {
+    const entry = ERROR_CATALOGUE[name];
+    super(message ?? entry.message);
+    this.entry = entry;
+    this.extras = extras;
+  }
+
+  get status(): number { return this.entry.status; }
+  get code(): string { return this.entry.error; }
+  get retryable(): boolean { return this.entry.retryable; }
+
+  /** The JSON error body of interface §7 (request_id is added by the HTTP layer). */
+  toBody(requestId: string): Record<string, unknown> {
+    const { headers: _headers, ...extras } = this.extras;
+    const body: Record<string, unknown> = { error: this.code, message: this.message, retryable: this.retryable, request_id: requestId };
+    for (const [k, v] of Object.entries(extras)) if (v !== undefined) body[k] = v;
+    return body;
+  }
+
+  static validation(param: string, message: string, detail?: ErrorDetail[]): QuarryError {
+    return new QuarryError('validation_failed', message, {
+      param,
+      detail: detail ?? [{ type: 'value_error', loc: ['body', ...param.split('.')], msg: message }],
+    });
+  }
+
+  static taskNotFound(taskId: string, extras: ErrorExtras = {}): QuarryError {
+    return new QuarryError('task_not_found', `No task with task_id "${taskId}".`, { task_id: taskId, ...extras });
+  }
+}
+
+export function isQuarryError(err: unknown): err is QuarryError {
+  return err instanceof QuarryError;
+}

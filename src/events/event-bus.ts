@@ -1,0 +1,37 @@
+/**
+ * Fan-out of stored events to live listeners (SSE streams, long-polls) in this process.
+ * Events are published only after the transaction that stored them commits, so a listener
+ * never sees an event that a reader of the store could not.
+ */
+import type { EventRecord } from '../store/store.js';
+
+export type EventListener = (event: EventRecord) => void;
+
+export class EventBus {
+  private readonly listeners = new Map<string, Set<EventListener>>();
+
+  subscribe(taskId: string, listener: EventListener): () => void {
+    let set = this.listeners.get(taskId);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(taskId, set);
+    }
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(taskId) === set) this.listeners.delete(taskId);
+    };
+  }
+
+  publish(events: readonly EventRecord[]): void {
+    for (const event of events) {
+      const set = this.listeners.get(event.taskId);
+      if (!set) continue;
+      for (const listener of [...set]) listener(event);
+    }
+  }
+
+  listenerCount(taskId: string): number {
+    return this.listeners.get(taskId)?.size ?? 0;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The HTTP application: Fastify with our request gate, error catalogue, JSON parsing rules,
+ * validation and routes. Built from already-constructed services so tests and the process
+ * entry point assemble it the same way (see src/server.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Logger } from 'pino';
+import type { Accounts } from '../accounts/accounts.js';
+import type { Config } from '../config.js';
+import type { EventBus } from '../events/event-bus.js';
+import { isClientId } from '../ids.js';
+import type { Store } from '../store/store.js';
+import type { TaskService } from '../tasks/task-service.js';
+import type { Uploads } from '../uploads/uploads.js';
+import { registerAuth } from './auth.js';
+import { registerErrorHandling, registerMethodNotAllowed } from './error-handler.js';
+import { registerIdempotency } from './idempotency.js';
+import { RateLimiter } from './rate-limiter.js';
+import { adminRoutes } from './routes/admin.js';
+import { metaRoutes } from './routes/meta.js';
+import { outputRoutes } from './routes/outputs.js';
+import { taskRoutes } from './routes/tasks.js';
+import { uploadRoutes } from './routes/uploads.js';
+
+export interface AppDeps {
+  config: Config;
+  logger: Logger;
+  store: Store;
+  bus: EventBus;
+  tasks: TaskService;
+  accounts: Accounts;
+  uploads: Uploads;
+  /** Whether the store and workers are ready (GET /readyz). */
+  ready: () => boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: AppDeps;
+  }
+}
+
+// ajv-formats is published as CommonJS; under NodeNext its function is the module's `default`.
+const addFormats = addFormatsModule.default;
+
+/** Two validators: bodies are never coerced (a number is not a string), query and path values are. */
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.config.maxBodyBytes,
+    // Request ids: a valid client X-Request-ID is kept, anything else gets a fresh req_ id.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && isClientId(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+    },
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    return503OnClosing: false,
+    forceCloseConnections: true,
+  });
+  app.decorate('deps', deps);
+
+  const bodyAjv = makeAjv(false);
+  const queryAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
+
+  // An empty body with Content-Type: application/json is no body at all (stop, execute).
+  // JSON is the only body type (415 for anything else).
+  const jsonParser = app.getDefaultJsonParser('error', 'ignore');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body.toString();
+    if (text.trim() === '') return done(null, undefined);
+    jsonParser(req, text, done);
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-ID', request.id);
+  });
+  registerErrorHandling(app);
+  registerIdempotency(app);
+  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: new RateLimiter(deps.config.rateLimitPerMin) });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Quarry', version: '1.0.0', description: 'Durable research tasks run by a sandboxed agent.' },
+      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' }, bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }, { bearer: [] }],
+    },
+  });
+
+  const routes: { url: string; method: string | string[] }[] = [];
+  app.addHook('onRoute', (route) => {
+    // The rendered reference is public, like /openapi.json.
+    if (route.url.startsWith('/docs')) {
+      route.config = { ...route.config, auth: 'none' };
+      return;
+    }
+    if (!route.config?.methodNotAllowed) routes.push({ url: route.url, method: route.method });
+  });
+
+  await app.register(metaRoutes);
+  await app.register(taskRoutes);
+  await app.register(outputRoutes);
+  await app.register(uploadRoutes);
+  await app.register(adminRoutes);
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(async (scope) => registerMethodNotAllowed(scope, routes));
+  return app;
+}
+

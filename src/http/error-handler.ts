@@ -1,0 +1,145 @@
+/**
+ * Turns every failure into the one error body of interface §7: QuarryErrors as they are,
+ * Fastify's own refusals (media type, size, JSON syntax, schema validation) mapped onto the
+ * catalogue, anything else a 500 without internals.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { QuarryError, type ErrorDetail } from '../errors.js';
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+const LOC_ROOT: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+const TYPE_NAMES: Record<string, (e: AjvError) => string> = {
+  required: () => 'missing',
+  type: (e) => `${String(e.params.type).split(',')[0]}_type`,
+  minLength: () => 'string_too_short',
+  maxLength: () => 'string_too_long',
+  pattern: () => 'string_pattern_mismatch',
+  minimum: () => 'greater_than_equal',
+  exclusiveMinimum: () => 'greater_than',
+  maximum: () => 'less_than_equal',
+  minItems: () => 'too_short',
+  maxItems: () => 'too_long',
+  const: () => 'literal_error',
+  enum: () => 'literal_error',
+  anyOf: () => 'union_error',
+  additionalProperties: () => 'extra_forbidden',
+  uniqueItems: () => 'unique_items',
+};
+
+function describe(e: AjvError): string {
+  switch (e.keyword) {
+    case 'required': return 'is required';
+    case 'pattern': return e.instancePath.endsWith('/prompt') || e.instancePath.endsWith('/message') || e.instancePath.endsWith('/instruction')
+      ? 'must contain text (not only white space)'
+      : `must match the pattern ${String(e.params.pattern)}`;
+    case 'const': return `must be ${JSON.stringify(e.params.allowedValue)}`;
+    case 'anyOf': return 'does not match any allowed shape';
+    default: return e.message ?? 'is invalid';
+  }
+}
+
+/** `task.outputs[0].id` from loc `['body','task','outputs',0,'id']`. */
+function paramOf(loc: (string | number)[]): string {
+  let out = '';
+  for (const part of loc.slice(1)) out += typeof part === 'number' ? `[${part}]` : out ? `.${part}` : part;
+  return out || loc[0] as string;
+}
+
+export function validationError(errors: AjvError[], context: string): QuarryError {
+  const detail: ErrorDetail[] = errors.map((e) => {
+    const loc: (string | number)[] = [LOC_ROOT[context] ?? context];
+    for (const part of e.instancePath.split('/').slice(1)) loc.push(/^\d+$/.test(part) ? Number(part) : part.replace(/~1/g, '/').replace(/~0/g, '~'));
+    if (e.keyword === 'required') loc.push(String(e.params.missingProperty));
+    return { type: (TYPE_NAMES[e.keyword] ?? (() => e.keyword))(e), loc, msg: describe(e) };
+  });
+  const first = detail[0]!;
+  const param = paramOf(first.loc);
+  return new QuarryError('validation_failed', `${param} ${first.msg}`, { param, detail });
+}
+
+function toQuarryError(err: FastifyError & { validation?: AjvError[]; validationContext?: string }): QuarryError | null {
+  if (err instanceof QuarryError) return err;
+  if (err.validation) return validationError(err.validation, err.validationContext ?? 'body');
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? new QuarryError('unsupported_media_type', 'The body must be JSON with Content-Type: application/json.')
+        : new QuarryError('invalid_request', 'Content-Length does not match the body.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new QuarryError('payload_too_large', 'The body is larger than the server accepts: send large inputs via POST /upload-url.');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new QuarryError('invalid_request', 'The body is not valid JSON.');
+  }
+  if (err instanceof SyntaxError || (err.statusCode === 400 && /JSON/i.test(err.message))) {
+    return new QuarryError('invalid_request', 'The body is not valid JSON.');
+  }
+  if (err.statusCode === 415) return new QuarryError('unsupported_media_type');
+  if (err.statusCode === 413) return new QuarryError('payload_too_large');
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new QuarryError('invalid_request', err.message);
+  return null;
+}
+
+export function sendError(reply: FastifyReply, request: FastifyRequest, error: QuarryError): FastifyReply {
+  const { headers, retry_after } = error.extras;
+  if (headers) for (const [k, v] of Object.entries(headers)) reply.header(k, v);
+  if (retry_after !== undefined) reply.header('Retry-After', String(retry_after));
+  if (error.code === 'unauthorized') reply.header('WWW-Authenticate', 'Bearer realm="quarry"');
+  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toBody(request.id));
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const known = toQuarryError(err);
+    if (known) {
+      request.log.info({ err: { code: known.code, message: known.message } }, 'request refused');
+      return sendError(reply, request, known);
+    }
+    request.log.error({ err }, 'unexpected failure');
+    const taskId = (request as FastifyRequest & { createdTaskId?: string }).createdTaskId;
+    const error = new QuarryError('internal_error', taskId
+      ? 'Something went wrong after the task was created: continue that task instead of starting another.'
+      : 'Something went wrong on our side: resend the request.', taskId ? { task_id: taskId } : {});
+    return sendError(reply, request, error);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    sendError(reply, request, new QuarryError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
+  });
+}
+
+const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * Makes a known path asked with the wrong method a 405 with Allow, not a 404. Registered after
+ * every route: it adds a route per path for the methods that path lacks, which the auth hook
+ * answers before the body is read (405 comes before 401, 415 and 413).
+ */
+export function registerMethodNotAllowed(app: FastifyInstance, routes: { url: string; method: string | string[] }[]): void {
+  const byPath = new Map<string, Set<string>>();
+  for (const r of routes) {
+    const set = byPath.get(r.url) ?? new Set<string>();
+    for (const m of [r.method].flat()) set.add(m.toUpperCase());
+    byPath.set(r.url, set);
+  }
+  for (const [url, methods] of byPath) {
+    const missing = ALL_METHODS.filter((m) => !methods.has(m));
+    if (missing.length === 0) continue;
+    const allow = [...methods].filter((m) => m !== 'HEAD').sort().join(', ');
+    app.route({
+      method: missing,
+      url,
+      config: { auth: 'none', methodNotAllowed: { allow } },
+      // The auth hook answers first; this handler is never reached.
+      handler: async () => undefined,
+    });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Server-sent events for a task (decisions §10): replay stored events after a sequence number,
+ * then go live without a gap or a duplicate; keep-alive comments; a client that falls too far
+ * behind is disconnected rather than buffered without bound, and resumes with Last-Event-ID.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { EventBus } from '../events/event-bus.js';
+import type { EventRecord, Store } from '../store/store.js';
+
+const REPLAY_PAGE = 1000;
+
+export interface StreamOptions {
+  store: Store;
+  bus: EventBus;
+  taskId: string;
+  /** Send stored events with a sequence number above this. */
+  afterSeq: number;
+  pingIntervalMs: number;
+  maxBufferBytes: number;
+  /** Decides after each event whether the stream is over. */
+  isLast: (event: EventRecord) => boolean | Promise<boolean>;
+  /** When set, the stream sends these unstored frames after the replay and ends instead of going live. */
+  closingFrames?: string[];
+}
+
+/** The wire form of a stored event. */
+export function frame(event: EventRecord): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.data}\n\n`;
+}
+
+/** An event that is not stored: no `id:` line. */
+export function unstoredFrame(type: string, data: unknown): string {
+  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The resume point: `Last-Event-ID` header, else `?after=`, else 0. Invalid values are treated as 0 by the caller's schema. */
+export function resumeSeq(request: FastifyRequest, after: number | undefined): number {
+  const header = request.headers['last-event-id'];
+  if (typeof header === 'string' && /^\d+$/.test(header.trim())) return Number(header.trim());
+  return after ?? 0;
+}
+
+export function openStream(request: FastifyRequest, reply: FastifyReply): NodeJS.WritableStream & { writableLength: number; destroyed: boolean; destroy(): void } {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache, no-transform',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+    'X-Request-ID': request.id,
+  });
+  raw.socket?.setNoDelay(true);
+  return raw;
+}
+
+export async function streamTaskEvents(request: FastifyRequest, reply: FastifyReply, opts: StreamOptions): Promise<void> {
+  const raw = openStream(request, reply);
+  let lastSeq = opts.afterSeq;
+  let live = false;
+  let ended = false;
+  const backlog: EventRecord[] = [];
+  let chain = Promise.resolve();
+
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    unsubscribe();
+    clearInterval(ping);
+    if (!raw.destroyed) raw.end();
+  };
+  const write = (text: string): boolean => {
+    if (ended || raw.destroyed) return false;
+    raw.write(text);
+    if (raw.writableLength > opts.maxBufferBytes) {
+      // Too slow to keep up: cut it off; it can resume from its Last-Event-ID.
+      request.log.info({ task_id: opts.taskId, buffered: raw.writableLength }, 'slow SSE client disconnected');
+      ended = true;
+      unsubscribe();
+      clearInterval(ping);
+      raw.destroy();
+      return false;
+    }
+    return true;
+  };
+  const send = async (event: EventRecord): Promise<void> => {
+    if (ended || event.seq <= lastSeq) return;
+    lastSeq = event.seq;
+    if (!write(frame(event))) return;
+    if (await opts.isLast(event)) end();
+  };
+
+  // Subscribe before reading the store so nothing published meanwhile is missed.
+  const unsubscribe = opts.bus.subscribe(opts.taskId, (event) => {
+    if (!live) {
+      backlog.push(event);
+      return;
+    }
+    chain = chain.then(() => send(event)).catch(() => end());
+  });
+  const ping = setInterval(() => write(': ping\n\n'), opts.pingIntervalMs);
+  raw.on('close', end);
+
+  try {
+    while (!ended) {
+      const page = await opts.store.listEvents(opts.taskId, lastSeq, REPLAY_PAGE);
+      for (const event of page) await send(event);
+      if (page.length < REPLAY_PAGE) break;
+    }
+    if (opts.closingFrames) {
+      for (const text of opts.closingFrames) write(text);
+      return end();
+    }
+    while (backlog.length > 0) await send(backlog.shift()!);
+    // No await between the empty check and this line, so no event can fall between backlog and live.
+    live = true;
+  } catch (err) {
+    request.log.warn({ err, task_id: opts.taskId }, 'event replay failed');
+    write(unstoredFrame('error', { error: 'service_unavailable', message: 'Events cannot be read right now: reconnect with Last-Event-ID.', retryable: true }));
+    end();
+  }
+}
+
+/** A stream that only carries frames decided before it opened (a refusal), then ends. */
+export function sendFramesAndEnd(request: FastifyRequest, reply: FastifyReply, frames: string[]): void {
+  const raw = openStream(request, reply);
+  for (const text of frames) raw.write(text);
+  raw.end();
+}

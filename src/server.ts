@@ -1,0 +1,88 @@
+/**
+ * The composition root: opens the store, builds the services, the turn runner and the HTTP app,
+ * and wires them together. The CLI and the tests both start Quarry through here.
+ */
+import pino, { type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import { Accounts } from './accounts/accounts.js';
+import { Agent } from './agent/agent-loop.js';
+import type { ModelProvider } from './agent/providers/model-provider.js';
+import { createOpenAICompatibleProvider } from './agent/providers/openai-compatible.js';
+import type { Config } from './config.js';
+import { EventBus } from './events/event-bus.js';
+import { buildApp } from './http/app.js';
+import { openSqliteStore } from './store/sqlite/sqlite-store.js';
+import type { Store } from './store/store.js';
+import { TaskService } from './tasks/task-service.js';
+import { TurnRunner } from './tasks/turn-runner.js';
+import { Uploads } from './uploads/uploads.js';
+
+export interface Quarry {
+  config: Config;
+  app: FastifyInstance;
+  store: Store;
+  tasks: TaskService;
+  accounts: Accounts;
+  runner: TurnRunner | undefined;
+  /** The starter key when this start created the starter account, else null. */
+  starterKey: string | null;
+  /** Listens on config.host:config.port (0 = any free port) and starts the workers; resolves with the base URL. */
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface QuarryOptions {
+  logger?: Logger;
+  /** Overrides the provider built from config (tests use this only to inject failures they cannot script). */
+  provider?: ModelProvider;
+  /** Waits between model retries. */
+  retryDelaysMs?: number[];
+}
+
+function providerFrom(config: Config): ModelProvider | undefined {
+  if (!config.model) return undefined;
+  return createOpenAICompatibleProvider({ baseUrl: config.model.baseUrl, model: config.model.model, apiKey: config.model.apiKey, stream: config.model.stream });
+}
+
+export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {
+  const logger = opts.logger ?? pino({ level: config.logLevel });
+  if (config.databaseUrl) throw new Error('QUARRY_DATABASE_URL (PostgreSQL) is not supported by this build yet; unset it to use SQLite in QUARRY_DATA_DIR.');
+  const store = openSqliteStore(config.dataDir);
+  await store.migrate();
+
+  const bus = new EventBus();
+  const tasks = new TaskService({ store, bus, config });
+  const accounts = new Accounts(store);
+  const uploads = new Uploads(store, { dataDir: config.dataDir, publicUrl: config.publicUrl, maxBytes: config.maxUploadBytes });
+  const starterKey = await accounts.ensureStarterAccount(config.starterCredits);
+
+  const runsTurns = config.role !== 'api';
+  const runner = runsTurns
+    ? new TurnRunner({ store, service: tasks, agent: new Agent({ provider: opts.provider ?? providerFrom(config), retryDelaysMs: opts.retryDelaysMs }), config, logger })
+    : undefined;
+  if (runner) {
+    tasks.onTurnReady = () => runner.wake();
+    tasks.onTurnCancelled = (turnId) => runner.cancel(turnId);
+  }
+  let ready = false;
+  const app = await buildApp({ config, logger, store, bus, tasks, accounts, uploads, ready: () => ready });
+
+  return {
+    config, app, store, tasks, accounts, runner, starterKey,
+    async listen() {
+      await app.listen({ host: config.host, port: config.port });
+      runner?.start();
+      ready = true;
+      const address = app.server.address();
+      const port = typeof address === 'object' && address ? address.port : config.port;
+      const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+      return `http://${host}:${port}`;
+    },
+    async close() {
+      ready = false;
+      await runner?.shutdown();
+      await app.close();
+      await store.close();
+    },
+  };
+}

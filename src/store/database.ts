@@ -1,0 +1,148 @@
+/**
+ * Table shapes as Kysely sees them. Both databases store the same columns with the same
+ * meaning: times are ISO-8601 UTC text (they sort as text), booleans are 0/1 integers,
+ * JSON is text. Keeping the types identical keeps one query code path for both.
+ */
+import type { Generated } from 'kysely';
+
+export interface AccountsTable {
+  id: string;
+  name: string;
+  balance: number;
+  credits_used: number;
+  created_at: string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  key_hash: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface TasksTable {
+  id: string;
+  account_id: string;
+  name: string | null;
+  type: string;
+  status: string;
+  phase: string | null;
+  activity: string | null;
+  spec: string;
+  pinned: number;
+  cron_expression: string | null;
+  cron_timezone: string | null;
+  cron_next_run_at: string | null;
+  active_output: string | null;
+  credits_used: number;
+  last_event_seq: number;
+  current_turn_id: string | null;
+  queued_count: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface TurnsTable {
+  id: string;
+  task_id: string;
+  account_id: string;
+  kind: string;
+  status: string;
+  input: string | null;
+  plan_only: number;
+  created_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  credits_used: number;
+  tokens_in: number;
+  tokens_out: number;
+  tool_calls: number;
+  error: string | null;
+}
+
+export interface TurnStepsTable {
+  turn_id: string;
+  step: number;
+  data: string;
+  created_at: string;
+}
+
+export interface EventsTable {
+  task_id: string;
+  seq: number;
+  type: string;
+  turn_id: string | null;
+  data: string;
+}
+
+export interface OutputsTable {
+  task_id: string;
+  output_id: string;
+  row_count: number;
+  updated_at: string;
+}
+
+export interface RowsTable {
+  task_id: string;
+  output_id: string;
+  row_num: number;
+  data: string;
+}
+
+export interface RowBatchesTable {
+  task_id: string;
+  write_key: string;
+  output_id: string;
+  first_row: number;
+  row_count: number;
+}
+
+export interface UploadsTable {
+  id: string;
+  account_id: string;
+  filename: string;
+  content_type: string;
+  declared_bytes: number;
+  size_bytes: number | null;
+  sha256: string | null;
+  storage_path: string | null;
+  expires_at: string;
+  created_at: string;
+  completed_at: string | null;
+}
+
+export interface IdempotencyTable {
+  account_id: string;
+  key: string;
+  request_hash: string;
+  status: number;
+  body: string;
+  created_at: string;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  tasks: TasksTable;
+  turns: TurnsTable;
+  turn_steps: TurnStepsTable;
+  events: EventsTable;
+  outputs: OutputsTable;
+  rows: RowsTable;
+  row_batches: RowBatchesTable;
+  uploads: UploadsTable;
+  idempotency: IdempotencyTable;
+  settings: SettingsTable;
+}
+
+// Generated is re-exported so migrations and adapters share one import site.
+export type { Generated };

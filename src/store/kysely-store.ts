@@ -1,0 +1,482 @@
+/**
+ * The SQL behind the Store contract, written once with Kysely for every database. The adapters
+ * (sqlite/, postgres/) only open the connection, set the DialectProfile and run migrations.
+ */
+import { Kysely, Migrator, sql, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
+import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
+import type {
+  AccountRecord, ApiKeyRecord, EventRecord, IdempotencyRecord, OutputStatsRecord, Store, StoreOps, TaskListCursor,
+  TaskPatch, TaskRecord, TurnPatch, TurnRecord, UploadRecord,
+} from './store.js';
+import * as m000001 from './migrations/000001_initial.js';
+
+/** What differs between the databases, declared in one place. */
+export interface DialectProfile {
+  kind: 'sqlite' | 'postgres';
+  /** `SELECT … FOR UPDATE` exists (PostgreSQL). SQLite serializes every write transaction anyway. */
+  rowLocks: boolean;
+  /** `FOR UPDATE SKIP LOCKED` exists, so concurrent workers claim different turns without waiting. */
+  skipLocked: boolean;
+}
+
+const MIGRATIONS: Record<string, Migration> = {
+  '000001_initial': m000001,
+};
+
+class StaticMigrations implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return MIGRATIONS;
+  }
+}
+
+const ROW_BATCH = 2_000;
+
+function toTask(r: Selectable<TasksTable>): TaskRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    type: r.type,
+    status: r.status as TaskRecord['status'],
+    phase: r.phase as TaskRecord['phase'],
+    activity: r.activity as TaskRecord['activity'],
+    spec: JSON.parse(r.spec),
+    pinned: Number(r.pinned) === 1,
+    cronExpression: r.cron_expression,
+    cronTimezone: r.cron_timezone,
+    cronNextRunAt: r.cron_next_run_at,
+    activeOutput: r.active_output,
+    creditsUsed: Number(r.credits_used),
+    lastEventSeq: Number(r.last_event_seq),
+    currentTurnId: r.current_turn_id,
+    queuedCount: Number(r.queued_count),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    deletedAt: r.deleted_at,
+  };
+}
+
+const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
+  name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
+  cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
+  activeOutput: 'active_output', creditsUsed: 'credits_used', lastEventSeq: 'last_event_seq',
+  currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at',
+};
+
+function taskRow(patch: TaskPatch): Partial<TasksTable> {
+  const row: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    const column = TASK_COLUMNS[key as keyof TaskPatch];
+    if (key === 'spec') row[column] = JSON.stringify(value);
+    else if (key === 'pinned') row[column] = value ? 1 : 0;
+    else row[column] = value;
+  }
+  return row as Partial<TasksTable>;
+}
+
+function toTurn(r: Selectable<TurnsTable>): TurnRecord {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    accountId: r.account_id,
+    kind: r.kind as TurnRecord['kind'],
+    status: r.status as TurnRecord['status'],
+    input: r.input,
+    planOnly: Number(r.plan_only) === 1,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    leaseOwner: r.lease_owner,
+    leaseExpiresAt: r.lease_expires_at,
+    creditsUsed: Number(r.credits_used),
+    tokensIn: Number(r.tokens_in),
+    tokensOut: Number(r.tokens_out),
+    toolCalls: Number(r.tool_calls),
+    error: r.error ? JSON.parse(r.error) : null,
+  };
+}
+
+const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
+  status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
+  leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsed: 'credits_used', tokensIn: 'tokens_in',
+  tokensOut: 'tokens_out', toolCalls: 'tool_calls', error: 'error',
+};
+
+function turnRow(patch: TurnPatch): Partial<TurnsTable> {
+  const row: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    const column = TURN_COLUMNS[key as keyof TurnPatch];
+    if (key === 'error') row[column] = value === null ? null : JSON.stringify(value);
+    else if (key === 'planOnly') row[column] = value ? 1 : 0;
+    else row[column] = value;
+  }
+  return row as Partial<TurnsTable>;
+}
+
+function toUpload(r: Selectable<UploadsTable>): UploadRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    filename: r.filename,
+    contentType: r.content_type,
+    declaredBytes: Number(r.declared_bytes),
+    sizeBytes: r.size_bytes === null ? null : Number(r.size_bytes),
+    sha256: r.sha256,
+    storagePath: r.storage_path,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
+    completedAt: r.completed_at,
+  };
+}
+
+export class KyselyOps implements StoreOps {
+  constructor(
+    protected readonly db: Kysely<Database> | Transaction<Database>,
+    protected readonly profile: DialectProfile,
+  ) {}
+
+  async insertAccount(a: AccountRecord): Promise<void> {
+    await this.db.insertInto('accounts').values({ id: a.id, name: a.name, balance: a.balance, credits_used: a.creditsUsed, created_at: a.createdAt }).execute();
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | undefined> {
+    const r = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return r && { id: r.id, name: r.name, balance: Number(r.balance), creditsUsed: Number(r.credits_used), createdAt: r.created_at };
+  }
+
+  async countAccounts(): Promise<number> {
+    const r = await this.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async adjustBalance(accountId: string, delta: number): Promise<number> {
+    const r = await this.db
+      .updateTable('accounts')
+      .set({ balance: sql<number>`case when balance + ${delta} < 0 then 0 else balance + ${delta} end` })
+      .where('id', '=', accountId)
+      .returning('balance')
+      .executeTakeFirst();
+    return Number(r?.balance ?? 0);
+  }
+
+  async chargeAccount(accountId: string, amount: number): Promise<number> {
+    const r = await this.db
+      .updateTable('accounts')
+      .set({
+        balance: sql<number>`case when balance - ${amount} < 0 then 0 else balance - ${amount} end`,
+        credits_used: sql<number>`credits_used + ${amount}`,
+      })
+      .where('id', '=', accountId)
+      .returning('balance')
+      .executeTakeFirst();
+    return Number(r?.balance ?? 0);
+  }
+
+  async insertApiKey(k: ApiKeyRecord & { keyHash: string }): Promise<void> {
+    await this.db.insertInto('api_keys').values({ id: k.id, account_id: k.accountId, key_hash: k.keyHash, created_at: k.createdAt, revoked_at: k.revokedAt }).execute();
+  }
+
+  async findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const r = await this.db.selectFrom('api_keys').select(['id', 'account_id', 'created_at', 'revoked_at']).where('key_hash', '=', keyHash).executeTakeFirst();
+    return r && { id: r.id, accountId: r.account_id, createdAt: r.created_at, revokedAt: r.revoked_at };
+  }
+
+  async listApiKeys(accountId: string): Promise<ApiKeyRecord[]> {
+    const rows = await this.db.selectFrom('api_keys').select(['id', 'account_id', 'created_at', 'revoked_at']).where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, createdAt: r.created_at, revokedAt: r.revoked_at }));
+  }
+
+  async revokeApiKey(accountId: string, keyId: string, at: string): Promise<ApiKeyRecord | undefined> {
+    await this.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', keyId).where('account_id', '=', accountId).where('revoked_at', 'is', null).execute();
+    const r = await this.db.selectFrom('api_keys').select(['id', 'account_id', 'created_at', 'revoked_at']).where('id', '=', keyId).where('account_id', '=', accountId).executeTakeFirst();
+    return r && { id: r.id, accountId: r.account_id, createdAt: r.created_at, revokedAt: r.revoked_at };
+  }
+
+  async insertTask(t: TaskRecord): Promise<void> {
+    const { id, accountId, createdAt, ...fields } = t;
+    await this.db.insertInto('tasks').values({ id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as TasksTable).execute();
+  }
+
+  async getTask(id: string, opts: { lock?: boolean } = {}): Promise<TaskRecord | undefined> {
+    let q = this.db.selectFrom('tasks').selectAll().where('id', '=', id);
+    if (opts.lock && this.profile.rowLocks) q = q.forUpdate();
+    const r = await q.executeTakeFirst();
+    return r && toTask(r);
+  }
+
+  async getTaskState(id: string): Promise<{ task: TaskRecord; turn: TurnRecord | null } | undefined> {
+    const r = await this.db
+      .selectFrom('tasks')
+      .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
+      .selectAll('tasks')
+      .select(['turns.kind as turn_kind', 'turns.started_at as turn_started_at', 'turns.created_at as turn_created_at', 'turns.status as turn_status'])
+      .where('tasks.id', '=', id)
+      .executeTakeFirst();
+    if (!r) return undefined;
+    const task = toTask(r);
+    const turn: TurnRecord | null = task.currentTurnId && r.turn_kind
+      ? {
+          id: task.currentTurnId, taskId: task.id, accountId: task.accountId, kind: r.turn_kind as TurnRecord['kind'], status: r.turn_status as TurnRecord['status'],
+          input: null, planOnly: false, createdAt: r.turn_created_at!, startedAt: r.turn_started_at, endedAt: null, leaseOwner: null, leaseExpiresAt: null,
+          creditsUsed: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null,
+        }
+      : null;
+    return { task, turn };
+  }
+
+  async updateTask(id: string, patch: TaskPatch): Promise<void> {
+    const row = taskRow(patch);
+    if (Object.keys(row).length === 0) return;
+    await this.db.updateTable('tasks').set(row).where('id', '=', id).execute();
+  }
+
+  async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]> {
+    let q = this.db.selectFrom('tasks').selectAll().where('account_id', '=', accountId).where('deleted_at', 'is', null);
+    if (after) {
+      const pinned = after.pinned ? 1 : 0;
+      // Keyset pagination over (pinned desc, updated_at desc, id desc): rows strictly after the cursor.
+      q = q.where((eb) =>
+        eb.or([
+          eb('pinned', '<', pinned),
+          eb.and([eb('pinned', '=', pinned), eb('updated_at', '<', after.updatedAt)]),
+          eb.and([eb('pinned', '=', pinned), eb('updated_at', '=', after.updatedAt), eb('id', '<', after.id)]),
+        ]),
+      );
+    }
+    const rows = await q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toTask);
+  }
+
+  async listDueCronTasks(now: string, limit: number): Promise<TaskRecord[]> {
+    const rows = await this.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('cron_next_run_at', 'is not', null)
+      .where('cron_next_run_at', '<=', now)
+      .where('deleted_at', 'is', null)
+      .orderBy('cron_next_run_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toTask);
+  }
+
+  async insertTurn(t: TurnRecord): Promise<void> {
+    const { id, taskId, accountId, kind, createdAt, ...fields } = t;
+    await this.db.insertInto('turns').values({ id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as TurnsTable).execute();
+  }
+
+  async getTurn(id: string): Promise<TurnRecord | undefined> {
+    const r = await this.db.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst();
+    return r && toTurn(r);
+  }
+
+  async updateTurn(id: string, patch: TurnPatch): Promise<void> {
+    const row = turnRow(patch);
+    if (Object.keys(row).length === 0) return;
+    await this.db.updateTable('turns').set(row).where('id', '=', id).execute();
+  }
+
+  async nextQueuedTurn(taskId: string): Promise<TurnRecord | undefined> {
+    const r = await this.db.selectFrom('turns').selectAll().where('task_id', '=', taskId).where('status', '=', 'queued').orderBy('id').limit(1).executeTakeFirst();
+    return r && toTurn(r);
+  }
+
+  async cancelQueuedTurns(taskId: string, at: string): Promise<number> {
+    const r = await this.db.updateTable('turns').set({ status: 'cancelled', ended_at: at }).where('task_id', '=', taskId).where('status', '=', 'queued').executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  async countPendingTurns(): Promise<number> {
+    const r = await this.db.selectFrom('turns').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async claimTurns(owner: string, limit: number, now: string, leaseUntil: string): Promise<TurnRecord[]> {
+    // Pending turns first (oldest first), then running turns whose owner stopped renewing.
+    let q = this.db
+      .selectFrom('turns')
+      .select('id')
+      .where((eb) => eb.or([eb('status', '=', 'pending'), eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)])]))
+      .orderBy('id')
+      .limit(limit);
+    // SKIP LOCKED lets several workers claim at once without queueing behind each other's locks.
+    if (this.profile.skipLocked) q = q.forUpdate().skipLocked();
+    const ids = (await q.execute()).map((r) => r.id);
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .updateTable('turns')
+      .set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil, started_at: sql<string>`coalesce(started_at, ${now})` })
+      .where('id', 'in', ids)
+      .returningAll()
+      .execute();
+    return rows.map(toTurn).sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  async renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.updateTable('turns').set({ lease_expires_at: leaseUntil }).where('id', '=', turnId).where('lease_owner', '=', owner).where('status', '=', 'running').executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  async releaseLeases(owner: string): Promise<number> {
+    const r = await this.db.updateTable('turns').set({ status: 'pending', lease_owner: null, lease_expires_at: null }).where('lease_owner', '=', owner).where('status', '=', 'running').executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  async listTurnsByAccount(accountId: string, limit: number): Promise<TurnRecord[]> {
+    const rows = await this.db.selectFrom('turns').selectAll().where('account_id', '=', accountId).where('started_at', 'is not', null).orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toTurn);
+  }
+
+  async listTurnInputs(taskId: string, upToTurnId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('turns')
+      .select('input')
+      .where('task_id', '=', taskId)
+      .where('id', '<=', upToTurnId)
+      .where('kind', '!=', 'plan')
+      .where('input', 'is not', null)
+      .where('status', 'not in', ['queued', 'cancelled'])
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => r.input!);
+  }
+
+  async insertStep(turnId: string, step: number, data: string, at: string): Promise<void> {
+    await this.db.insertInto('turn_steps').values({ turn_id: turnId, step, data, created_at: at }).onConflict((oc) => oc.columns(['turn_id', 'step']).doNothing()).execute();
+  }
+
+  async listSteps(turnId: string): Promise<{ step: number; data: string }[]> {
+    const rows = await this.db.selectFrom('turn_steps').select(['step', 'data']).where('turn_id', '=', turnId).orderBy('step').execute();
+    return rows.map((r) => ({ step: Number(r.step), data: r.data }));
+  }
+
+  async insertEvent(e: EventRecord): Promise<void> {
+    await this.db.insertInto('events').values({ task_id: e.taskId, seq: e.seq, type: e.type, turn_id: e.turnId, data: e.data }).execute();
+  }
+
+  async listEvents(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]> {
+    const rows = await this.db.selectFrom('events').selectAll().where('task_id', '=', taskId).where('seq', '>', afterSeq).orderBy('seq').limit(limit).execute();
+    return rows.map((r) => ({ taskId: r.task_id, seq: Number(r.seq), type: r.type, turnId: r.turn_id, data: r.data }));
+  }
+
+  async lastEvents(taskId: string, count: number): Promise<EventRecord[]> {
+    const rows = await this.db.selectFrom('events').selectAll().where('task_id', '=', taskId).orderBy('seq', 'desc').limit(count).execute();
+    return rows.reverse().map((r) => ({ taskId: r.task_id, seq: Number(r.seq), type: r.type, turnId: r.turn_id, data: r.data }));
+  }
+
+  async listOutputStats(taskId: string): Promise<OutputStatsRecord[]> {
+    const rows = await this.db.selectFrom('outputs').selectAll().where('task_id', '=', taskId).execute();
+    return rows.map((r) => ({ outputId: r.output_id, rowCount: Number(r.row_count), updatedAt: r.updated_at }));
+  }
+
+  async appendRows(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string) {
+    const done = await this.db.selectFrom('row_batches').selectAll().where('task_id', '=', taskId).where('write_key', '=', writeKey).executeTakeFirst();
+    if (done) return { firstRow: Number(done.first_row), count: Number(done.row_count), replayed: true };
+    let statsQuery = this.db.selectFrom('outputs').select('row_count').where('task_id', '=', taskId).where('output_id', '=', outputId);
+    if (this.profile.rowLocks) statsQuery = statsQuery.forUpdate();
+    const stats = await statsQuery.executeTakeFirst();
+    const before = Number(stats?.row_count ?? 0);
+    for (let i = 0; i < rows.length; i += ROW_BATCH) {
+      const values = rows.slice(i, i + ROW_BATCH).map((make, j) => {
+        const n = before + i + j + 1;
+        return { task_id: taskId, output_id: outputId, row_num: n, data: make(n) };
+      });
+      await this.db.insertInto('rows').values(values).execute();
+    }
+    const after = before + rows.length;
+    if (stats) await this.db.updateTable('outputs').set({ row_count: after, updated_at: at }).where('task_id', '=', taskId).where('output_id', '=', outputId).execute();
+    else await this.db.insertInto('outputs').values({ task_id: taskId, output_id: outputId, row_count: after, updated_at: at }).execute();
+    await this.db.insertInto('row_batches').values({ task_id: taskId, write_key: writeKey, output_id: outputId, first_row: before + 1, row_count: rows.length }).execute();
+    return { firstRow: before + 1, count: rows.length, replayed: false };
+  }
+
+  async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]> {
+    // Row numbers are dense from 1, so a page is a range scan on the primary key, not an OFFSET.
+    const rows = await this.db
+      .selectFrom('rows')
+      .select('data')
+      .where('task_id', '=', taskId)
+      .where('output_id', '=', outputId)
+      .where('row_num', '>', offset)
+      .where('row_num', '<=', offset + limit)
+      .orderBy('row_num')
+      .execute();
+    return rows.map((r) => r.data);
+  }
+
+  async insertUpload(u: UploadRecord): Promise<void> {
+    await this.db.insertInto('uploads').values({
+      id: u.id, account_id: u.accountId, filename: u.filename, content_type: u.contentType, declared_bytes: u.declaredBytes,
+      size_bytes: u.sizeBytes, sha256: u.sha256, storage_path: u.storagePath, expires_at: u.expiresAt, created_at: u.createdAt, completed_at: u.completedAt,
+    }).execute();
+  }
+
+  async getUpload(id: string): Promise<UploadRecord | undefined> {
+    const r = await this.db.selectFrom('uploads').selectAll().where('id', '=', id).executeTakeFirst();
+    return r && toUpload(r);
+  }
+
+  async completeUpload(id: string, p: { sizeBytes: number; sha256: string; storagePath: string; completedAt: string }): Promise<void> {
+    await this.db.updateTable('uploads').set({ size_bytes: p.sizeBytes, sha256: p.sha256, storage_path: p.storagePath, completed_at: p.completedAt }).where('id', '=', id).execute();
+  }
+
+  async getIdempotency(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined> {
+    const r = await this.db.selectFrom('idempotency').selectAll().where('account_id', '=', accountId).where('key', '=', key).where('created_at', '>=', since).executeTakeFirst();
+    return r && { requestHash: r.request_hash, status: Number(r.status), body: r.body, createdAt: r.created_at };
+  }
+
+  async putIdempotency(accountId: string, key: string, rec: IdempotencyRecord): Promise<void> {
+    await this.db
+      .insertInto('idempotency')
+      .values({ account_id: accountId, key, request_hash: rec.requestHash, status: rec.status, body: rec.body, created_at: rec.createdAt })
+      .onConflict((oc) => oc.columns(['account_id', 'key']).doUpdateSet({ request_hash: rec.requestHash, status: rec.status, body: rec.body, created_at: rec.createdAt }))
+      .execute();
+  }
+
+  async getSetting(key: string): Promise<string | undefined> {
+    const r = await this.db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
+    return r?.value;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.db.insertInto('settings').values({ key, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
+  }
+}
+
+export class KyselyStore extends KyselyOps implements Store {
+  readonly kind: 'sqlite' | 'postgres';
+
+  constructor(
+    protected readonly root: Kysely<Database>,
+    profile: DialectProfile,
+  ) {
+    super(root, profile);
+    this.kind = profile.kind;
+  }
+
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.root, provider: new StaticMigrations() });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  }
+
+  async transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
+    return this.root.transaction().execute((trx) => fn(new KyselyOps(trx, this.profile)));
+  }
+
+  async *iterateRows(taskId: string, outputId: string): AsyncIterable<string> {
+    let offset = 0;
+    while (true) {
+      const batch = await this.readRows(taskId, outputId, offset, ROW_BATCH);
+      for (const row of batch) yield row;
+      if (batch.length < ROW_BATCH) return;
+      offset += batch.length;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.root.destroy();
+  }
+}

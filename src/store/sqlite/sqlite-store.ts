@@ -1,0 +1,24 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import type { Database } from '../database.js';
+import { KyselyStore, type DialectProfile } from '../kysely-store.js';
+
+const SQLITE_PROFILE: DialectProfile = { kind: 'sqlite', rowLocks: false, skipLocked: false };
+
+/**
+ * Opens (creating if needed) the SQLite database in `dataDir`. WAL with synchronous=NORMAL: a
+ * commit is in the OS before the call returns, so it survives the process being killed; only a
+ * power loss can take the last few commits.
+ */
+export function openSqliteStore(dataDir: string, fileName = 'quarry.db'): KyselyStore {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const db = new SQLite(path.join(dataDir, fileName));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('cache_size = -65536');
+  db.pragma('temp_store = MEMORY');
+  return new KyselyStore(new Kysely<Database>({ dialect: new SqliteDialect({ database: db }) }), SQLITE_PROFILE);
+}

@@ -1,0 +1,214 @@
+/**
+ * The data layer's contract. The rest of Quarry sees only these types and methods; the SQL
+ * lives behind them, once for every database (kysely-store.ts), with the few places where the
+ * databases differ declared in a DialectProfile.
+ *
+ * Methods on `Store` run on their own; inside `transaction(fn)` the same methods run atomically
+ * and the task rows they read with `lock: true` stay locked until the transaction ends, which is
+ * how writes to one task are serialized.
+ */
+import type { TaskSpec } from '../tasks/spec.js';
+
+export type TaskStatus = 'plan' | 'execute' | 'deleted';
+export type TaskPhase = 'plan' | 'execute';
+export type TaskActivity = 'idle' | 'planning' | 'executing' | 'thinking';
+export type TurnKind = 'plan' | 'execute' | 'continue';
+/** queued: waits behind the task's current turn · pending: ready for a worker · running: owned by a worker. */
+export type TurnStatus = 'queued' | 'pending' | 'running' | 'completed' | 'stopped' | 'failed' | 'cancelled';
+
+export interface AccountRecord {
+  id: string;
+  name: string;
+  balance: number;
+  creditsUsed: number;
+  createdAt: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export interface TaskRecord {
+  id: string;
+  accountId: string;
+  name: string | null;
+  type: string;
+  status: TaskStatus;
+  phase: TaskPhase | null;
+  activity: TaskActivity | null;
+  spec: TaskSpec;
+  pinned: boolean;
+  cronExpression: string | null;
+  cronTimezone: string | null;
+  cronNextRunAt: string | null;
+  activeOutput: string | null;
+  creditsUsed: number;
+  lastEventSeq: number;
+  currentTurnId: string | null;
+  queuedCount: number;
+  createdAt: string;
+  updatedAt: string;
+  deletedAt: string | null;
+}
+
+export interface TurnError {
+  error: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface TurnRecord {
+  id: string;
+  taskId: string;
+  accountId: string;
+  kind: TurnKind;
+  status: TurnStatus;
+  input: string | null;
+  planOnly: boolean;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: string | null;
+  creditsUsed: number;
+  tokensIn: number;
+  tokensOut: number;
+  toolCalls: number;
+  error: TurnError | null;
+}
+
+export interface EventRecord {
+  taskId: string;
+  seq: number;
+  type: string;
+  turnId: string | null;
+  /** The JSON text sent as the SSE `data:` line; holds seq, type, task_id, turn_id, at and the payload. */
+  data: string;
+}
+
+export interface OutputStatsRecord {
+  outputId: string;
+  rowCount: number;
+  updatedAt: string;
+}
+
+export interface UploadRecord {
+  id: string;
+  accountId: string;
+  filename: string;
+  contentType: string;
+  declaredBytes: number;
+  sizeBytes: number | null;
+  sha256: string | null;
+  storagePath: string | null;
+  expiresAt: string;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+export interface IdempotencyRecord {
+  requestHash: string;
+  status: number;
+  body: string;
+  createdAt: string;
+}
+
+export interface TaskListCursor {
+  pinned: boolean;
+  updatedAt: string;
+  id: string;
+}
+
+export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt'>>;
+export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;
+
+export interface StoreOps {
+  // accounts and keys
+  insertAccount(account: AccountRecord): Promise<void>;
+  getAccount(id: string): Promise<AccountRecord | undefined>;
+  countAccounts(): Promise<number>;
+  /** Adds `delta` (may be negative) to the balance, never below zero; returns the new balance. */
+  adjustBalance(accountId: string, delta: number): Promise<number>;
+  /** Takes `amount` from the balance (floor zero) and adds it to credits_used; returns the new balance. */
+  chargeAccount(accountId: string, amount: number): Promise<number>;
+  insertApiKey(key: ApiKeyRecord & { keyHash: string }): Promise<void>;
+  findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  listApiKeys(accountId: string): Promise<ApiKeyRecord[]>;
+  revokeApiKey(accountId: string, keyId: string, at: string): Promise<ApiKeyRecord | undefined>;
+
+  // tasks
+  insertTask(task: TaskRecord): Promise<void>;
+  getTask(id: string, opts?: { lock?: boolean }): Promise<TaskRecord | undefined>;
+  updateTask(id: string, patch: TaskPatch): Promise<void>;
+  /** The task and its current turn in one indexed read (the /state poll). */
+  getTaskState(id: string): Promise<{ task: TaskRecord; turn: TurnRecord | null } | undefined>;
+  /** One page in list order (pinned first, then newest update), starting after `after`. Deleted tasks are left out. */
+  listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]>;
+  /** Tasks in cron mode whose next run is due at `now`. */
+  listDueCronTasks(now: string, limit: number): Promise<TaskRecord[]>;
+
+  // turns
+  insertTurn(turn: TurnRecord): Promise<void>;
+  getTurn(id: string): Promise<TurnRecord | undefined>;
+  updateTurn(id: string, patch: TurnPatch): Promise<void>;
+  /** The oldest queued turn of a task (the next message to take). */
+  nextQueuedTurn(taskId: string): Promise<TurnRecord | undefined>;
+  /** Marks every queued turn of the task cancelled; returns how many. */
+  cancelQueuedTurns(taskId: string, at: string): Promise<number>;
+  countPendingTurns(): Promise<number>;
+  /**
+   * Gives up to `limit` pending turns to `owner` until `leaseUntil`, oldest first, and returns them.
+   * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too.
+   */
+  claimTurns(owner: string, limit: number, now: string, leaseUntil: string): Promise<TurnRecord[]>;
+  /** Extends a lease; false when the turn is no longer running under this owner. */
+  renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
+  /** Returns running turns owned by `owner` to pending (a clean shutdown). */
+  releaseLeases(owner: string): Promise<number>;
+  listTurnsByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;
+  /** Messages and instructions of the task's turns up to and including `upToTurnId`, oldest first. */
+  listTurnInputs(taskId: string, upToTurnId: string): Promise<string[]>;
+
+  // agent step checkpoints
+  insertStep(turnId: string, step: number, data: string, at: string): Promise<void>;
+  listSteps(turnId: string): Promise<{ step: number; data: string }[]>;
+
+  // events
+  insertEvent(event: EventRecord): Promise<void>;
+  listEvents(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
+  lastEvents(taskId: string, count: number): Promise<EventRecord[]>;
+
+  // outputs and rows
+  listOutputStats(taskId: string): Promise<OutputStatsRecord[]>;
+  /**
+   * Appends rows (already serialized, without their numbers) under `writeKey`. Writing the same
+   * key twice does nothing the second time, so replayed tool calls never duplicate rows.
+   */
+  appendRows(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string): Promise<{ firstRow: number; count: number; replayed: boolean }>;
+  readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]>;
+
+  // uploads
+  insertUpload(upload: UploadRecord): Promise<void>;
+  getUpload(id: string): Promise<UploadRecord | undefined>;
+  completeUpload(id: string, patch: { sizeBytes: number; sha256: string; storagePath: string; completedAt: string }): Promise<void>;
+
+  // idempotency keys
+  getIdempotency(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined>;
+  putIdempotency(accountId: string, key: string, record: IdempotencyRecord): Promise<void>;
+
+  // settings
+  getSetting(key: string): Promise<string | undefined>;
+  setSetting(key: string, value: string): Promise<void>;
+}
+
+export interface Store extends StoreOps {
+  readonly kind: 'sqlite' | 'postgres';
+  migrate(): Promise<void>;
+  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
+  /** Streams a whole output in row order, in batches, without loading it at once. */
+  iterateRows(taskId: string, outputId: string): AsyncIterable<string>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,544 @@
+/**
+ * The task state machine (interface §3, decisions §2, §4, §6): every change to a task, its turns
+ * and its queue happens here, each in one transaction that locks the task row, stores its events
+ * and publishes them after commit. Routes and the turn runner call these methods and never write
+ * task state themselves.
+ */
+import type { Config } from '../config.js';
+import { QuarryError } from '../errors.js';
+import type { EventBus } from '../events/event-bus.js';
+import { newId } from '../ids.js';
+import type {
+  EventRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
+} from '../store/store.js';
+import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
+import { roundCredits, toTaskView, type TaskView } from './task-view.js';
+
+export type TurnOutcome = 'completed' | 'stopped' | 'failed';
+
+export interface TaskServiceOptions {
+  store: Store;
+  bus: EventBus;
+  config: Config;
+  clock?: () => Date;
+}
+
+/** What a route answers with after a change: 200 with the task, or 202 when a message was queued. */
+export interface TaskReply {
+  statusCode: 200 | 202;
+  task: TaskView;
+  /** The turn this request started or queued, so a stream can follow it. */
+  turnId: string | null;
+  /** The task's last event sequence number before this change: a stream of the change starts after it. */
+  fromSeq: number;
+}
+
+const TASK_EVENT_REASONS = [
+  'created', 'turn_started', 'phase_changed', 'activity_changed', 'message_queued', 'turn_ended', 'updated', 'cron_tick_skipped', 'deleted',
+] as const;
+export type TaskEventReason = (typeof TASK_EVENT_REASONS)[number];
+
+/** Where a turn of each kind starts: a plan turn plans first, the others execute. */
+function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivity } {
+  return kind === 'plan' ? { phase: 'plan', activity: 'planning' } : { phase: 'execute', activity: 'executing' };
+}
+
+/**
+ * One task's changes inside one transaction: field updates and the events they cause, written
+ * together. Event sequence numbers come from the locked task row, so they are gap-free per task.
+ */
+class TaskUnit {
+  readonly events: EventRecord[] = [];
+  private readonly patch: TaskPatch = {};
+
+  constructor(
+    readonly tx: StoreOps,
+    readonly task: TaskRecord,
+    readonly now: string,
+  ) {}
+
+  set(patch: TaskPatch): void {
+    Object.assign(this.task, patch, { updatedAt: this.now });
+    Object.assign(this.patch, patch, { updatedAt: this.now });
+  }
+
+  async event(type: string, turnId: string | null, payload: Record<string, unknown>): Promise<void> {
+    const seq = this.task.lastEventSeq + 1;
+    this.task.lastEventSeq = seq;
+    this.patch.lastEventSeq = seq;
+    const data = JSON.stringify({ seq, type, task_id: this.task.id, turn_id: turnId, at: this.now, ...payload });
+    const event: EventRecord = { taskId: this.task.id, seq, type, turnId, data };
+    await this.tx.insertEvent(event);
+    this.events.push(event);
+  }
+
+  taskEvent(reason: TaskEventReason, turnId: string | null): Promise<void> {
+    return this.event('task', turnId, { reason, task: toTaskView(this.task, Date.parse(this.now)) });
+  }
+
+  async flush(): Promise<void> {
+    await this.tx.updateTask(this.task.id, this.patch);
+  }
+}
+
+export class TaskService {
+  private readonly store: Store;
+  private readonly bus: EventBus;
+  private readonly config: Config;
+  private readonly clock: () => Date;
+  /** Called after a commit that made a turn ready to run. */
+  onTurnReady: () => void = () => {};
+  /** Called after a commit that ended a turn some worker may be running (stop, delete). */
+  onTurnCancelled: (turnId: string) => void = () => {};
+
+  constructor(opts: TaskServiceOptions) {
+    this.store = opts.store;
+    this.bus = opts.bus;
+    this.config = opts.config;
+    this.clock = opts.clock ?? (() => new Date());
+  }
+
+  now(): string {
+    return this.clock().toISOString();
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------
+
+  /** A task of this account, including deleted ones when `includeDeleted`; else 404 task_not_found. */
+  async getTask(accountId: string, taskId: string, opts: { includeDeleted?: boolean; taskCreated?: boolean } = {}): Promise<TaskRecord> {
+    const task = await this.readTask(taskId);
+    if (!task || task.accountId !== accountId || (task.status === 'deleted' && !opts.includeDeleted)) {
+      throw QuarryError.taskNotFound(taskId, opts.taskCreated === false ? { task_created: false } : {});
+    }
+    return task;
+  }
+
+  /** Reads a task; a store failure is 503 service_unavailable (interface §4.2 rule 5), not a 500. */
+  private async readTask(taskId: string): Promise<TaskRecord | undefined> {
+    try {
+      return await this.store.getTask(taskId);
+    } catch {
+      throw new QuarryError('service_unavailable', 'Task state cannot be read right now; retry shortly.', { retry_after: 1 });
+    }
+  }
+
+  async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
+    const rows = await this.store.listTasks(accountId, limit + 1, after);
+    const tasks = rows.slice(0, limit);
+    const last = tasks[tasks.length - 1];
+    return { tasks, next: rows.length > limit && last ? { pinned: last.pinned, updatedAt: last.updatedAt, id: last.id } : undefined };
+  }
+
+  /**
+   * Resolves when the turn has ended or `timeoutMs` passed, whichever is first (long-polls and
+   * `wait: true`). Listens before it looks, so an end between the two is not missed.
+   */
+  async waitForTurn(taskId: string, turnId: string, timeoutMs: number): Promise<void> {
+    if (timeoutMs <= 0) return;
+    let unsubscribe = () => {};
+    let timer: NodeJS.Timeout | undefined;
+    const ended = new Promise<void>((resolve) => {
+      unsubscribe = this.bus.subscribe(taskId, (event) => {
+        if (event.type === 'done' && event.turnId === turnId) resolve();
+      });
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    try {
+      const turn = await this.store.getTurn(turnId);
+      if (!turn || turn.endedAt) return;
+      await ended;
+    } finally {
+      unsubscribe();
+      clearTimeout(timer);
+    }
+  }
+
+  // ---- creates and messages -------------------------------------------------------------------
+
+  /** Creates a task and its first turn (a plan turn from a prompt, an execute turn from a spec). */
+  async create(accountId: string, input: { taskId?: string; spec: TaskSpec; kind: 'plan' | 'execute'; planOnly?: boolean }): Promise<TaskReply> {
+    const taskId = input.taskId ?? newId('tsk');
+    const result = await this.store.transaction(async (tx) => {
+      if (await tx.getTask(taskId, { lock: true })) {
+        throw new QuarryError('task_exists', `A task with task_id "${taskId}" already exists: continue it instead.`, { task_id: taskId });
+      }
+      await this.requireCredits(tx, accountId, { task_created: false });
+      await this.requireCapacity(tx);
+      const now = this.now();
+      const turn = this.newTurn(taskId, accountId, input.kind, input.spec.prompt, now, 'pending', input.planOnly ?? false);
+      const schedule = input.spec.schedule;
+      const task: TaskRecord = {
+        id: taskId,
+        accountId,
+        name: input.spec.name,
+        type: input.spec.type,
+        status: 'execute',
+        ...startingState(input.kind),
+        spec: input.spec,
+        pinned: false,
+        cronExpression: schedule?.cron ?? null,
+        cronTimezone: schedule?.timezone ?? null,
+        cronNextRunAt: schedule ? this.nextRun(schedule) : null,
+        activeOutput: null,
+        creditsUsed: 0,
+        lastEventSeq: 0,
+        currentTurnId: turn.id,
+        queuedCount: 0,
+        createdAt: now,
+        updatedAt: now,
+        deletedAt: null,
+      };
+      await tx.insertTask(task);
+      await tx.insertTurn(turn);
+      const unit = new TaskUnit(tx, task, now);
+      await unit.taskEvent('created', turn.id);
+      await unit.flush();
+      return { unit, turn };
+    });
+    this.bus.publish(result.unit.events);
+    this.onTurnReady();
+    return { statusCode: 200, task: toTaskView(result.unit.task), turnId: result.turn.id, fromSeq: 0 };
+  }
+
+  /**
+   * A message to an existing task (continue, or a prompt sent with a task_id): starts a turn
+   * when the task is idle, queues it (202) while a turn runs.
+   */
+  async message(accountId: string, taskId: string, text: string, opts: { viaPrompt?: boolean } = {}): Promise<TaskReply> {
+    return this.changeTask(accountId, taskId, opts.viaPrompt ? { task_created: false } : {}, async (unit) => {
+      this.refuseCron(unit.task);
+      const now = unit.now;
+      if (unit.task.currentTurnId) {
+        if (unit.task.queuedCount >= this.config.maxQueuedMessages) {
+          throw new QuarryError('task_executing', `A turn is running and ${unit.task.queuedCount} messages are already queued (the most a task holds): poll /state until active is false, then resend.`, { task_id: taskId });
+        }
+        const turn = this.newTurn(taskId, accountId, 'continue', text, now, 'queued', false);
+        await unit.tx.insertTurn(turn);
+        unit.set({ queuedCount: unit.task.queuedCount + 1 });
+        await unit.taskEvent('message_queued', turn.id);
+        return { statusCode: 202, turnId: turn.id };
+      }
+      return { statusCode: 200, turnId: await this.beginTurn(unit, 'continue', text) };
+    });
+  }
+
+  /** Runs the current spec again. Never queued: refused while a turn runs. */
+  async execute(accountId: string, taskId: string, instruction: string | null): Promise<TaskReply> {
+    return this.changeTask(accountId, taskId, {}, async (unit) => {
+      this.refuseCron(unit.task);
+      if (unit.task.currentTurnId) {
+        throw new QuarryError('task_executing', 'A turn is running and execute is never queued: poll /state until active is false, then resend.', { task_id: taskId });
+      }
+      return { statusCode: 200, turnId: await this.beginTurn(unit, 'execute', instruction) };
+    });
+  }
+
+  /** Ends the running turn at once, keeping its rows; the next queued message then starts unless the queue is cleared. */
+  async stop(accountId: string, taskId: string, clearQueue: boolean): Promise<TaskReply> {
+    let stopped: string | null = null;
+    const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
+      if (clearQueue && unit.task.queuedCount > 0) {
+        await unit.tx.cancelQueuedTurns(taskId, unit.now);
+        unit.set({ queuedCount: 0 });
+      }
+      const turnId = unit.task.currentTurnId;
+      if (!turnId) return { statusCode: 200, turnId: null };
+      stopped = turnId;
+      const next = await this.endTurn(unit, turnId, 'stopped', null);
+      return { statusCode: 200, turnId: next };
+    });
+    if (stopped) this.onTurnCancelled(stopped);
+    return reply;
+  }
+
+  /** PATCH: name, pinned, and entering or leaving cron mode. */
+  async patch(accountId: string, taskId: string, patch: { name?: string | null; pinned?: boolean; schedule?: { cron: string; timezone?: string } | null }): Promise<TaskReply> {
+    // Validate before taking the lock so a bad schedule never half-applies.
+    const schedule = patch.schedule ? normalizeSchedule(patch.schedule, 'schedule') : patch.schedule;
+    return this.changeTask(accountId, taskId, {}, async (unit) => {
+      const change: TaskPatch = {};
+      if (patch.name !== undefined) change.name = patch.name;
+      if (patch.pinned !== undefined) change.pinned = patch.pinned;
+      if (schedule !== undefined) {
+        change.spec = { ...unit.task.spec, schedule };
+        change.cronExpression = schedule?.cron ?? null;
+        change.cronTimezone = schedule?.timezone ?? null;
+        change.cronNextRunAt = schedule ? this.nextRun(schedule) : null;
+      }
+      if (change.name !== undefined) change.spec = { ...(change.spec ?? unit.task.spec), name: change.name };
+      unit.set(change);
+      await unit.taskEvent('updated', unit.task.currentTurnId);
+      return { statusCode: 200, turnId: null };
+    });
+  }
+
+  /** Marks the task deleted, stops its turn and drops its queue. */
+  async delete(accountId: string, taskId: string): Promise<TaskReply> {
+    let stopped: string | null = null;
+    const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
+      if (unit.task.queuedCount > 0) await unit.tx.cancelQueuedTurns(taskId, unit.now);
+      const turnId = unit.task.currentTurnId;
+      if (turnId) {
+        stopped = turnId;
+        await this.endTurn(unit, turnId, 'stopped', null, { promote: false });
+      }
+      unit.set({ status: 'deleted', phase: null, activity: null, deletedAt: unit.now, queuedCount: 0, currentTurnId: null, cronNextRunAt: null });
+      await unit.taskEvent('deleted', turnId);
+      return { statusCode: 200, turnId: null };
+    });
+    if (stopped) this.onTurnCancelled(stopped);
+    return reply;
+  }
+
+  // ---- cron -----------------------------------------------------------------------------------
+
+  /** Fires every due cron task once: an execute turn, or a recorded skip while a turn still runs. */
+  async runDueCronTicks(limit = 100): Promise<number> {
+    const due = await this.store.listDueCronTasks(this.now(), limit);
+    let fired = 0;
+    for (const candidate of due) {
+      const result = await this.store.transaction(async (tx) => {
+        const task = await tx.getTask(candidate.id, { lock: true });
+        const now = this.now();
+        if (!task || task.deletedAt || !task.cronNextRunAt || task.cronNextRunAt > now || !task.cronExpression) return null;
+        const unit = new TaskUnit(tx, task, now);
+        unit.set({ cronNextRunAt: this.nextRun({ cron: task.cronExpression, timezone: task.cronTimezone ?? 'UTC' }) });
+        let started = false;
+        if (task.currentTurnId) {
+          await unit.taskEvent('cron_tick_skipped', task.currentTurnId);
+        } else if (!(await this.hasCredits(tx, task.accountId))) {
+          await unit.event('error', null, { error: 'out_of_credits', message: 'A scheduled run was skipped: the account has no credits left.', retryable: false });
+          await unit.taskEvent('cron_tick_skipped', null);
+        } else {
+          await this.beginTurn(unit, 'execute', null);
+          started = true;
+        }
+        await unit.flush();
+        return { unit, started };
+      });
+      if (!result) continue;
+      fired++;
+      this.bus.publish(result.unit.events);
+      if (result.started) this.onTurnReady();
+    }
+    return fired;
+  }
+
+  private nextRun(schedule: Schedule): string | null {
+    return nextCronRun(schedule, this.clock())?.toISOString() ?? null;
+  }
+
+  // ---- the turn lifecycle (called by the turn runner) -------------------------------------------
+
+  /**
+   * A worker took the turn: set the task's activity and say so. Returns false when the turn
+   * must not run (it was stopped or its task deleted between being queued and claimed).
+   */
+  async turnStarted(turn: TurnRecord, resumed: boolean): Promise<boolean> {
+    const result = await this.store.transaction(async (tx) => {
+      const task = await tx.getTask(turn.taskId, { lock: true });
+      if (!task || task.currentTurnId !== turn.id) {
+        await tx.updateTurn(turn.id, { status: 'cancelled', endedAt: this.now() });
+        return null;
+      }
+      const unit = new TaskUnit(tx, task, this.now());
+      // A resumed turn's turn_started was recorded when it first started.
+      if (resumed) return unit;
+      unit.set(startingState(turn.kind));
+      await unit.taskEvent('turn_started', turn.id);
+      await unit.flush();
+      return unit;
+    });
+    if (!result) return false;
+    this.bus.publish(result.events);
+    return true;
+  }
+
+  /** Moves the task's phase or activity while its turn runs; an event is stored only on change. */
+  async setTurnState(turnId: string, taskId: string, state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void> {
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      const phaseChanged = state.phase !== undefined && state.phase !== unit.task.phase;
+      const activityChanged = state.activity !== undefined && state.activity !== unit.task.activity;
+      if (!phaseChanged && !activityChanged) return;
+      unit.set({ ...(phaseChanged ? { phase: state.phase } : {}), ...(activityChanged ? { activity: state.activity } : {}) });
+      await unit.taskEvent(phaseChanged ? 'phase_changed' : 'activity_changed', turnId);
+    });
+  }
+
+  /** Stores a turn's event (text, tool) while the turn still runs. */
+  async turnEvent(turnId: string, taskId: string, type: 'text' | 'tool', payload: Record<string, unknown>): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, (unit) => unit.event(type, turnId, payload));
+  }
+
+  /** Replaces the spec during a turn (update_spec). */
+  async updateSpec(turnId: string, taskId: string, spec: TaskSpec): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, async (unit) => {
+      unit.set({ spec, name: spec.name });
+      await unit.taskEvent('updated', turnId);
+    });
+  }
+
+  /** Appends validated rows once per write key; false when the turn no longer runs. */
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: ((n: number) => string)[]): Promise<{ firstRow: number; count: number } | null> {
+    let written: { firstRow: number; count: number } | null = null;
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      const r = await unit.tx.appendRows(taskId, outputId, writeKey, rows, unit.now);
+      written = { firstRow: r.firstRow, count: r.count };
+      if (!r.replayed) unit.set({ activeOutput: outputId });
+    });
+    return written;
+  }
+
+  /**
+   * Stores a completed agent step and charges what it used, atomically: a step is charged once,
+   * however often the turn is replayed. Returns the account balance after the charge.
+   */
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: { tokensIn: number; tokensOut: number; toolCalls: number }): Promise<{ balance: number; turnCredits: number } | null> {
+    const p = this.config.prices;
+    const cost = (usage.tokensIn / 1000) * p.inputPer1k + (usage.tokensOut / 1000) * p.outputPer1k + usage.toolCalls * p.toolCall;
+    let result: { balance: number; turnCredits: number } | null = null;
+    await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
+      const existing = await unit.tx.listSteps(turn.id);
+      if (existing.some((s) => s.step === step)) return;
+      await unit.tx.insertStep(turn.id, step, data, unit.now);
+      const current = (await unit.tx.getTurn(turn.id))!;
+      const turnCredits = current.creditsUsed + cost;
+      await unit.tx.updateTurn(turn.id, {
+        creditsUsed: turnCredits,
+        tokensIn: current.tokensIn + usage.tokensIn,
+        tokensOut: current.tokensOut + usage.tokensOut,
+        toolCalls: current.toolCalls + usage.toolCalls,
+      });
+      const balance = cost > 0 ? await unit.tx.chargeAccount(turn.accountId, cost) : ((await unit.tx.getAccount(turn.accountId))?.balance ?? 0);
+      if (cost > 0) unit.set({ creditsUsed: unit.task.creditsUsed + cost });
+      result = { balance, turnCredits };
+    });
+    return result;
+  }
+
+  /** The turn ended by itself (completed or failed). No-op when it was already stopped. */
+  async finishTurn(turnId: string, taskId: string, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
+    const result = await this.store.transaction(async (tx) => {
+      const task = await tx.getTask(taskId, { lock: true });
+      if (!task || task.currentTurnId !== turnId) return null;
+      const unit = new TaskUnit(tx, task, this.now());
+      await this.endTurn(unit, turnId, outcome, error);
+      await unit.flush();
+      return unit;
+    });
+    if (!result) return;
+    this.bus.publish(result.events);
+    if (result.task.currentTurnId) this.onTurnReady();
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
+    return {
+      id: newId('turn'), taskId, accountId, kind, status, input, planOnly, createdAt: now, startedAt: null, endedAt: null,
+      leaseOwner: null, leaseExpiresAt: null, creditsUsed: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null,
+    };
+  }
+
+  /** Starts a turn on an idle task: credits and capacity checked, the turn pending for a worker. */
+  private async beginTurn(unit: TaskUnit, kind: TurnKind, input: string | null): Promise<string> {
+    await this.requireCredits(unit.tx, unit.task.accountId, { task_id: unit.task.id });
+    await this.requireCapacity(unit.tx);
+    const turn = this.newTurn(unit.task.id, unit.task.accountId, kind, input, unit.now, 'pending', false);
+    await unit.tx.insertTurn(turn);
+    unit.set({ status: 'execute', ...startingState(kind), currentTurnId: turn.id });
+    return turn.id;
+  }
+
+  /**
+   * Ends the task's current turn with `outcome`, records error/task/done events, and hands the
+   * task to the next queued message (as any turn's end does). Returns the next turn's id.
+   */
+  private async endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutcome, error: TurnError | null, opts: { promote?: boolean } = {}): Promise<string | null> {
+    const turn = await unit.tx.getTurn(turnId);
+    await unit.tx.updateTurn(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
+    if (error) await unit.event('error', turnId, { ...error });
+    let next: TurnRecord | undefined;
+    if (opts.promote !== false) next = await unit.tx.nextQueuedTurn(unit.task.id);
+    if (next) {
+      await unit.tx.updateTurn(next.id, { status: 'pending' });
+      unit.set({ status: 'execute', ...startingState(next.kind), currentTurnId: next.id, queuedCount: Math.max(0, unit.task.queuedCount - 1) });
+    } else {
+      unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
+    }
+    await unit.taskEvent('turn_ended', turnId);
+    await unit.event('done', turnId, {
+      outcome,
+      output_count: unit.task.spec.outputs.length,
+      credits_used: roundCredits(turn?.creditsUsed ?? 0),
+    });
+    return next?.id ?? null;
+  }
+
+  /** Runs `fn` on a locked task of this account, then stores, publishes and answers with the task. */
+  private async changeTask(
+    accountId: string,
+    taskId: string,
+    notFoundExtras: { task_created?: false },
+    fn: (unit: TaskUnit) => Promise<{ statusCode: 200 | 202; turnId: string | null }>,
+  ): Promise<TaskReply> {
+    const result = await this.store.transaction(async (tx) => {
+      const task = await tx.getTask(taskId, { lock: true });
+      if (!task || task.accountId !== accountId || task.status === 'deleted') throw QuarryError.taskNotFound(taskId, notFoundExtras);
+      const fromSeq = task.lastEventSeq;
+      const unit = new TaskUnit(tx, task, this.now());
+      const answer = await fn(unit);
+      await unit.flush();
+      return { unit, answer, fromSeq };
+    });
+    this.bus.publish(result.unit.events);
+    const { task } = result.unit;
+    if (task.currentTurnId) this.onTurnReady();
+    const view = toTaskView(task);
+    if (result.answer.statusCode === 202) view.status = 'accepted';
+    return { statusCode: result.answer.statusCode, task: view, turnId: result.answer.turnId, fromSeq: result.fromSeq };
+  }
+
+  /** Runs `fn` only while `turnId` is still the task's running turn; returns whether it ran. */
+  private async changeRunningTurn(turnId: string, taskId: string, fn: (unit: TaskUnit) => Promise<void>): Promise<boolean> {
+    const result = await this.store.transaction(async (tx) => {
+      const task = await tx.getTask(taskId, { lock: true });
+      if (!task || task.currentTurnId !== turnId) return null;
+      const unit = new TaskUnit(tx, task, this.now());
+      await fn(unit);
+      await unit.flush();
+      return unit;
+    });
+    if (!result) return false;
+    this.bus.publish(result.events);
+    return true;
+  }
+
+  private refuseCron(task: TaskRecord): void {
+    if (task.cronExpression) {
+      throw new QuarryError('task_in_cron_mode', 'The task runs on a schedule and takes no messages: PATCH it with {"schedule": null} to leave cron mode.', { task_id: task.id });
+    }
+  }
+
+  private async hasCredits(tx: StoreOps, accountId: string): Promise<boolean> {
+    const account = await tx.getAccount(accountId);
+    return (account?.balance ?? 0) > 0;
+  }
+
+  private async requireCredits(tx: StoreOps, accountId: string, extras: { task_id?: string; task_created?: false }): Promise<void> {
+    if (!(await this.hasCredits(tx, accountId))) {
+      throw new QuarryError('out_of_credits', 'The account has no credits left: add credits, then resend. No turn was started.', {
+        ...extras,
+        resolve: `${this.config.platformUrl}/credits`,
+      });
+    }
+  }
+
+  private async requireCapacity(tx: StoreOps): Promise<void> {
+    if ((await tx.countPendingTurns()) >= this.config.maxPendingTurns) {
+      throw new QuarryError('at_capacity', 'Too many turns are waiting to run: wait retry_after seconds, then resend.', { retry_after: 5 });
+    }
+  }
+}
+
+export { TASK_EVENT_REASONS };

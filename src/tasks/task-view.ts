@@ -1,0 +1,85 @@
+/**
+ * The Task body that routes, events and the client see (interface §2.1 plus decisions §9),
+ * built from a stored task alone so it costs no extra read.
+ */
+import type { EventRecord, TaskRecord } from '../store/store.js';
+import type { TaskSpec } from './spec.js';
+
+export interface TaskView {
+  task_id: string;
+  name: string | null;
+  type: string | null;
+  status: string;
+  phase: string | null;
+  activity: string | null;
+  output_count: number;
+  poll_after_s: number;
+  status_url: string;
+  output_url: string;
+  stream_url: string;
+  created_at: string;
+  updated_at: string;
+  pinned: boolean;
+  cron: { expression: string; timezone: string; next_run_at: string | null } | null;
+  queued_messages: number;
+  credits_used: number;
+  active_output: string | null;
+}
+
+export interface TaskDetailView extends TaskView {
+  spec: TaskSpec;
+  events: unknown[];
+}
+
+const POLL_BUSY_S = 2;
+const POLL_IDLE_S = 30;
+const POLL_CRON_CAP_S = 300;
+
+function pollAfter(task: TaskRecord, now: number): number {
+  if (task.status === 'execute') return POLL_BUSY_S;
+  if (task.cronNextRunAt) {
+    const seconds = Math.ceil((Date.parse(task.cronNextRunAt) - now) / 1000);
+    return Math.min(POLL_CRON_CAP_S, Math.max(1, seconds));
+  }
+  return POLL_IDLE_S;
+}
+
+export function activeOutputOf(task: TaskRecord): string | null {
+  if (task.activeOutput && task.spec.outputs.some((o) => o.id === task.activeOutput)) return task.activeOutput;
+  return task.spec.outputs[0]?.id ?? null;
+}
+
+export function toTaskView(task: TaskRecord, now = Date.now()): TaskView {
+  const id = encodeURIComponent(task.id);
+  return {
+    task_id: task.id,
+    name: task.name,
+    type: task.type,
+    status: task.status,
+    phase: task.phase,
+    activity: task.activity,
+    output_count: task.spec.outputs.length,
+    poll_after_s: pollAfter(task, now),
+    status_url: `/task/${id}`,
+    output_url: `/task/${id}/output`,
+    stream_url: `/task/${id}/stream`,
+    created_at: task.createdAt,
+    updated_at: task.updatedAt,
+    pinned: task.pinned,
+    cron: task.cronExpression
+      ? { expression: task.cronExpression, timezone: task.cronTimezone ?? 'UTC', next_run_at: task.cronNextRunAt }
+      : null,
+    queued_messages: task.queuedCount,
+    credits_used: roundCredits(task.creditsUsed),
+    active_output: activeOutputOf(task),
+  };
+}
+
+export function toTaskDetailView(task: TaskRecord, events: EventRecord[]): TaskDetailView {
+  return { ...toTaskView(task), spec: task.spec, events: events.map((e) => JSON.parse(e.data)) };
+}
+
+/** Credits are shown to 6 decimal places: enough for per-token prices, free of float noise. */
+export function roundCredits(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}

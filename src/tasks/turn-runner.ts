@@ -1,0 +1,218 @@
+/**
+ * The worker side: claims ready turns from the store under a lease, runs each through the agent
+ * with a TurnContext bound to the task service, renews the lease while it runs, and reports the
+ * end. At most `maxConcurrentTurns` run at once; the rest wait in the store.
+ */
+import type { Logger } from 'pino';
+import type { Agent, StoredStep, TurnContext, TurnResult } from '../agent/agent-loop.js';
+import type { Config } from '../config.js';
+import type { Store, TurnRecord } from '../store/store.js';
+import type { TaskService } from './task-service.js';
+
+const TEXT_FLUSH_MS = 250;
+
+/** Why a running turn's work was abandoned. */
+type AbortReason = 'stopped' | 'shutdown' | 'lease_lost' | 'timeout';
+
+class TurnAbort extends Error {
+  constructor(readonly reason: AbortReason) {
+    super(`turn aborted: ${reason}`);
+    this.name = 'AbortError';
+  }
+}
+
+export interface TurnRunnerOptions {
+  store: Store;
+  service: TaskService;
+  agent: Agent;
+  config: Config;
+  logger: Logger;
+  /** How often to look for claimable turns without being woken (turns from other nodes, expired leases). */
+  pollIntervalMs?: number;
+  /** How often to fire due cron ticks; 0 disables the scheduler on this node. */
+  cronIntervalMs?: number;
+}
+
+export class TurnRunner {
+  private readonly running = new Map<string, AbortController>();
+  private readonly finished = new Set<Promise<void>>();
+  private claiming = false;
+  private wakeAgain = false;
+  private stopped = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private cronTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: TurnRunnerOptions) {}
+
+  get activeTurns(): number {
+    return this.running.size;
+  }
+
+  start(): void {
+    const poll = this.opts.pollIntervalMs ?? 1000;
+    this.pollTimer = setInterval(() => this.wake(), poll);
+    this.pollTimer.unref();
+    const cron = this.opts.cronIntervalMs ?? 1000;
+    if (cron > 0) {
+      this.cronTimer = setInterval(() => {
+        this.opts.service.runDueCronTicks().catch((err) => this.opts.logger.error({ err }, 'cron tick failed'));
+      }, cron);
+      this.cronTimer.unref();
+    }
+    this.wake();
+  }
+
+  /** Claims as many ready turns as there are free slots. Safe to call often: calls coalesce. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.wakeAgain = true;
+      return;
+    }
+    this.claiming = true;
+    this.claim()
+      .catch((err) => this.opts.logger.error({ err }, 'claiming turns failed'))
+      .finally(() => {
+        this.claiming = false;
+        if (this.wakeAgain) {
+          this.wakeAgain = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Abandons a turn's work in this process (it was stopped or deleted). */
+  cancel(turnId: string): void {
+    this.running.get(turnId)?.abort(new TurnAbort('stopped'));
+  }
+
+  /** Stops claiming, aborts running turns and hands their leases back so a restart resumes them. */
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    clearInterval(this.cronTimer);
+    for (const controller of this.running.values()) controller.abort(new TurnAbort('shutdown'));
+    await Promise.allSettled([...this.finished]);
+    await this.opts.store.releaseLeases(this.opts.config.workerId);
+  }
+
+  private async claim(): Promise<void> {
+    const { config, store } = this.opts;
+    while (!this.stopped) {
+      const free = config.maxConcurrentTurns - this.running.size;
+      if (free <= 0) return;
+      const now = new Date();
+      const claimedAt = now.toISOString();
+      const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
+      const turns = await store.transaction((tx) => tx.claimTurns(config.workerId, free, claimedAt, leaseUntil));
+      if (turns.length === 0) return;
+      for (const turn of turns) this.launch(turn, turn.startedAt !== claimedAt);
+    }
+  }
+
+  private launch(turn: TurnRecord, resumed: boolean): void {
+    const controller = new AbortController();
+    this.running.set(turn.id, controller);
+    const done = this.run(turn, resumed, controller)
+      .catch((err) => this.opts.logger.error({ err, turn_id: turn.id }, 'turn crashed'))
+      .finally(() => {
+        this.running.delete(turn.id);
+        this.finished.delete(done);
+        this.wake();
+      });
+    this.finished.add(done);
+  }
+
+  private async run(turn: TurnRecord, resumed: boolean, controller: AbortController): Promise<void> {
+    const { service, store, config, logger } = this.opts;
+    if (!(await service.turnStarted(turn, resumed))) return;
+    const task = await store.getTask(turn.taskId);
+    if (!task) return;
+    let spec = task.spec;
+
+    const heartbeat = setInterval(() => {
+      const until = new Date(Date.now() + config.leaseSeconds * 1000).toISOString();
+      store.renewLease(turn.id, config.workerId, until).then(
+        (held) => { if (!held) controller.abort(new TurnAbort('lease_lost')); },
+        (err) => logger.warn({ err, turn_id: turn.id }, 'lease renewal failed'),
+      );
+    }, Math.max(200, (config.leaseSeconds * 1000) / 3));
+    const deadline = setTimeout(() => controller.abort(new TurnAbort('timeout')), spec.limits.max_turn_seconds * 1000);
+
+    let textBuffer = '';
+    let textTimer: NodeJS.Timeout | undefined;
+    const flushText = async () => {
+      clearTimeout(textTimer);
+      textTimer = undefined;
+      if (!textBuffer) return;
+      const text = textBuffer;
+      textBuffer = '';
+      await service.turnEvent(turn.id, turn.taskId, 'text', { text });
+    };
+
+    const steps = (await store.listSteps(turn.id)).map((s) => JSON.parse(s.data) as StoredStep);
+    const inputs = await store.listTurnInputs(turn.taskId, turn.id);
+    const ctx: TurnContext = {
+      turnId: turn.id,
+      kind: turn.kind,
+      planOnly: turn.planOnly,
+      signal: controller.signal,
+      steps,
+      userMessages: [...(spec.prompt ? [spec.prompt] : []), ...inputs],
+      spec: () => spec,
+      setState: async (state) => {
+        await flushText();
+        await service.setTurnState(turn.id, turn.taskId, state);
+      },
+      text: (delta) => {
+        textBuffer += delta;
+        textTimer ??= setTimeout(() => void flushText().catch((err) => logger.warn({ err }, 'text event failed')), TEXT_FLUSH_MS);
+      },
+      tool: async (event) => {
+        await flushText();
+        await service.turnEvent(turn.id, turn.taskId, 'tool', { ...event });
+      },
+      checkpoint: async (step, data, usage) => {
+        await flushText();
+        const charged = await service.checkpointStep(turn, step, JSON.stringify(data), usage);
+        if (!charged) throw new TurnAbort('stopped');
+        return charged;
+      },
+      tools: {
+        spec: () => spec,
+        updateSpec: async (next) => {
+          if (!(await service.updateSpec(turn.id, turn.taskId, next))) throw new TurnAbort('stopped');
+          spec = next;
+        },
+        rowCounts: async () => new Map((await store.listOutputStats(turn.taskId)).map((o) => [o.outputId, o.rowCount])),
+        appendRows: async (outputId, writeKey, rows) => {
+          const written = await service.appendRows(turn.id, turn.taskId, outputId, writeKey, rows);
+          if (!written) throw new TurnAbort('stopped');
+          return written;
+        },
+      },
+    };
+
+    let result: TurnResult | undefined;
+    try {
+      result = await this.opts.agent.runTurn(ctx);
+      await flushText();
+    } catch (err) {
+      const reason = controller.signal.aborted ? (controller.signal.reason as TurnAbort).reason : undefined;
+      if (reason === 'timeout') {
+        result = { outcome: 'failed', error: { error: 'limit_reached', message: `The turn ran longer than its limit of ${spec.limits.max_turn_seconds} s (spec.limits.max_turn_seconds).`, retryable: false } };
+      } else if (reason) {
+        // Stopped, deleted, lost to another worker or shut down: whoever did that recorded the end.
+        logger.debug({ turn_id: turn.id, reason }, 'turn abandoned');
+      } else {
+        logger.error({ err, turn_id: turn.id }, 'turn failed unexpectedly');
+        result = { outcome: 'failed', error: { error: 'internal_error', message: 'The turn failed unexpectedly; its rows are kept. Continue the task to try again.', retryable: true } };
+      }
+    } finally {
+      clearInterval(heartbeat);
+      clearTimeout(deadline);
+      clearTimeout(textTimer);
+    }
+    if (result) await service.finishTurn(turn.id, turn.taskId, result.outcome, result.outcome === 'failed' ? result.error : null);
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Large inputs: POST /upload-url hands out a signed, expiring PUT URL; the PUT streams the file
+ * to the data dir (temp file, then rename, so a half-written file is never visible) and records
+ * its size and SHA-256. The signature is an HMAC over the upload id and expiry with a secret
+ * kept in the store, so every node of a cluster can check it.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Transform, type Readable } from 'node:stream';
+import { QuarryError } from '../errors.js';
+import { newId, randomToken } from '../ids.js';
+import type { Store, UploadRecord } from '../store/store.js';
+
+const URL_TTL_MS = 15 * 60 * 1000;
+const SECRET_SETTING = 'upload_signing_secret';
+
+export interface UploadTicket {
+  upload_id: string;
+  upload_url: string;
+  method: 'PUT';
+  headers: Record<string, string>;
+  expires_at: string;
+  max_bytes: number;
+}
+
+export class Uploads {
+  private secret: Buffer | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: { dataDir: string; publicUrl: string; maxBytes: number; clock?: () => Date },
+  ) {}
+
+  private now(): Date {
+    return this.opts.clock?.() ?? new Date();
+  }
+
+  private async signingSecret(): Promise<Buffer> {
+    if (this.secret) return this.secret;
+    let value = await this.store.getSetting(SECRET_SETTING);
+    if (!value) {
+      await this.store.setSetting(SECRET_SETTING, randomToken());
+      value = (await this.store.getSetting(SECRET_SETTING))!;
+    }
+    this.secret = Buffer.from(value);
+    return this.secret;
+  }
+
+  private async sign(uploadId: string, expires: number): Promise<string> {
+    return crypto.createHmac('sha256', await this.signingSecret()).update(`${uploadId}.${expires}`).digest('base64url');
+  }
+
+  async createTicket(accountId: string, req: { filename: string; content_type: string; size_bytes: number }): Promise<UploadTicket> {
+    if (req.size_bytes > this.opts.maxBytes) {
+      throw QuarryError.validation('size_bytes', `size_bytes must be at most ${this.opts.maxBytes} bytes`);
+    }
+    const now = this.now();
+    const expires = now.getTime() + URL_TTL_MS;
+    const id = newId('upl');
+    const record: UploadRecord = {
+      id, accountId, filename: req.filename, contentType: req.content_type, declaredBytes: req.size_bytes, sizeBytes: null, sha256: null,
+      storagePath: null, expiresAt: new Date(expires).toISOString(), createdAt: now.toISOString(), completedAt: null,
+    };
+    await this.store.insertUpload(record);
+    const sig = await this.sign(id, expires);
+    return {
+      upload_id: id,
+      upload_url: `${this.opts.publicUrl}/upload/${id}?expires=${expires}&sig=${sig}`,
+      method: 'PUT',
+      headers: { 'Content-Type': req.content_type },
+      expires_at: record.expiresAt,
+      max_bytes: req.size_bytes,
+    };
+  }
+
+  /** Checks a PUT's signature and expiry; a bad or expired one is 401 (decisions §13). */
+  async authorize(uploadId: string, expires: string | undefined, sig: string | undefined): Promise<UploadRecord> {
+    const refuse = (why: string) => new QuarryError('unauthorized', `The upload URL is not valid: ${why}. Ask POST /upload-url for a new one.`);
+    const expiresAt = Number(expires);
+    if (!expires || !sig || !Number.isInteger(expiresAt)) throw refuse('it is missing its signature');
+    const expected = Buffer.from(await this.sign(uploadId, expiresAt));
+    const given = Buffer.from(sig);
+    if (expected.length !== given.length || !crypto.timingSafeEqual(expected, given)) throw refuse('the signature does not match');
+    if (this.now().getTime() > expiresAt) throw refuse('it has expired');
+    const upload = await this.store.getUpload(uploadId);
+    if (!upload) throw refuse('the upload does not exist');
+    return upload;
+  }
+
+  /** Streams the body to disk; more than the declared size is 413 and leaves nothing behind. */
+  async receive(upload: UploadRecord, body: Readable): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
+    const dir = path.join(this.opts.dataDir, 'uploads');
+    await fs.promises.mkdir(dir, { recursive: true });
+    const finalPath = path.join(dir, upload.id);
+    const tempPath = `${finalPath}.${randomToken(6)}.part`;
+    const hash = crypto.createHash('sha256');
+    let size = 0;
+    const limit = upload.declaredBytes;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        size += chunk.length;
+        if (size > limit) return done(new QuarryError('payload_too_large', `The upload is larger than the ${limit} bytes declared in size_bytes.`));
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(body, meter, fs.createWriteStream(tempPath));
+      const handle = await fs.promises.open(tempPath, 'r');
+      await handle.sync();
+      await handle.close();
+      await fs.promises.rename(tempPath, finalPath);
+    } catch (err) {
+      await fs.promises.rm(tempPath, { force: true });
+      throw err;
+    }
+    const sha256 = hash.digest('hex');
+    await this.store.completeUpload(upload.id, { sizeBytes: size, sha256, storagePath: finalPath, completedAt: this.now().toISOString() });
+    return { upload_id: upload.id, size_bytes: size, sha256 };
+  }
+
+  /** A finished upload of this account, or undefined. */
+  async findCompleted(accountId: string, uploadId: string): Promise<UploadRecord | undefined> {
+    const upload = await this.store.getUpload(uploadId);
+    return upload && upload.accountId === accountId && upload.completedAt ? upload : undefined;
+  }
+}
