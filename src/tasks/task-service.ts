@@ -337,10 +337,8 @@ export class TaskService {
   async turnStarted(turn: TurnRecord, resumed: boolean): Promise<boolean> {
     const result = await this.store.transaction(async (tx) => {
       const task = await tx.getTask(turn.taskId, { lock: true });
-      if (!task || task.currentTurnId !== turn.id) {
-        await tx.updateTurn(turn.id, { status: 'cancelled', endedAt: this.now() });
-        return null;
-      }
+      // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
+      if (!task || task.currentTurnId !== turn.id) return null;
       const unit = new TaskUnit(tx, task, this.now());
       // A resumed turn's turn_started was recorded when it first started.
       if (resumed) return unit;

@@ -1,0 +1,211 @@
+/**
+ * The store contract as one suite of cases. Every database adapter runs all of them, so the
+ * adapters cannot drift apart.
+ */
+import assert from 'node:assert/strict';
+import { describe, it, before, after } from 'node:test';
+import type { Store, TaskRecord, TurnRecord } from '../../src/store/store.js';
+import { emptySpec } from '../../src/tasks/spec.js';
+
+let counter = 0;
+const uid = (p: string) => `${p}_${process.pid}_${Date.now()}_${++counter}`;
+
+export function task(accountId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
+  const now = new Date().toISOString();
+  return {
+    id: uid('tsk'), accountId, name: null, type: 'research', status: 'plan', phase: 'plan', activity: 'idle', spec: emptySpec('q'),
+    pinned: false, cronExpression: null, cronTimezone: null, cronNextRunAt: null, activeOutput: null, creditsUsed: 0, lastEventSeq: 0,
+    currentTurnId: null, queuedCount: 0, createdAt: now, updatedAt: now, deletedAt: null, ...overrides,
+  };
+}
+
+export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
+  return {
+    id: uid('turn'), taskId, accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, createdAt: new Date().toISOString(),
+    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsed: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null, ...overrides,
+  };
+}
+
+export function runStoreCases(name: string, open: () => Promise<Store>): void {
+  describe(`store contract: ${name}`, () => {
+    let store: Store;
+    let accountId: string;
+
+    before(async () => {
+      store = await open();
+      await store.migrate();
+      accountId = uid('acct');
+      await store.insertAccount({ id: accountId, name: 'a', balance: 10, creditsUsed: 0, createdAt: new Date().toISOString() });
+    });
+    after(async () => store.close());
+
+    it('migrates idempotently', async () => {
+      await store.migrate();
+      assert.ok((await store.countAccounts()) >= 1);
+    });
+
+    it('charges and adjusts balances, never below zero', async () => {
+      const id = uid('acct');
+      await store.insertAccount({ id, name: 'b', balance: 1, creditsUsed: 0, createdAt: new Date().toISOString() });
+      assert.equal(await store.chargeAccount(id, 0.25), 0.75);
+      assert.equal(await store.chargeAccount(id, 5), 0);
+      assert.equal((await store.getAccount(id))!.creditsUsed, 5.25);
+      assert.equal(await store.adjustBalance(id, 3), 3);
+      assert.equal(await store.adjustBalance(id, -10), 0);
+    });
+
+    it('finds keys by hash and revokes them', async () => {
+      const keyId = uid('key');
+      await store.insertApiKey({ id: keyId, accountId, keyHash: `h-${keyId}`, createdAt: new Date().toISOString(), revokedAt: null });
+      assert.equal((await store.findApiKeyByHash(`h-${keyId}`))!.accountId, accountId);
+      const revoked = await store.revokeApiKey(accountId, keyId, '2030-01-01T00:00:00.000Z');
+      assert.equal(revoked!.revokedAt, '2030-01-01T00:00:00.000Z');
+      assert.equal((await store.findApiKeyByHash(`h-${keyId}`))!.revokedAt, '2030-01-01T00:00:00.000Z');
+      assert.equal(await store.revokeApiKey('other', keyId, 'x'), undefined);
+    });
+
+    it('stores and updates tasks, spec as JSON', async () => {
+      const t = task(accountId, { name: 'n' });
+      await store.insertTask(t);
+      await store.updateTask(t.id, { pinned: true, activity: 'thinking', spec: { ...t.spec, name: 'x' } });
+      const got = (await store.getTask(t.id))!;
+      assert.equal(got.pinned, true);
+      assert.equal(got.activity, 'thinking');
+      assert.equal(got.spec.name, 'x');
+      assert.equal(got.name, 'n');
+    });
+
+    it('lists tasks pinned first, then newest update, with keyset pages', async () => {
+      const acct = uid('acct');
+      const base = Date.parse('2030-01-01T00:00:00.000Z');
+      const made: TaskRecord[] = [];
+      for (let i = 0; i < 9; i++) {
+        const at = new Date(base + (i % 3) * 1000).toISOString(); // ties on updated_at are broken by id
+        made.push(task(acct, { updatedAt: at, createdAt: at, pinned: i === 4 }));
+      }
+      made.push(task(acct, { deletedAt: new Date().toISOString(), status: 'deleted' }));
+      for (const t of made) await store.insertTask(t);
+      const seen: string[] = [];
+      let cursor;
+      for (let page = 0; page < 10; page++) {
+        const rows = await store.listTasks(acct, 4, cursor);
+        seen.push(...rows.map((r) => r.id));
+        if (rows.length < 4) break;
+        const last = rows[rows.length - 1]!;
+        cursor = { pinned: last.pinned, updatedAt: last.updatedAt, id: last.id };
+      }
+      const expected = made
+        .filter((t) => !t.deletedAt)
+        .sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id))
+        .map((t) => t.id);
+      assert.deepEqual(seen, expected);
+    });
+
+    it('claims pending turns oldest first and takes over expired leases', async () => {
+      const t = task(accountId);
+      await store.insertTask(t);
+      const a = turn(t.id, accountId);
+      const b = turn(t.id, accountId);
+      const expired = turn(t.id, accountId, { status: 'running', leaseOwner: 'dead', leaseExpiresAt: '2000-01-01T00:00:00.000Z', startedAt: '2000-01-01T00:00:00.000Z' });
+      const held = turn(t.id, accountId, { status: 'running', leaseOwner: 'alive', leaseExpiresAt: '2999-01-01T00:00:00.000Z' });
+      for (const x of [a, b, expired, held]) await store.insertTurn(x);
+      const now = new Date().toISOString();
+      const claimed = await store.transaction((tx) => tx.claimTurns('me', 100, now, '2999-01-01T00:00:00.000Z'));
+      const ids = claimed.map((c) => c.id);
+      assert.ok(ids.includes(a.id) && ids.includes(b.id) && ids.includes(expired.id));
+      assert.ok(!ids.includes(held.id));
+      assert.ok(ids.indexOf(a.id) < ids.indexOf(b.id));
+      const resumed = claimed.find((c) => c.id === expired.id)!;
+      assert.equal(resumed.startedAt, '2000-01-01T00:00:00.000Z', 'a taken-over turn keeps its first start time');
+      assert.equal(claimed.find((c) => c.id === a.id)!.startedAt, now);
+      assert.equal(await store.renewLease(a.id, 'me', '2999-01-02T00:00:00.000Z'), true);
+      assert.equal(await store.renewLease(a.id, 'someone-else', '2999-01-02T00:00:00.000Z'), false);
+      assert.ok((await store.releaseLeases('me')) >= 3);
+      assert.equal((await store.getTurn(a.id))!.status, 'pending');
+    });
+
+    it('keeps the queue FIFO and cancels it', async () => {
+      const t = task(accountId);
+      await store.insertTask(t);
+      const q1 = turn(t.id, accountId, { status: 'queued', input: 'one' });
+      const q2 = turn(t.id, accountId, { status: 'queued', input: 'two' });
+      await store.insertTurn(q1);
+      await store.insertTurn(q2);
+      assert.equal((await store.nextQueuedTurn(t.id))!.id, q1.id);
+      assert.equal(await store.cancelQueuedTurns(t.id, new Date().toISOString()), 2);
+      assert.equal(await store.nextQueuedTurn(t.id), undefined);
+    });
+
+    it('lists turn inputs in order and skips queued ones', async () => {
+      const t = task(accountId);
+      await store.insertTask(t);
+      const first = turn(t.id, accountId, { status: 'completed', input: 'first' });
+      const second = turn(t.id, accountId, { status: 'running', input: 'second' });
+      const later = turn(t.id, accountId, { status: 'queued', input: 'later' });
+      for (const x of [first, second, later]) await store.insertTurn(x);
+      assert.deepEqual(await store.listTurnInputs(t.id, second.id), ['first', 'second']);
+    });
+
+    it('stores each step once', async () => {
+      const id = uid('turn');
+      await store.insertStep(id, 1, '{"a":1}', new Date().toISOString());
+      await store.insertStep(id, 1, '{"a":2}', new Date().toISOString());
+      await store.insertStep(id, 2, '{"b":1}', new Date().toISOString());
+      assert.deepEqual(await store.listSteps(id), [{ step: 1, data: '{"a":1}' }, { step: 2, data: '{"b":1}' }]);
+    });
+
+    it('pages events by sequence number', async () => {
+      const t = task(accountId);
+      await store.insertTask(t);
+      for (let seq = 1; seq <= 5; seq++) await store.insertEvent({ taskId: t.id, seq, type: 'text', turnId: null, data: `{"seq":${seq}}` });
+      assert.deepEqual((await store.listEvents(t.id, 2, 2)).map((e) => e.seq), [3, 4]);
+      assert.deepEqual((await store.lastEvents(t.id, 2)).map((e) => e.seq), [4, 5]);
+    });
+
+    it('appends rows once per write key, numbered densely', async () => {
+      const t = task(accountId);
+      await store.insertTask(t);
+      const rows = (n: number) => Array.from({ length: n }, () => (k: number) => `{"_row":${k}}`);
+      const first = await store.transaction((tx) => tx.appendRows(t.id, 'out', 'k1', rows(3), new Date().toISOString()));
+      const again = await store.transaction((tx) => tx.appendRows(t.id, 'out', 'k1', rows(3), new Date().toISOString()));
+      const second = await store.transaction((tx) => tx.appendRows(t.id, 'out', 'k2', rows(2), new Date().toISOString()));
+      assert.deepEqual(first, { firstRow: 1, count: 3, replayed: false });
+      assert.deepEqual(again, { firstRow: 1, count: 3, replayed: true });
+      assert.deepEqual(second, { firstRow: 4, count: 2, replayed: false });
+      assert.equal((await store.listOutputStats(t.id))[0]!.rowCount, 5);
+      assert.deepEqual(await store.readRows(t.id, 'out', 1, 2), ['{"_row":2}', '{"_row":3}']);
+      const all: string[] = [];
+      for await (const r of store.iterateRows(t.id, 'out')) all.push(r);
+      assert.equal(all.length, 5);
+    });
+
+    it('rolls a transaction back when it throws', async () => {
+      const t = task(accountId);
+      await assert.rejects(store.transaction(async (tx) => {
+        await tx.insertTask(t);
+        throw new Error('boom');
+      }), /boom/);
+      assert.equal(await store.getTask(t.id), undefined);
+    });
+
+    it('reads a task with its current turn in one go', async () => {
+      const t = task(accountId);
+      const r = turn(t.id, accountId, { status: 'running', kind: 'execute', startedAt: '2030-01-01T00:00:00.000Z' });
+      await store.insertTask({ ...t, currentTurnId: r.id });
+      await store.insertTurn(r);
+      const state = (await store.getTaskState(t.id))!;
+      assert.equal(state.turn!.id, r.id);
+      assert.equal(state.turn!.kind, 'execute');
+      assert.equal(state.turn!.startedAt, '2030-01-01T00:00:00.000Z');
+    });
+
+    it('keeps idempotency records inside their window and settings by key', async () => {
+      await store.putIdempotency(accountId, 'k', { requestHash: 'h', status: 200, body: '{}', createdAt: '2030-01-01T00:00:00.000Z' });
+      assert.equal((await store.getIdempotency(accountId, 'k', '2029-12-31T00:00:00.000Z'))!.requestHash, 'h');
+      assert.equal(await store.getIdempotency(accountId, 'k', '2030-01-02T00:00:00.000Z'), undefined);
+      await store.setSetting('s', '1');
+      await store.setSetting('s', '2');
+      assert.equal(await store.getSetting('s'), '2');
+    });
+  });
+}
