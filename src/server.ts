@@ -71,7 +71,7 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
     config, app, store, tasks, accounts, runner, starterKey,
     async listen() {
       await app.listen({ host: config.host, port: config.port });
-      runner?.start();
+      await runner?.start({ reclaimAll: store.kind === 'sqlite' });
       ready = true;
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.port;

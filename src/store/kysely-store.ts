@@ -319,8 +319,10 @@ export class KyselyOps implements StoreOps {
     return Number(r.numUpdatedRows) === 1;
   }
 
-  async releaseLeases(owner: string): Promise<number> {
-    const r = await this.db.updateTable('turns').set({ status: 'pending', lease_owner: null, lease_expires_at: null }).where('lease_owner', '=', owner).where('status', '=', 'running').executeTakeFirst();
+  async releaseLeases(owner?: string): Promise<number> {
+    let q = this.db.updateTable('turns').set({ status: 'pending', lease_owner: null, lease_expires_at: null }).where('status', '=', 'running');
+    if (owner !== undefined) q = q.where('lease_owner', '=', owner);
+    const r = await q.executeTakeFirst();
     return Number(r.numUpdatedRows);
   }
 

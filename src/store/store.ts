@@ -166,8 +166,8 @@ export interface StoreOps {
   claimTurns(owner: string, limit: number, now: string, leaseUntil: string): Promise<TurnRecord[]>;
   /** Extends a lease; false when the turn is no longer running under this owner. */
   renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
-  /** Returns running turns owned by `owner` to pending (a clean shutdown). */
-  releaseLeases(owner: string): Promise<number>;
+  /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
+  releaseLeases(owner?: string): Promise<number>;
   listTurnsByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;
   /** Messages and instructions of the task's turns up to and including `upToTurnId`, oldest first. */
   listTurnInputs(taskId: string, upToTurnId: string): Promise<string[]>;

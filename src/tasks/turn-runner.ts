@@ -48,7 +48,15 @@ export class TurnRunner {
     return this.running.size;
   }
 
-  start(): void {
+  /**
+   * Starts claiming. With `reclaimAll` (an embedded store only one process uses), turns left
+   * running by a previous process are taken up at once instead of after their lease runs out.
+   */
+  async start(opts: { reclaimAll?: boolean } = {}): Promise<void> {
+    if (opts.reclaimAll) {
+      const taken = await this.opts.store.releaseLeases();
+      if (taken > 0) this.opts.logger.info({ turns: taken }, 'resuming turns left running by the previous process');
+    }
     const poll = this.opts.pollIntervalMs ?? 1000;
     this.pollTimer = setInterval(() => this.wake(), poll);
     this.pollTimer.unref();
