@@ -1,0 +1,37 @@
+import pg from 'pg';
+import { Kysely, PostgresDialect } from 'kysely';
+import type { Database } from '../database.js';
+import { KyselyStore, type DialectProfile } from '../kysely-store.js';
+
+const POSTGRES_PROFILE: DialectProfile = { kind: 'postgres', rowLocks: true, skipLocked: true };
+
+export interface PostgresStoreOptions {
+  connectionString: string;
+  /** Schema to work in (created if missing); isolates test runs and side-by-side installs. */
+  schema?: string;
+  maxConnections?: number;
+}
+
+/**
+ * Opens a PostgreSQL store. Several Quarry processes may share one database: task rows are
+ * locked per change (SELECT … FOR UPDATE) and workers claim turns with SKIP LOCKED.
+ */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<KyselyStore> {
+  const schema = opts.schema;
+  if (schema && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
+  if (schema) {
+    const admin = new pg.Client({ connectionString: opts.connectionString });
+    await admin.connect();
+    try {
+      await admin.query(`create schema if not exists "${schema}"`);
+    } finally {
+      await admin.end();
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: opts.connectionString,
+    max: opts.maxConnections ?? 10,
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  });
+  return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE);
+}
