@@ -26,7 +26,7 @@ export function turn(taskId: string, accountId: string, overrides: Partial<TurnR
   };
 }
 
-export function runStoreCases(name: string, open: () => Promise<Store>): void {
+export function runStoreCases(name: string, open: () => Promise<Store>, dispose: () => Promise<void> = async () => {}): void {
   describe(`store contract: ${name}`, () => {
     let store: Store;
     let accountId: string;
@@ -37,7 +37,10 @@ export function runStoreCases(name: string, open: () => Promise<Store>): void {
       accountId = uid('acct');
       await store.insertAccount({ id: accountId, name: 'a', balance: 10, creditsUsed: 0, createdAt: new Date().toISOString() });
     });
-    after(async () => store.close());
+    after(async () => {
+      await store.close();
+      await dispose();
+    });
 
     it('migrates idempotently', async () => {
       await store.migrate();
