@@ -453,13 +453,15 @@ export class KyselyStore extends KyselyOps implements Store {
   constructor(
     protected readonly root: Kysely<Database>,
     profile: DialectProfile,
+    /** Where the migration bookkeeping tables live (PostgreSQL schema); the database default when unset. */
+    private readonly migrationSchema?: string,
   ) {
     super(root, profile);
     this.kind = profile.kind;
   }
 
   async migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.root, provider: new StaticMigrations() });
+    const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.migrationSchema });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   }

@@ -33,5 +33,6 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Kys
     max: opts.maxConnections ?? 10,
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   });
-  return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE);
+  // The schema is named for the migration tables too: otherwise a same-named table in another schema would be taken for ours.
+  return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE, schema ?? 'public');
 }
