@@ -29,9 +29,12 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** PostgreSQL schema to use (created if missing); the database's default when unset. */
+  databaseSchema: string | undefined;
   adminKey: string | undefined;
   starterCredits: number;
-  publicUrl: string;
+  /** Base URL for absolute links (Link headers, upload URLs); unset = taken from each request's Host. */
+  publicUrl: string | undefined;
   platformUrl: string;
   model: ModelConfig | undefined;
   rateLimitPerMin: number;
@@ -92,9 +95,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     port,
     dataDir: path.resolve(env.QUARRY_DATA_DIR || './data'),
     databaseUrl: env.QUARRY_DATABASE_URL || undefined,
+    databaseSchema: env.QUARRY_DATABASE_SCHEMA || undefined,
     adminKey: env.QUARRY_ADMIN_KEY || undefined,
     starterCredits: num(env, 'QUARRY_STARTER_CREDITS', 100),
-    publicUrl: (env.QUARRY_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+    publicUrl: env.QUARRY_PUBLIC_URL ? env.QUARRY_PUBLIC_URL.replace(/\/+$/, '') : undefined,
     platformUrl: (env.QUARRY_PLATFORM_URL || 'https://platform.quarry.invalid').replace(/\/+$/, ''),
     model,
     rateLimitPerMin: int(env, 'QUARRY_RATE_LIMIT_PER_MIN', 600, 1),

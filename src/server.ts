@@ -11,6 +11,7 @@ import { createOpenAICompatibleProvider } from './agent/providers/openai-compati
 import type { Config } from './config.js';
 import { EventBus } from './events/event-bus.js';
 import { buildApp } from './http/app.js';
+import { openPostgresStore } from './store/postgres/postgres-store.js';
 import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
 import { TaskService } from './tasks/task-service.js';
@@ -46,14 +47,15 @@ function providerFrom(config: Config): ModelProvider | undefined {
 
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {
   const logger = opts.logger ?? pino({ level: config.logLevel });
-  if (config.databaseUrl) throw new Error('QUARRY_DATABASE_URL (PostgreSQL) is not supported by this build yet; unset it to use SQLite in QUARRY_DATA_DIR.');
-  const store = openSqliteStore(config.dataDir);
+  const store = config.databaseUrl
+    ? await openPostgresStore({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+    : openSqliteStore(config.dataDir);
   await store.migrate();
 
   const bus = new EventBus();
   const tasks = new TaskService({ store, bus, config });
   const accounts = new Accounts(store);
-  const uploads = new Uploads(store, { dataDir: config.dataDir, publicUrl: config.publicUrl, maxBytes: config.maxUploadBytes });
+  const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });
   const starterKey = await accounts.ensureStarterAccount(config.starterCredits);
 
   const runsTurns = config.role !== 'api';
@@ -80,9 +82,16 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
     },
     async close() {
       ready = false;
-      await runner?.shutdown();
-      await app.close();
-      await store.close();
+      // Each step runs even if an earlier one failed (e.g. the store is already gone).
+      try {
+        await runner?.shutdown();
+      } finally {
+        try {
+          await app.close();
+        } finally {
+          await store.close().catch((err) => logger.warn({ err }, 'closing the store failed'));
+        }
+      }
     },
   };
 }

@@ -22,7 +22,7 @@ import { registerErrorHandling, registerMethodNotAllowed } from './error-handler
 import { registerIdempotency } from './idempotency.js';
 import { RateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
-import { metaRoutes } from './routes/meta.js';
+import { healthRoutes, metaRoutes } from './routes/meta.js';
 import { outputRoutes } from './routes/outputs.js';
 import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
@@ -110,13 +110,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (!route.config?.methodNotAllowed) routes.push({ url: route.url, method: route.method });
   });
 
-  await app.register(metaRoutes);
-  await app.register(taskRoutes);
-  await app.register(outputRoutes);
-  await app.register(uploadRoutes);
-  await app.register(adminRoutes);
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
-  app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
+  await app.register(healthRoutes);
+  // A worker node runs turns and cron only; it answers nothing but its health probes.
+  if (deps.config.role !== 'worker') {
+    await app.register(metaRoutes);
+    await app.register(taskRoutes);
+    await app.register(outputRoutes);
+    await app.register(uploadRoutes);
+    await app.register(adminRoutes);
+    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+    app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
+  }
 
   await app.register(async (scope) => registerMethodNotAllowed(scope, routes));
   return app;

@@ -5,6 +5,14 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError, type ErrorDetail } from '../errors.js';
+import { isStoreUnavailable } from '../store/store-errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set once a request has created a task, so an unexpected failure afterwards can name it. */
+    createdTaskId?: string;
+  }
+}
 
 interface AjvError {
   keyword: string;
@@ -85,6 +93,7 @@ function toQuarryError(err: FastifyError & { validation?: AjvError[]; validation
   if (err.statusCode === 415) return new QuarryError('unsupported_media_type');
   if (err.statusCode === 413) return new QuarryError('payload_too_large');
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new QuarryError('invalid_request', err.message);
+  if (isStoreUnavailable(err)) return new QuarryError('service_unavailable', 'The task store is unavailable right now: wait retry_after seconds, then resend.', { retry_after: 2 });
   return null;
 }
 
@@ -100,11 +109,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const known = toQuarryError(err);
     if (known) {
-      request.log.info({ err: { code: known.code, message: known.message } }, 'request refused');
+      if (known.status >= 500) request.log.warn({ err }, 'request failed: store unavailable');
+      else request.log.info({ err: { code: known.code, message: known.message } }, 'request refused');
       return sendError(reply, request, known);
     }
     request.log.error({ err }, 'unexpected failure');
-    const taskId = (request as FastifyRequest & { createdTaskId?: string }).createdTaskId;
+    const taskId = request.createdTaskId;
     const error = new QuarryError('internal_error', taskId
       ? 'Something went wrong after the task was created: continue that task instead of starting another.'
       : 'Something went wrong on our side: resend the request.', taskId ? { task_id: taskId } : {});

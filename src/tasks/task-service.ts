@@ -282,7 +282,7 @@ export class TaskService {
         stopped = turnId;
         await this.endTurn(unit, turnId, 'stopped', null, { promote: false });
       }
-      unit.set({ status: 'deleted', phase: null, activity: null, deletedAt: unit.now, queuedCount: 0, currentTurnId: null, cronNextRunAt: null });
+      unit.set({ status: 'deleted', phase: null, activity: null, deletedAt: unit.now, queuedCount: 0, currentTurnId: null, cronExpression: null, cronTimezone: null, cronNextRunAt: null });
       await unit.taskEvent('deleted', turnId);
       return { statusCode: 200, turnId: null };
     });

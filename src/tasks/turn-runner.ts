@@ -101,7 +101,10 @@ export class TurnRunner {
     clearInterval(this.cronTimer);
     for (const controller of this.running.values()) controller.abort(new TurnAbort('shutdown'));
     await Promise.allSettled([...this.finished]);
-    await this.opts.store.releaseLeases(this.opts.config.workerId);
+    await this.opts.store.releaseLeases(this.opts.config.workerId).catch((err) => {
+      // The leases then simply run out, and another worker (or the next start) takes the turns.
+      this.opts.logger.warn({ err }, 'releasing leases at shutdown failed');
+    });
   }
 
   private async claim(): Promise<void> {

@@ -30,7 +30,7 @@ export class Uploads {
 
   constructor(
     private readonly store: Store,
-    private readonly opts: { dataDir: string; publicUrl: string; maxBytes: number; clock?: () => Date },
+    private readonly opts: { dataDir: string; maxBytes: number; clock?: () => Date },
   ) {}
 
   private now(): Date {
@@ -52,7 +52,8 @@ export class Uploads {
     return crypto.createHmac('sha256', await this.signingSecret()).update(`${uploadId}.${expires}`).digest('base64url');
   }
 
-  async createTicket(accountId: string, req: { filename: string; content_type: string; size_bytes: number }): Promise<UploadTicket> {
+  /** `baseUrl` is where this service is reached from the caller's side (the upload URL is absolute). */
+  async createTicket(accountId: string, baseUrl: string, req: { filename: string; content_type: string; size_bytes: number }): Promise<UploadTicket> {
     if (req.size_bytes > this.opts.maxBytes) {
       throw QuarryError.validation('size_bytes', `size_bytes must be at most ${this.opts.maxBytes} bytes`);
     }
@@ -67,7 +68,7 @@ export class Uploads {
     const sig = await this.sign(id, expires);
     return {
       upload_id: id,
-      upload_url: `${this.opts.publicUrl}/upload/${id}?expires=${expires}&sig=${sig}`,
+      upload_url: `${baseUrl}/upload/${id}?expires=${expires}&sig=${sig}`,
       method: 'PUT',
       headers: { 'Content-Type': req.content_type },
       expires_at: record.expiresAt,

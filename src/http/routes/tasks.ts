@@ -10,13 +10,14 @@ import type { TaskReply } from '../../tasks/task-service.js';
 import { toTaskDetailView, toTaskView } from '../../tasks/task-view.js';
 import type { TaskListCursor } from '../../store/store.js';
 import { withIdempotency } from '../idempotency.js';
+import { publicBaseUrl } from '../public-url.js';
 import {
   ContinueBody, EventsQuery, ExecuteBody, ListQuery, PatchBody, PromptBody, StartBody, StopBody, StreamQuery, TaskIdParams, WaitQuery,
 } from '../schemas.js';
 import { resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
 
-/** Client task ids that would be shadowed by fixed routes under /task. */
-const RESERVED_TASK_IDS = new Set(['workflow', 'metaprompt', 'stream', 'start']);
+/** Client task ids that fixed routes under /task would shadow, or that URLs cannot carry as a path segment. */
+const RESERVED_TASK_IDS = new Set(['workflow', 'metaprompt', 'stream', 'start', '.', '..']);
 
 /** Refusals that come from the task's state travel inside an opened stream (decisions §13). */
 const IN_STREAM_REFUSALS = new Set(['out_of_credits', 'task_executing', 'task_in_cron_mode', 'task_exists']);
@@ -45,10 +46,14 @@ function checkClientTaskId(taskId: string | undefined): void {
   }
 }
 
+/** `wait: true` or any positive integer blocks until the turn ends, at most `max` seconds (decisions §4). */
 function blockSeconds(wait: boolean | number | undefined, max: number): number {
-  if (wait === true) return max;
-  if (typeof wait === 'number' && wait > 0) return Math.min(wait, max);
-  return 0;
+  return wait === true || (typeof wait === 'number' && wait > 0) ? max : 0;
+}
+
+/** Stop and execute take an optional body: no body at all means `{}`. */
+async function defaultEmptyBody(request: FastifyRequest): Promise<void> {
+  request.body ??= {};
 }
 
 export async function taskRoutes(app: FastifyInstance): Promise<void> {
@@ -75,14 +80,20 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     checkClientTaskId(body.task_id);
     if (body.task) {
       const spec = await specFromRequest(request.accountId, body);
-      return tasks.create(request.accountId, { taskId: body.task_id, spec, kind: 'execute' });
+      return created(request, await tasks.create(request.accountId, { taskId: body.task_id, spec, kind: 'execute' }));
     }
     if (body.prompt === undefined) {
       throw QuarryError.validation('prompt', 'prompt is required when task is absent', [{ type: 'missing', loc: ['body', 'prompt'], msg: 'is required' }]);
     }
     const prompt = body.prompt.trim();
     if (body.task_id) return tasks.message(request.accountId, body.task_id, prompt, { viaPrompt: true });
-    return tasks.create(request.accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only });
+    return created(request, await tasks.create(request.accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only }));
+  }
+
+  /** Remembers the new task so a failure after this point tells the caller it exists (500 with task_id). */
+  function created(request: FastifyRequest, reply: TaskReply): TaskReply {
+    request.createdTaskId = reply.task.task_id;
+    return reply;
   }
 
   async function answer(reply: FastifyReply, result: TaskReply) {
@@ -140,7 +151,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     if (page.next) {
       const cursor = encodeCursor(page.next);
       reply.header('X-Next-Cursor', cursor);
-      reply.header('Link', `<${config.publicUrl}/task?limit=${query.limit}&cursor=${cursor}>; rel="next"`);
+      reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/task?limit=${query.limit}&cursor=${cursor}>; rel="next"`);
     }
     const now = Date.now();
     return page.tasks.map((t) => toTaskView(t, now));
@@ -225,7 +236,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
 
   async function executeTask(request: FastifyRequest): Promise<TaskReply> {
     const { task_id } = request.params as Params;
-    const body = (request.body ?? {}) as ExecuteBody;
+    const body = request.body as ExecuteBody;
     return tasks.execute(request.accountId, task_id, body.instruction?.trim() ?? null);
   }
 
@@ -246,17 +257,17 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     streamChange(request, reply, () => continueTask(request)),
   );
 
-  app.post('/task/:task_id/execute', { schema: { params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'Run the current spec again; refused while a turn runs' } }, (request, reply) =>
-    withIdempotency(request, reply, async () => answerMaybeBlocking(request, reply, await executeTask(request), ((request.body ?? {}) as ExecuteBody).wait)),
+  app.post('/task/:task_id/execute', { preValidation: defaultEmptyBody, schema: { params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'Run the current spec again; refused while a turn runs' } }, (request, reply) =>
+    withIdempotency(request, reply, async () => answerMaybeBlocking(request, reply, await executeTask(request), (request.body as ExecuteBody).wait)),
   );
 
-  app.post('/task/:task_id/execute/stream', { schema: { params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'As execute, answered with the event stream' } }, (request, reply) =>
+  app.post('/task/:task_id/execute/stream', { preValidation: defaultEmptyBody, schema: { params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'As execute, answered with the event stream' } }, (request, reply) =>
     streamChange(request, reply, () => executeTask(request)),
   );
 
-  app.post('/task/:task_id/stop', { schema: { params: TaskIdParams, body: StopBody, tags: ['tasks'], summary: 'Stop the running turn (rows written are kept)' } }, async (request, reply) => {
+  app.post('/task/:task_id/stop', { preValidation: defaultEmptyBody, schema: { params: TaskIdParams, body: StopBody, tags: ['tasks'], summary: 'Stop the running turn (rows written are kept)' } }, async (request, reply) => {
     const { task_id } = request.params as Params;
-    const body = (request.body ?? {}) as { clear_queue?: boolean };
+    const body = request.body as { clear_queue?: boolean };
     return answer(reply, await tasks.stop(request.accountId, task_id, body.clear_queue ?? false));
   });
 

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { publicBaseUrl } from '../public-url.js';
 import { UploadParams, UploadPutQuery, UploadUrlBody } from '../schemas.js';
 
 /** POST /upload-url hands out a signed URL; PUT /upload/{id} (no API key, the signature is the credential) stores the file. */
@@ -7,7 +8,7 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
   const { uploads, config } = app.deps;
 
   app.post('/upload-url', { schema: { body: UploadUrlBody, tags: ['uploads'], summary: 'Get a signed URL to PUT a large input to' } }, async (request) => {
-    return uploads.createTicket(request.accountId, request.body as { filename: string; content_type: string; size_bytes: number });
+    return uploads.createTicket(request.accountId, publicBaseUrl(request, config.publicUrl), request.body as { filename: string; content_type: string; size_bytes: number });
   });
 
   await app.register(async (scope) => {

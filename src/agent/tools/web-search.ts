@@ -1,0 +1,66 @@
+/**
+ * web_search {query, max_results?}: asks the configured search provider (SearXNG, Brave or
+ * Tavily; src/agent/web/search.ts) and lists the results as title, URL and snippet. Without a
+ * configured provider the tool says so, and the model can still fetch pages it knows.
+ */
+import { Type } from 'typebox';
+import { SearchError, type SearchProvider } from '../web/search.js';
+import type { AgentTool } from './tool.js';
+
+interface WebSearchArgs {
+  query: string;
+  max_results?: number;
+}
+
+export const DEFAULT_MAX_RESULTS = 8;
+export const MAX_RESULTS = 20;
+
+const parameters = Type.Object({
+  query: Type.String({ minLength: 1, maxLength: 1000, description: 'What to search for, as you would type it into a search engine.' }),
+  max_results: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RESULTS, description: `How many results to return (default ${DEFAULT_MAX_RESULTS}).` })),
+});
+
+export function createWebSearchTool(provider: SearchProvider | undefined): AgentTool<WebSearchArgs> {
+  return {
+    name: 'web_search',
+    description: 'Search the web. Returns a numbered list of results (title, URL, snippet); read a result with fetch_url before citing it.',
+    parameters,
+    async run(args, ctx) {
+      const query = args.query.trim();
+      if (!provider) {
+        return {
+          isError: true,
+          content:
+            'web_search is not available: no search provider is configured on this Quarry server (the operator sets QUARRY_SEARCH_PROVIDER to searxng, brave or tavily). ' +
+            'Do not call web_search again in this turn; use fetch_url on pages you know, or the task inputs.',
+          summary: 'no search provider configured',
+        };
+      }
+      if (query === '') return { isError: true, content: 'The query is empty.', summary: 'empty query' };
+      const max = args.max_results ?? DEFAULT_MAX_RESULTS;
+      let results;
+      try {
+        results = await provider.search(query, max, ctx.signal);
+      } catch (err) {
+        if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;
+        return { isError: true, content: `The search failed: ${err.message}`, summary: `search failed (${provider.name})` };
+      }
+      if (results.length === 0) {
+        return { content: `No results for "${query}" (${provider.name}). Try other words, fewer words, or another language.`, summary: `no results for "${short(query)}"` };
+      }
+      const lines = [`Results for "${query}" (${provider.name}, ${results.length}):`];
+      results.forEach((r, i) => {
+        lines.push('', `${i + 1}. ${r.title}`, `   ${r.url}`);
+        if (r.snippet) lines.push(`   ${r.snippet}`);
+      });
+      return { content: lines.join('\n'), summary: `${results.length} result${results.length === 1 ? '' : 's'} for "${short(query)}"` };
+    },
+  };
+}
+
+/** web_search with no provider: answers that none is configured. */
+export const webSearchTool = createWebSearchTool(undefined);
+
+function short(text: string): string {
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}

@@ -1,0 +1,28 @@
+/**
+ * The agent's tools that reach outside the task (web_search, fetch_url, read_input), built from
+ * the server's configuration. src/agent/tools/index.ts registers them next to update_spec and
+ * write_rows.
+ */
+import { createFetchUrlTool, type FetchUrlToolOptions } from '../tools/fetch-url.js';
+import { readInputTool } from '../tools/read-input.js';
+import { defineTool, type AgentTool } from '../tools/tool.js';
+import { createWebSearchTool } from '../tools/web-search.js';
+import { createSearchProvider, type SearchConfig, type SearchProvider } from './search.js';
+
+export interface WebToolsOptions {
+  /** A search configuration (QUARRY_SEARCH_*) or a ready provider; undefined = web_search says none is configured. */
+  search?: SearchConfig | SearchProvider;
+  /** fetch_url settings; `allowPrivate` comes from QUARRY_FETCH_ALLOW_PRIVATE=1. */
+  fetch?: FetchUrlToolOptions;
+}
+
+export function createWebTools(opts: WebToolsOptions = {}): AgentTool<unknown>[] {
+  const search = opts.search === undefined ? undefined : 'search' in opts.search ? opts.search : createSearchProvider(opts.search);
+  return [defineTool(createWebSearchTool(search)), defineTool(createFetchUrlTool(opts.fetch)), defineTool(readInputTool)];
+}
+
+export { createSearchProvider, searchConfigProblem, SEARCH_PROVIDERS, type SearchConfig, type SearchProvider, type SearchProviderName, type SearchResult } from './search.js';
+export { safeFetch, WebFetchError, type SafeFetchOptions, type Lookup } from './safe-fetch.js';
+export { blockedReason, isBlockedAddress } from './address-policy.js';
+export { extractText, detectKind, type ExtractedText, type ContentKind } from './extract.js';
+export type { InputFile, InputsContext } from '../tools/read-input.js';

@@ -1,0 +1,19 @@
+/**
+ * Which database failures mean "the store cannot answer right now" (busy, locked, disk full,
+ * connection lost) as opposed to a bug. Those become 503 service_unavailable with retry_after:
+ * the same request may succeed later. Recognized by the drivers' error codes, so nothing outside
+ * store/ needs to know a driver.
+ */
+
+const SQLITE_TRANSIENT = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM)/;
+/** PostgreSQL SQLSTATE classes and codes: connection (08), resources (53), operator intervention (57P), serialization (40001, 40P01). */
+const POSTGRES_TRANSIENT = /^(08|53|57P)|^(40001|40P01)$/;
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+export function isStoreUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as Error & { code?: unknown }).code;
+  if (typeof code === 'string' && (SQLITE_TRANSIENT.test(code) || POSTGRES_TRANSIENT.test(code) || NETWORK.has(code))) return true;
+  // A closed pool or database (shutdown in progress, or the connection is gone).
+  return /driver has already been destroyed|database connection is not open|Connection terminated|Cannot use a pool after calling end/i.test(err.message);
+}
