@@ -1,0 +1,54 @@
+/**
+ * The docs say what the code does: the error table in docs/api.md matches the catalogue, and the
+ * README's walkthrough runs as written against a real server.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { ERROR_CATALOGUE } from '../src/errors.js';
+import { startHarness } from './helpers/harness.js';
+
+const root = path.resolve(import.meta.dirname, '..');
+
+test('the error table in docs/api.md lists the catalogue, in order', () => {
+  const doc = fs.readFileSync(path.join(root, 'docs/api.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('\n## Errors'));
+  const header = section.indexOf('| Status | error | retryable | When |');
+  assert.ok(header > 0, 'docs/api.md has the error table');
+  const lines = section.slice(header).split('\n').slice(2);
+  const table = lines
+    .slice(0, lines.findIndex((line) => !line.startsWith('|')))
+    .map((line) => line.split('|').slice(1, 4).map((cell) => cell.trim().replace(/`/g, '')));
+  const expected = Object.values(ERROR_CATALOGUE).map((e) => [String(e.status), e.error, e.retryable ? 'yes' : 'no']);
+  assert.deepEqual(table, expected);
+});
+
+test("the README's walkthrough runs as written", async () => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const walkthrough = readme.slice(readme.indexOf('## A walkthrough'));
+  const script = /```sh\n([\s\S]*?)```/.exec(walkthrough)![1]!;
+  const h = await startHarness();
+  try {
+    h.model!.script(
+      { toolCalls: [{ name: 'update_spec', arguments: { outputs: [{ id: 'plants', kind: 'table', columns: [{ name: 'company', type: 'string', required: true }, { name: 'country', type: 'string' }] }] } }] },
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'plants', rows: [{ company: 'Northvolt', country: 'SE' }], sources: [{ url: 'https://example.com/nv' }] } }] },
+      { text: 'Found one plant.' },
+    );
+    // The script's own exports are replaced by the test server's address and key.
+    const body = script.replace(/^export QUARRY_(URL|API_KEY)=.*$/gm, '').replace('> plants.csv', '');
+    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', body], {
+      env: { ...process.env, QUARRY_URL: h.url, QUARRY_API_KEY: h.key },
+      timeout: 30_000,
+    });
+    assert.match(stdout, /event: done\n/);
+    assert.match(stdout, /"active":false/);
+    assert.match(stdout, /"total":1,"rows":\[\{"_row":1,"company":"Northvolt"/);
+    assert.match(stdout, /_row,company,country,_sources\r\n1,Northvolt,SE,https:\/\/example.com\/nv/);
+    assert.match(stdout, /"task_id":"tsk_/);
+  } finally {
+    await h.close();
+  }
+});
