@@ -274,6 +274,12 @@ describe('HTTP contract', () => {
       expectError(await h.request('POST', `/task/${id}/stop`, { body: {} }), 404, 'task_not_found', false);
     });
 
+    it('a path with broken percent-encoding is refused with the one error body and X-Request-ID', async () => {
+      for (const path of ['/task/%zz', '/task/%E0%A4%A/state']) {
+        expectError(await h.request('GET', path), 400, 'invalid_request', false);
+      }
+    });
+
     it('not_found for a path that does not exist', async () => {
       expectError(await h.request('GET', '/nope'), 404, 'not_found', false);
       expectError(await h.request('POST', '/tasks', { body: { prompt: 'x' } }), 404, 'not_found', false);
@@ -329,16 +335,18 @@ describe('HTTP contract', () => {
       });
     }
 
-    it('a body that is JSON but not an object names the body', async () => {
+    it('a body that is JSON but not an object is a 422', async () => {
       const res = await h.request('POST', '/task', { rawBody: '"just a string"', headers: { 'content-type': 'application/json' } });
       expectError(res, 422, 'invalid_request', false);
     });
 
-    it('accepts a prompt of 100,000 characters after trimming', async () => {
+    it('accepts a prompt of exactly 100,000 characters', async () => {
       const exact = await h.request('POST', '/task', { body: { prompt: 'q'.repeat(100_000) } });
       assert.equal(exact.status, 200, exact.text.slice(0, 500));
       await waitIdle(h, exact.body.task_id);
-      // decisions §1: the length counts after trimming, so surrounding white space does not count.
+    });
+
+    it('counts the prompt length after trimming (decisions §1)', async () => {
       const padded = await h.request('POST', '/task', { body: { prompt: `  ${'r'.repeat(100_000)}\n` } });
       assert.equal(padded.status, 200, padded.text.slice(0, 500));
       await waitIdle(h, padded.body.task_id);
@@ -390,6 +398,26 @@ describe('HTTP contract', () => {
       }
       const ok = await h.request('GET', `/task/${id}/output?limit=50000`);
       assert.equal(ok.status, 200, ok.text);
+    });
+
+    it('stop needs no body (interface §4: its request is none)', async () => {
+      const id = await createTask(h, 'bodiless stop');
+      await waitIdle(h, id);
+      const stop = await h.request('POST', `/task/${id}/stop`);
+      assert.equal(stop.status, 200, stop.text);
+      const stopEmptyJson = await h.request('POST', `/task/${id}/stop`, { rawBody: '', headers: { 'content-type': 'application/json' } });
+      assert.equal(stopEmptyJson.status, 200, stopEmptyJson.text);
+    });
+
+    it('execute needs no body (its instruction is optional)', async () => {
+      const id = await createTask(h, 'bodiless execute');
+      await waitIdle(h, id);
+      const exec = await h.request('POST', `/task/${id}/execute`);
+      assert.equal(exec.status, 200, exec.text);
+      await waitIdle(h, id);
+      const execEmptyJson = await h.request('POST', `/task/${id}/execute`, { rawBody: '', headers: { 'content-type': 'application/json' } });
+      assert.equal(execEmptyJson.status, 200, execEmptyJson.text);
+      await waitIdle(h, id);
     });
 
     it('message and instruction must contain text', async () => {
@@ -764,13 +792,21 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
   });
   after(() => h.close());
 
-  /** Makes one store method throw for the duration of `fn` (fault injection: these failures cannot be caused over HTTP). */
-  async function failing<T>(method: string, fn: () => Promise<T>): Promise<T> {
+  /** A database that cannot answer right now, as the SQLite driver reports it. */
+  const busy = (method: string) => Object.assign(new Error(`injected ${method} failure SECRET-INTERNALS: database is locked`), { code: 'SQLITE_BUSY' });
+  /** A failure that is a bug, not a busy database. */
+  const bug = (method: string) => new TypeError(`injected ${method} failure SECRET-INTERNALS`);
+
+  /**
+   * Makes one store method throw for the duration of `fn` (fault injection through the harness:
+   * these failures cannot be caused over HTTP; what is checked is the HTTP answer).
+   */
+  async function failing<T>(method: string, make: (method: string) => Error, fn: () => Promise<T>): Promise<T> {
     const store = h.quarry.store as unknown as Record<string, unknown>;
     const original = store[method];
     assert.equal(typeof original, 'function', `the store has no ${method}`);
     store[method] = async () => {
-      throw new Error(`injected ${method} failure SECRET-INTERNALS`);
+      throw make(method);
     };
     try {
       return await fn();
@@ -780,7 +816,7 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
   }
 
   it('key verification down is 503 auth_unavailable', async () => {
-    const res = await failing('findApiKeyByHash', () => h.request('GET', '/task', { key: `qry_never-seen-${uid()}` }));
+    const res = await failing('findApiKeyByHash', busy, () => h.request('GET', '/task', { key: `qry_never-seen-${uid()}` }));
     expectError(res, 503, 'auth_unavailable', true);
     assert.ok(!res.text.includes('SECRET-INTERNALS'));
   });
@@ -788,25 +824,33 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
   it('task state that cannot be read is 503 service_unavailable, not task_not_found', async () => {
     const id = await createTask(h, 'readable later');
     await waitIdle(h, id);
-    const detail = await failing('getTask', () => h.request('GET', `/task/${id}`));
+    const detail = await failing('getTask', busy, () => h.request('GET', `/task/${id}`));
     expectError(detail, 503, 'service_unavailable', true);
-    const state = await failing('getTaskState', () => h.request('GET', `/task/${id}/state`));
+    const state = await failing('getTaskState', busy, () => h.request('GET', `/task/${id}/state`));
     expectError(state, 503, 'service_unavailable', true);
-    const stream = await failing('getTask', () => h.request('GET', `/task/${id}/stream`));
+    const stream = await failing('getTask', busy, () => h.request('GET', `/task/${id}/stream`));
     expectError(stream, 503, 'service_unavailable', true);
     assert.ok(!detail.text.includes('SECRET-INTERNALS'));
     assert.equal((await h.request('GET', `/task/${id}`)).status, 200);
   });
 
   it('a task list that cannot be read is 503 service_unavailable (interface §7: list returns 401, 422, 503)', async () => {
-    const res = await failing('listTasks', () => h.request('GET', '/task'));
+    const res = await failing('listTasks', busy, () => h.request('GET', '/task'));
     expectError(res, 503, 'service_unavailable', true);
     assert.ok(!res.text.includes('SECRET-INTERNALS'));
   });
 
-  it('an unexpected failure before a create is 500 internal_error without task_id or internals', async () => {
+  it('a busy store on a create is 503 service_unavailable and stores nothing', async () => {
     const before = await taskIds(h);
-    const res = await failing('transaction', () => h.request('POST', '/task', { body: { prompt: 'doomed' } }));
+    const res = await failing('transaction', busy, () => h.request('POST', '/task', { body: { prompt: 'store busy' } }));
+    expectError(res, 503, 'service_unavailable', true);
+    assert.ok(!res.text.includes('SECRET-INTERNALS'), `the 503 leaks internals: ${res.text}`);
+    assert.deepEqual(await taskIds(h), before);
+  });
+
+  it('an unexpected failure (a bug) before a create is 500 internal_error without task_id or internals', async () => {
+    const before = await taskIds(h);
+    const res = await failing('transaction', bug, () => h.request('POST', '/task', { body: { prompt: 'doomed' } }));
     expectError(res, 500, 'internal_error', true);
     assert.equal(res.body.task_id, undefined);
     assert.ok(!res.text.includes('SECRET-INTERNALS'), `the 500 leaks internals: ${res.text}`);
@@ -814,9 +858,9 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
     assert.deepEqual(await taskIds(h), before);
   });
 
-  it('an unexpected failure after a create is 500 internal_error carrying the created task_id', async () => {
+  it('an unexpected failure (a bug) after a create is 500 internal_error carrying the created task_id', async () => {
     const before = new Set(await taskIds(h));
-    const res = await failing('putIdempotency', () => h.request('POST', '/task', { headers: { 'idempotency-key': `k-${uid()}` }, body: { prompt: 'created then failed' } }));
+    const res = await failing('putIdempotency', bug, () => h.request('POST', '/task', { headers: { 'idempotency-key': `k-${uid()}` }, body: { prompt: 'created then failed' } }));
     const created = (await taskIds(h)).filter((id) => !before.has(id));
     assert.equal(created.length, 1, 'the create did not happen');
     expectError(res, 500, 'internal_error', true);

@@ -18,7 +18,8 @@ import type { Store } from '../store/store.js';
 import type { TaskService } from '../tasks/task-service.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { registerAuth } from './auth.js';
-import { registerErrorHandling, registerMethodNotAllowed } from './error-handler.js';
+import { QuarryError } from '../errors.js';
+import { registerErrorHandling, registerMethodNotAllowed, sendError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
 import { RateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
@@ -66,6 +67,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     return503OnClosing: false,
+    // Path parameters are checked by route schemas (and a long unknown id is simply not found).
+    routerOptions: { maxParamLength: 8192 },
+    // Errors the router raises before any hook (malformed percent-encoding) get our error body too.
+    frameworkErrors: (error, request, reply) => {
+      sendError(reply, request, new QuarryError('invalid_request', `The request URL is not valid: ${error.message}`));
+    },
     forceCloseConnections: true,
   });
   app.decorate('deps', deps);

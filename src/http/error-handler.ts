@@ -99,6 +99,7 @@ function toQuarryError(err: FastifyError & { validation?: AjvError[]; validation
 
 export function sendError(reply: FastifyReply, request: FastifyRequest, error: QuarryError): FastifyReply {
   const { headers, retry_after } = error.extras;
+  reply.header('X-Request-ID', request.id);
   if (headers) for (const [k, v] of Object.entries(headers)) reply.header(k, v);
   if (retry_after !== undefined) reply.header('Retry-After', String(retry_after));
   if (error.code === 'unauthorized') reply.header('WWW-Authenticate', 'Bearer realm="quarry"');

@@ -6,7 +6,8 @@ import { Type, type Static } from 'typebox';
 import { CLIENT_ID_PATTERN } from '../ids.js';
 import { OUTPUT_ID_PATTERN, TaskSpecSchema } from '../tasks/spec.js';
 
-const Text = (description: string) => Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S', description });
+/** Non-blank text; its length is checked after trimming by checkedText (the schema sees it untrimmed). */
+const Text = (description: string) => Type.String({ minLength: 1, pattern: '\\S', description });
 
 export const TaskIdParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const OutputParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }), output_id: Type.String({ minLength: 1, maxLength: 200 }) });

@@ -14,6 +14,16 @@ export const OUTPUT_KINDS = ['table', 'report', 'records'] as const;
 
 export const OUTPUT_ID_PATTERN = '^[a-z][a-z0-9_-]{0,63}$';
 
+/** Prompts, messages and instructions: 1-100,000 characters after trimming (decisions §1). */
+export const MAX_TEXT_CHARS = 100_000;
+
+/** A free-text field as stored: trimmed, and checked against MAX_TEXT_CHARS (schemas check it is non-blank). */
+export function checkedText(value: string, param: string): string {
+  const text = value.trim();
+  if (text.length > MAX_TEXT_CHARS) throw invalid(param, `must have at most ${MAX_TEXT_CHARS} characters after trimming, got ${text.length}`);
+  return text;
+}
+
 export const ColumnSchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[^_]', description: 'Column name; may not start with "_".' }),
   type: Type.Optional(Type.Union(COLUMN_TYPES.map((t) => Type.Literal(t)), { default: 'string' })),
@@ -34,7 +44,7 @@ export const TaskSpecSchema = Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 200 })),
     type: Type.Optional(Type.Literal('research')),
-    prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000, pattern: '\\S' })),
+    prompt: Type.Optional(Type.String({ minLength: 1, pattern: '\\S', description: '1-100,000 characters after trimming.' })),
     outputs: Type.Optional(Type.Array(OutputSchema, { maxItems: 64 })),
     inputs: Type.Optional(
       Type.Array(
@@ -191,7 +201,7 @@ export function normalizeSpec(input: TaskSpecInput, param = 'task'): TaskSpec {
   return {
     name: input.name ?? null,
     type: 'research',
-    prompt: input.prompt?.trim() ?? null,
+    prompt: input.prompt === undefined ? null : checkedText(input.prompt, `${param}.prompt`),
     outputs: normalizeOutputs(input.outputs ?? [], `${param}.outputs`),
     inputs: (input.inputs ?? []).map((i) => ({ ...i })),
     schedule: input.schedule ? normalizeSchedule(input.schedule, `${param}.schedule`) : null,

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../../errors.js';
-import { normalizeSpec, type TaskSpec } from '../../tasks/spec.js';
+import { checkedText, normalizeSpec, type TaskSpec } from '../../tasks/spec.js';
 import type { TaskReply } from '../../tasks/task-service.js';
 import { toTaskDetailView, toTaskView } from '../../tasks/task-view.js';
 import type { TaskListCursor } from '../../store/store.js';
@@ -85,7 +85,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     if (body.prompt === undefined) {
       throw QuarryError.validation('prompt', 'prompt is required when task is absent', [{ type: 'missing', loc: ['body', 'prompt'], msg: 'is required' }]);
     }
-    const prompt = body.prompt.trim();
+    const prompt = checkedText(body.prompt, 'prompt');
     if (body.task_id) return tasks.message(request.accountId, body.task_id, prompt, { viaPrompt: true });
     return created(request, await tasks.create(request.accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only }));
   }
@@ -231,13 +231,13 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
 
   async function continueTask(request: FastifyRequest): Promise<TaskReply> {
     const { task_id } = request.params as Params;
-    return tasks.message(request.accountId, task_id, (request.body as ContinueBody).message.trim());
+    return tasks.message(request.accountId, task_id, checkedText((request.body as ContinueBody).message, 'message'));
   }
 
   async function executeTask(request: FastifyRequest): Promise<TaskReply> {
     const { task_id } = request.params as Params;
     const body = request.body as ExecuteBody;
-    return tasks.execute(request.accountId, task_id, body.instruction?.trim() ?? null);
+    return tasks.execute(request.accountId, task_id, body.instruction === undefined ? null : checkedText(body.instruction, 'instruction'));
   }
 
   /** `wait: true` blocks until the turn ends (legacy); the answer is the task as it then stands. */
