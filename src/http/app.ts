@@ -80,6 +80,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const bodyAjv = makeAjv(false);
   const queryAjv = makeAjv(true);
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
+  // Response schemas document the API (OpenAPI); answers are serialized as they are, never filtered by them.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   // An empty body with Content-Type: application/json is no body at all (stop, execute).
   // JSON is the only body type (415 for anything else).

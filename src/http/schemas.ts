@@ -114,3 +114,36 @@ export const ErrorResponse = Type.Object({
   retryable: Type.Boolean(),
   request_id: Type.String(),
 }, { additionalProperties: true });
+
+const Errors = { '4xx': ErrorResponse, '5xx': ErrorResponse };
+
+/** Documented answers of a route that returns a Task: 200, or 202 when a message was queued. */
+export const TaskReplies = { 200: TaskResponse, 202: TaskResponse, ...Errors };
+export const TaskListReplies = { 200: Type.Array(TaskResponse), ...Errors };
+export const TaskDetailReplies = {
+  200: Type.Intersect([TaskResponse, Type.Object({ spec: TaskSpecSchema, events: Type.Array(Type.Object({}, { additionalProperties: true })) })]),
+  ...Errors,
+};
+export const StateReplies = {
+  200: Type.Object({
+    task_id: Type.String(),
+    active: Type.Boolean(),
+    status: Type.String(),
+    phase: Type.Union([Type.String(), Type.Null()]),
+    activity: Type.Union([Type.String(), Type.Null()]),
+    queued_messages: Type.Integer(),
+    turn: Type.Union([Type.Object({ id: Type.String(), kind: Type.String(), started_at: Type.Union([Type.String(), Type.Null()]) }), Type.Null()]),
+    last_event_id: Type.Integer(),
+    updated_at: Type.String(),
+  }),
+  ...Errors,
+};
+export const OutputPageReplies = {
+  200: Type.Object({
+    total: Type.Integer(),
+    rows: Type.Array(Type.Object({ _row: Type.Integer(), _sources: Type.Array(Type.Object({}, { additionalProperties: true })) }, { additionalProperties: true })),
+    output: Type.Union([Type.Object({ id: Type.String(), kind: Type.String(), path: Type.String() }), Type.Null()]),
+  }),
+  ...Errors,
+};
+export const StreamReplies = { 200: Type.String({ description: 'text/event-stream: task, tool, text, error and done events' }), ...Errors };

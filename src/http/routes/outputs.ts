@@ -8,7 +8,7 @@ import { QuarryError } from '../../errors.js';
 import { exportContentType, exportFileName, exportRows } from '../../outputs/export.js';
 import type { OutputDecl } from '../../tasks/spec.js';
 import { activeOutputOf } from '../../tasks/task-view.js';
-import { OutputParams, OutputQuery, TaskIdParams } from '../schemas.js';
+import { OutputPageReplies, OutputParams, OutputQuery, TaskIdParams } from '../schemas.js';
 
 interface OutputQueryValues {
   limit: number;
@@ -49,12 +49,12 @@ export async function outputRoutes(app: FastifyInstance): Promise<void> {
       .send(body);
   }
 
-  app.get('/task/:task_id/output', { schema: { params: TaskIdParams, querystring: OutputQuery, tags: ['outputs'], summary: 'Rows of the active output (or ?output=ID); format=csv|jsonl exports' } }, async (request, reply) => {
+  app.get('/task/:task_id/output', { schema: { response: OutputPageReplies, params: TaskIdParams, querystring: OutputQuery, tags: ['outputs'], summary: 'Rows of the active output (or ?output=ID); format=csv|jsonl exports' } }, async (request, reply) => {
     const { task_id } = request.params as { task_id: string };
     return sendOutput(request, reply, task_id, (request.query as OutputQueryValues).output);
   });
 
-  app.get('/task/:task_id/outputs/:output_id', { schema: { params: OutputParams, querystring: OutputQuery, tags: ['outputs'], summary: 'Rows of one named output' } }, async (request, reply) => {
+  app.get('/task/:task_id/outputs/:output_id', { schema: { response: OutputPageReplies, params: OutputParams, querystring: OutputQuery, tags: ['outputs'], summary: 'Rows of one named output' } }, async (request, reply) => {
     const { task_id, output_id } = request.params as { task_id: string; output_id: string };
     return sendOutput(request, reply, task_id, output_id);
   });

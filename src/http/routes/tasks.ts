@@ -12,7 +12,8 @@ import type { TaskListCursor } from '../../store/store.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
 import {
-  ContinueBody, EventsQuery, ExecuteBody, ListQuery, PatchBody, PromptBody, StartBody, StopBody, StreamQuery, TaskIdParams, WaitQuery,
+  ContinueBody, EventsQuery, ExecuteBody, ListQuery, PatchBody, PromptBody, StartBody, StateReplies, StopBody, StreamQuery, StreamReplies,
+  TaskDetailReplies, TaskIdParams, TaskListReplies, TaskReplies, WaitQuery,
 } from '../schemas.js';
 import { resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
 
@@ -126,25 +127,25 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
 
   // ---- creates ---------------------------------------------------------------------------------
 
-  app.post('/task', { schema: { body: PromptBody, tags: ['tasks'], summary: 'Start a task from a prompt, or message an existing task' } }, (request, reply) =>
+  app.post('/task', { schema: { response: TaskReplies,  body: PromptBody, tags: ['tasks'], summary: 'Start a task from a prompt, or message an existing task' } }, (request, reply) =>
     withIdempotency(request, reply, async () => answer(reply, await createOrMessage(request, request.body as PromptBody))),
   );
 
-  app.post('/task/stream', { schema: { body: PromptBody, tags: ['tasks'], summary: 'As POST /task, answered with the event stream' } }, (request, reply) =>
+  app.post('/task/stream', { schema: { response: StreamReplies,  body: PromptBody, tags: ['tasks'], summary: 'As POST /task, answered with the event stream' } }, (request, reply) =>
     streamChange(request, reply, () => createOrMessage(request, request.body as PromptBody)),
   );
 
-  app.post('/task/start', { schema: { body: StartBody, tags: ['tasks'], summary: 'Start a task from a spec (without task: as POST /task)' } }, (request, reply) =>
+  app.post('/task/start', { schema: { response: TaskReplies,  body: StartBody, tags: ['tasks'], summary: 'Start a task from a spec (without task: as POST /task)' } }, (request, reply) =>
     withIdempotency(request, reply, async () => answer(reply, await createOrMessage(request, request.body as StartBody))),
   );
 
-  app.post('/task/start/stream', { schema: { body: StartBody, tags: ['tasks'], summary: 'As POST /task/start, answered with the event stream' } }, (request, reply) =>
+  app.post('/task/start/stream', { schema: { response: StreamReplies,  body: StartBody, tags: ['tasks'], summary: 'As POST /task/start, answered with the event stream' } }, (request, reply) =>
     streamChange(request, reply, () => createOrMessage(request, request.body as StartBody)),
   );
 
   // ---- reads -----------------------------------------------------------------------------------
 
-  app.get('/task', { schema: { querystring: ListQuery, tags: ['tasks'], summary: 'List tasks: pinned first, then most recently updated' } }, async (request, reply) => {
+  app.get('/task', { schema: { response: TaskListReplies,  querystring: ListQuery, tags: ['tasks'], summary: 'List tasks: pinned first, then most recently updated' } }, async (request, reply) => {
     const query = request.query as { limit: number; cursor?: string };
     const after = query.cursor ? decodeCursor(query.cursor) : undefined;
     const page = await tasks.listTasks(request.accountId, query.limit, after);
@@ -157,7 +158,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     return page.tasks.map((t) => toTaskView(t, now));
   });
 
-  app.get('/task/:task_id', { schema: { params: TaskIdParams, querystring: WaitQuery, tags: ['tasks'], summary: 'The task with its spec and last 100 events' } }, async (request) => {
+  app.get('/task/:task_id', { schema: { response: TaskDetailReplies,  params: TaskIdParams, querystring: WaitQuery, tags: ['tasks'], summary: 'The task with its spec and last 100 events' } }, async (request) => {
     const { task_id } = request.params as Params;
     const { wait } = request.query as { wait?: number };
     let task = await tasks.getTask(request.accountId, task_id, { includeDeleted: true });
@@ -169,7 +170,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     return toTaskDetailView(task, events);
   });
 
-  app.get('/task/:task_id/state', { schema: { params: TaskIdParams, querystring: WaitQuery, tags: ['tasks'], summary: 'The cheap poll: is a turn running?' } }, async (request) => {
+  app.get('/task/:task_id/state', { schema: { response: StateReplies,  params: TaskIdParams, querystring: WaitQuery, tags: ['tasks'], summary: 'The cheap poll: is a turn running?' } }, async (request) => {
     const { task_id } = request.params as Params;
     const { wait } = request.query as { wait?: number };
     let state = await readOrUnavailable(() => store.getTaskState(task_id));
@@ -192,7 +193,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     };
   });
 
-  app.get('/task/:task_id/stream', { schema: { params: TaskIdParams, querystring: StreamQuery, tags: ['tasks'], summary: 'Follow the task as SSE until no turn runs and nothing is queued' } }, async (request, reply) => {
+  app.get('/task/:task_id/stream', { schema: { response: StreamReplies,  params: TaskIdParams, querystring: StreamQuery, tags: ['tasks'], summary: 'Follow the task as SSE until no turn runs and nothing is queued' } }, async (request, reply) => {
     const { task_id } = request.params as Params;
     const task = await tasks.getTask(request.accountId, task_id);
     const afterSeq = resumeSeq(request, (request.query as { after?: number }).after);
@@ -249,34 +250,34 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     return reply.code(200).send(toTaskView(task));
   }
 
-  app.post('/task/:task_id/continue', { schema: { params: TaskIdParams, body: ContinueBody, tags: ['tasks'], summary: 'Send a message: runs now when idle, queued (202) while a turn runs' } }, (request, reply) =>
+  app.post('/task/:task_id/continue', { schema: { response: TaskReplies,  params: TaskIdParams, body: ContinueBody, tags: ['tasks'], summary: 'Send a message: runs now when idle, queued (202) while a turn runs' } }, (request, reply) =>
     withIdempotency(request, reply, async () => answerMaybeBlocking(request, reply, await continueTask(request), (request.body as ContinueBody).wait)),
   );
 
-  app.post('/task/:task_id/continue/stream', { schema: { params: TaskIdParams, body: ContinueBody, tags: ['tasks'], summary: 'As continue, answered with the event stream' } }, (request, reply) =>
+  app.post('/task/:task_id/continue/stream', { schema: { response: StreamReplies,  params: TaskIdParams, body: ContinueBody, tags: ['tasks'], summary: 'As continue, answered with the event stream' } }, (request, reply) =>
     streamChange(request, reply, () => continueTask(request)),
   );
 
-  app.post('/task/:task_id/execute', { preValidation: defaultEmptyBody, schema: { params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'Run the current spec again; refused while a turn runs' } }, (request, reply) =>
+  app.post('/task/:task_id/execute', { preValidation: defaultEmptyBody, schema: { response: TaskReplies,  params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'Run the current spec again; refused while a turn runs' } }, (request, reply) =>
     withIdempotency(request, reply, async () => answerMaybeBlocking(request, reply, await executeTask(request), (request.body as ExecuteBody).wait)),
   );
 
-  app.post('/task/:task_id/execute/stream', { preValidation: defaultEmptyBody, schema: { params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'As execute, answered with the event stream' } }, (request, reply) =>
+  app.post('/task/:task_id/execute/stream', { preValidation: defaultEmptyBody, schema: { response: StreamReplies,  params: TaskIdParams, body: ExecuteBody, tags: ['tasks'], summary: 'As execute, answered with the event stream' } }, (request, reply) =>
     streamChange(request, reply, () => executeTask(request)),
   );
 
-  app.post('/task/:task_id/stop', { preValidation: defaultEmptyBody, schema: { params: TaskIdParams, body: StopBody, tags: ['tasks'], summary: 'Stop the running turn (rows written are kept)' } }, async (request, reply) => {
+  app.post('/task/:task_id/stop', { preValidation: defaultEmptyBody, schema: { response: TaskReplies,  params: TaskIdParams, body: StopBody, tags: ['tasks'], summary: 'Stop the running turn (rows written are kept)' } }, async (request, reply) => {
     const { task_id } = request.params as Params;
     const body = request.body as { clear_queue?: boolean };
     return answer(reply, await tasks.stop(request.accountId, task_id, body.clear_queue ?? false));
   });
 
-  app.patch('/task/:task_id', { schema: { params: TaskIdParams, body: PatchBody, tags: ['tasks'], summary: 'Rename, pin, or enter/leave cron mode' } }, async (request, reply) => {
+  app.patch('/task/:task_id', { schema: { response: TaskReplies,  params: TaskIdParams, body: PatchBody, tags: ['tasks'], summary: 'Rename, pin, or enter/leave cron mode' } }, async (request, reply) => {
     const { task_id } = request.params as Params;
     return answer(reply, await tasks.patch(request.accountId, task_id, request.body as PatchBody));
   });
 
-  app.delete('/task/:task_id', { schema: { params: TaskIdParams, tags: ['tasks'], summary: 'Delete the task (its turn is stopped)' } }, async (request, reply) => {
+  app.delete('/task/:task_id', { schema: { response: TaskReplies,  params: TaskIdParams, tags: ['tasks'], summary: 'Delete the task (its turn is stopped)' } }, async (request, reply) => {
     const { task_id } = request.params as Params;
     return answer(reply, await tasks.delete(request.accountId, task_id));
   });
