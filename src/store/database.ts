@@ -124,6 +124,18 @@ export interface IdempotencyTable {
   created_at: string;
 }
 
+export interface RateWindowsTable {
+  key_id: string;
+  window_start: string;
+  hits: number;
+}
+
+export interface UploadChunksTable {
+  upload_id: string;
+  chunk: number;
+  data: string;
+}
+
 export interface SettingsTable {
   key: string;
   value: string;
@@ -142,6 +154,8 @@ export interface Database {
   uploads: UploadsTable;
   idempotency: IdempotencyTable;
   settings: SettingsTable;
+  rate_windows: RateWindowsTable;
+  upload_chunks: UploadChunksTable;
 }
 
 // Generated is re-exported so migrations and adapters share one import site.

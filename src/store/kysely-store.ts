@@ -5,10 +5,11 @@
 import { Kysely, Migrator, sql, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
 import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
 import type {
-  AccountRecord, ApiKeyRecord, EventRecord, IdempotencyRecord, OutputStatsRecord, Store, StoreOps, TaskListCursor,
+  AccountRecord, ApiKeyRecord, EventRecord, HeldLock, IdempotencyRecord, OutputStatsRecord, Store, StoreOps, TaskListCursor,
   TaskPatch, TaskRecord, TurnPatch, TurnRecord, UploadRecord,
 } from './store.js';
 import * as m000001 from './migrations/000001_initial.js';
+import * as m000002 from './migrations/000002_cluster.js';
 
 /** What differs between the databases, declared in one place. */
 export interface DialectProfile {
@@ -17,10 +18,29 @@ export interface DialectProfile {
   rowLocks: boolean;
   /** `FOR UPDATE SKIP LOCKED` exists, so concurrent workers claim different turns without waiting. */
   skipLocked: boolean;
+  /** Other processes may use the same database, so notifications and shared locks matter. */
+  shared: boolean;
 }
+
+/**
+ * Cross-process signals of a shared database (LISTEN/NOTIFY and session locks on PostgreSQL).
+ * An embedded database has one process, which already knows everything: it uses LOCAL_LINK.
+ */
+export interface ClusterLink {
+  listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  tryLock(name: string): Promise<HeldLock | null>;
+  close(): Promise<void>;
+}
+
+const LOCAL_LINK: ClusterLink = {
+  listen: async () => async () => {},
+  tryLock: async () => ({ held: true, release: async () => {} }),
+  close: async () => {},
+};
 
 const MIGRATIONS: Record<string, Migration> = {
   '000001_initial': m000001,
+  '000002_cluster': m000002,
 };
 
 class StaticMigrations implements MigrationProvider {
@@ -445,23 +465,70 @@ export class KyselyOps implements StoreOps {
   async setSetting(key: string, value: string): Promise<void> {
     await this.db.insertInto('settings').values({ key, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
   }
+
+  async notify(channel: string, payload: string): Promise<void> {
+    if (!this.profile.shared) return;
+    // pg_notify inside the transaction is delivered on commit and dropped on rollback.
+    await sql`select pg_notify(${channel}, ${payload})`.execute(this.db);
+  }
+
+  async hitRateWindow(keyId: string, windowStart: string): Promise<number> {
+    const r = await this.db
+      .insertInto('rate_windows')
+      .values({ key_id: keyId, window_start: windowStart, hits: 1 })
+      .onConflict((oc) => oc.columns(['key_id', 'window_start']).doUpdateSet({ hits: sql<number>`rate_windows.hits + 1` }))
+      .returning('hits')
+      .executeTakeFirstOrThrow();
+    return Number(r.hits);
+  }
+
+  async putUploadChunk(uploadId: string, chunk: number, data: Buffer): Promise<void> {
+    await this.db.insertInto('upload_chunks').values({ upload_id: uploadId, chunk, data: data.toString('base64') }).execute();
+  }
+
+  async deleteUploadChunks(uploadId: string): Promise<void> {
+    await this.db.deleteFrom('upload_chunks').where('upload_id', '=', uploadId).execute();
+  }
 }
 
 export class KyselyStore extends KyselyOps implements Store {
   readonly kind: 'sqlite' | 'postgres';
 
+  readonly shared: boolean;
+
   constructor(
     protected readonly root: Kysely<Database>,
     profile: DialectProfile,
-    /** Where the migration bookkeeping tables live (PostgreSQL schema); the database default when unset. */
-    private readonly migrationSchema?: string,
+    private readonly opts: {
+      /** Where the migration bookkeeping tables live (PostgreSQL schema); the database default when unset. */
+      migrationSchema?: string;
+      link?: ClusterLink;
+    } = {},
   ) {
     super(root, profile);
     this.kind = profile.kind;
+    this.shared = profile.shared;
+  }
+
+  listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
+    return (this.opts.link ?? LOCAL_LINK).listen(channel, handler);
+  }
+
+  tryLock(name: string): Promise<HeldLock | null> {
+    return (this.opts.link ?? LOCAL_LINK).tryLock(name);
+  }
+
+  async *readUploadChunks(uploadId: string): AsyncIterable<Buffer> {
+    // One chunk per query keeps memory flat however large the upload is.
+    for (let chunk = 0; ; chunk++) {
+      const r = await this.root.selectFrom('upload_chunks').select('data').where('upload_id', '=', uploadId).where('chunk', '=', chunk).executeTakeFirst();
+      if (!r) return;
+      yield Buffer.from(r.data, 'base64');
+    }
   }
 
   async migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.migrationSchema });
+    const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.opts.migrationSchema });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
   }
@@ -481,6 +548,7 @@ export class KyselyStore extends KyselyOps implements Store {
   }
 
   async close(): Promise<void> {
+    await this.opts.link?.close();
     await this.root.destroy();
   }
 }

@@ -202,6 +202,21 @@ export interface StoreOps {
   // settings
   getSetting(key: string): Promise<string | undefined>;
   setSetting(key: string, value: string): Promise<void>;
+
+  // what several processes on one database share
+  /** Sends `payload` to every process listening on `channel`, when (and only if) the transaction commits. No-op where one process owns the store. */
+  notify(channel: string, payload: string): Promise<void>;
+  /** Counts one request of `keyId` in the window starting at `windowStart`; returns the window's count so far. */
+  hitRateWindow(keyId: string, windowStart: string): Promise<number>;
+  putUploadChunk(uploadId: string, chunk: number, data: Buffer): Promise<void>;
+  deleteUploadChunks(uploadId: string): Promise<void>;
+}
+
+/** A lock held by this process until released or until the process dies. */
+export interface HeldLock {
+  /** False once the lock was lost (its connection died). */
+  readonly held: boolean;
+  release(): Promise<void>;
 }
 
 export interface Store extends StoreOps {
@@ -210,5 +225,13 @@ export interface Store extends StoreOps {
   transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
   /** Streams a whole output in row order, in batches, without loading it at once. */
   iterateRows(taskId: string, outputId: string): AsyncIterable<string>;
+  /** An upload's contents stored with putUploadChunk, in order. */
+  readUploadChunks(uploadId: string): AsyncIterable<Buffer>;
+  /** Whether other processes may share this store (PostgreSQL): then rate limits and uploads live in it. */
+  readonly shared: boolean;
+  /** Calls `handler` with the payload of every notification on `channel`; resolves with a function that stops listening. */
+  listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Takes the named lock if no other process holds it; null when another does. */
+  tryLock(name: string): Promise<HeldLock | null>;
   close(): Promise<void>;
 }

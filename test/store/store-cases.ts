@@ -202,6 +202,59 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal(state.turn!.startedAt, '2030-01-01T00:00:00.000Z');
     });
 
+    it('counts requests per key and window', async () => {
+      const key = uid('key');
+      assert.equal(await store.hitRateWindow(key, '2030-01-01T00:00:00.000Z'), 1);
+      assert.equal(await store.hitRateWindow(key, '2030-01-01T00:00:00.000Z'), 2);
+      assert.equal(await store.hitRateWindow(key, '2030-01-01T00:01:00.000Z'), 1);
+    });
+
+    it('stores upload contents in chunks and streams them back', async () => {
+      const id = uid('upl');
+      const parts = [Buffer.from('hello '), Buffer.alloc(70_000, 7), Buffer.from([0, 255, 10])];
+      for (const [i, part] of parts.entries()) await store.putUploadChunk(id, i, part);
+      const back: Buffer[] = [];
+      for await (const chunk of store.readUploadChunks(id)) back.push(chunk);
+      assert.deepEqual(Buffer.concat(back), Buffer.concat(parts));
+      await store.deleteUploadChunks(id);
+      for await (const _ of store.readUploadChunks(id)) assert.fail('chunks remain after delete');
+    });
+
+    it('delivers notifications on commit only, when shared', async () => {
+      const got: string[] = [];
+      const stop = await store.listen('quarry_test', (p) => got.push(p));
+      await store.transaction(async (tx) => tx.notify('quarry_test', 'committed'));
+      await assert.rejects(store.transaction(async (tx) => {
+        await tx.notify('quarry_test', 'rolled back');
+        throw new Error('rollback');
+      }));
+      await store.transaction(async (tx) => tx.notify('quarry_test', 'last'));
+      if (store.shared) {
+        for (let i = 0; i < 200 && got.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+        assert.deepEqual(got, ['committed', 'last']);
+      } else {
+        assert.deepEqual(got, [], 'an embedded store has no other process to tell');
+      }
+      await stop();
+    });
+
+    it('grants a named lock to one holder at a time when shared', async () => {
+      const name = uid('lock');
+      const first = await store.tryLock(name);
+      assert.ok(first?.held);
+      const second = await store.tryLock(name);
+      if (store.shared) {
+        assert.equal(second, null);
+        await first!.release();
+        const third = await store.tryLock(name);
+        assert.ok(third?.held);
+        await third!.release();
+      } else {
+        await second?.release();
+        await first!.release();
+      }
+    });
+
     it('keeps idempotency records inside their window and settings by key', async () => {
       await store.putIdempotency(accountId, 'k', { requestHash: 'h', status: 200, body: '{}', createdAt: '2030-01-01T00:00:00.000Z' });
       assert.equal((await store.getIdempotency(accountId, 'k', '2029-12-31T00:00:00.000Z'))!.requestHash, 'h');

@@ -2,8 +2,9 @@ import pg from 'pg';
 import { Kysely, PostgresDialect } from 'kysely';
 import type { Database } from '../database.js';
 import { KyselyStore, type DialectProfile } from '../kysely-store.js';
+import { PostgresLink } from './postgres-link.js';
 
-const POSTGRES_PROFILE: DialectProfile = { kind: 'postgres', rowLocks: true, skipLocked: true };
+const POSTGRES_PROFILE: DialectProfile = { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true };
 
 export interface PostgresStoreOptions {
   connectionString: string;
@@ -28,11 +29,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Kys
       await admin.end();
     }
   }
-  const pool = new pg.Pool({
-    connectionString: opts.connectionString,
-    max: opts.maxConnections ?? 10,
-    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
-  });
+  const connection = { connectionString: opts.connectionString, ...(schema ? { options: `-c search_path="${schema}"` } : {}) };
+  const pool = new pg.Pool({ ...connection, max: opts.maxConnections ?? 10 });
   // The schema is named for the migration tables too: otherwise a same-named table in another schema would be taken for ours.
-  return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE, schema ?? 'public');
+  return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE, {
+    migrationSchema: schema ?? 'public',
+    link: new PostgresLink(connection),
+  });
 }

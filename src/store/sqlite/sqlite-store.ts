@@ -5,7 +5,7 @@ import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement } from
 import type { Database } from '../database.js';
 import { KyselyStore, type DialectProfile } from '../kysely-store.js';
 
-const SQLITE_PROFILE: DialectProfile = { kind: 'sqlite', rowLocks: false, skipLocked: false };
+const SQLITE_PROFILE: DialectProfile = { kind: 'sqlite', rowLocks: false, skipLocked: false, shared: false };
 
 /** Distinct SQL texts are few (one per query shape), so a small cache holds them all. */
 const STATEMENT_CACHE_SIZE = 500;
