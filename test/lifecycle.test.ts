@@ -75,6 +75,14 @@ function userTexts(req: RecordedRequest | undefined): string[] {
   return (req.body.messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content));
 }
 
+/**
+ * The caller's messages and instructions the model was sent, in order: the user messages without
+ * the task's prompt (whether the prompt is sent exactly once is checked on its own).
+ */
+function callerTexts(req: RecordedRequest | undefined): string[] {
+  return userTexts(req).filter((text) => text !== PROMPT);
+}
+
 function toolMessages(req: RecordedRequest | undefined): { tool_call_id: string; content: string }[] {
   assert.ok(req, 'the model got this request');
   return (req.body.messages ?? []).filter((m) => m.role === 'tool') as { tool_call_id: string; content: string }[];
@@ -207,9 +215,9 @@ describe('messages while a turn runs', () => {
     await waitIdle(h, task.task_id);
     const reqs = model(h).requests;
     assert.equal(reqs.length, 4, 'one turn per queued message');
-    assert.deepEqual(userTexts(reqs[1]), [PROMPT, messages[0]]);
-    assert.deepEqual(userTexts(reqs[2]), [PROMPT, messages[0], messages[1]]);
-    assert.deepEqual(userTexts(reqs[3]), [PROMPT, ...messages]);
+    assert.deepEqual(callerTexts(reqs[1]), [messages[0]]);
+    assert.deepEqual(callerTexts(reqs[2]), [messages[0], messages[1]]);
+    assert.deepEqual(callerTexts(reqs[3]), messages);
     const after = await state(h, task.task_id);
     assert.equal(after.queued_messages, 0);
     assert.equal(after.status, 'plan');
@@ -279,7 +287,7 @@ describe('messages while a turn runs', () => {
     assert.equal(first.body.task_id, task.task_id);
     assert.equal(first.body.status, 'execute');
     await model(h).waitForRequests(2);
-    assert.deepEqual(userTexts(model(h).requests[1]), [PROMPT, 'Also add Norway.']);
+    assert.deepEqual(callerTexts(model(h).requests[1]), ['Also add Norway.']);
 
     const queued = await h.request('POST', '/task', { body: { prompt: 'And Sweden.', task_id: task.task_id } });
     assert.equal(queued.status, 202, queued.text);
@@ -292,7 +300,7 @@ describe('messages while a turn runs', () => {
     const stopped = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(stopped.status, 200);
     await waitIdle(h, task.task_id);
-    assert.deepEqual(userTexts(model(h).requests[3]), [PROMPT, 'Also add Norway.', 'And Sweden.', 'And Finland.']);
+    assert.deepEqual(callerTexts(model(h).requests[3]), ['Also add Norway.', 'And Sweden.', 'And Finland.']);
 
     const unknown = await h.request('POST', '/task', { body: { prompt: 'hello', task_id: 'no-such-task' } });
     assertError(unknown, 404, 'task_not_found');
@@ -317,7 +325,7 @@ describe('continue and execute on an idle task', () => {
     const running = await state(h, task.task_id);
     assert.equal(running.active, true);
     assert.equal(running.turn?.kind, 'continue');
-    assert.deepEqual(userTexts(model(h).requests[1]), [PROMPT, 'Add capacity figures.']);
+    assert.deepEqual(callerTexts(model(h).requests[1]), ['Add capacity figures.']);
     gate.release(1);
     await waitIdle(h, task.task_id);
     assert.equal((await getTask(h, task.task_id)).status, 'plan');
@@ -334,7 +342,7 @@ describe('continue and execute on an idle task', () => {
     assert.equal(res.body.status, 'execute');
     await model(h).waitForRequests(2);
     assert.equal((await state(h, task.task_id)).turn?.kind, 'execute');
-    assert.deepEqual(userTexts(model(h).requests[1]), [PROMPT, 'Refresh the data.']);
+    assert.deepEqual(callerTexts(model(h).requests[1]), ['Refresh the data.']);
     gate.release(1);
     await waitIdle(h, task.task_id);
 
@@ -344,6 +352,32 @@ describe('continue and execute on an idle task', () => {
     assert.equal(model(h).requests.length, 3);
     const done = (await events(h, task.task_id)).filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => e.outcome), ['completed', 'completed', 'completed']);
+  });
+});
+
+describe('what the model is sent', () => {
+  it('the task prompt once, then each message and instruction, as user messages (decisions §13)', async (t) => {
+    const h = await setup(t);
+    const bySpec = await createBySpec(h);
+    await waitIdle(h, bySpec.task_id);
+    assert.equal((await h.request('POST', `/task/${bySpec.task_id}/continue`, { body: { message: 'Add Norway.' } })).status, 200);
+    await waitIdle(h, bySpec.task_id);
+    assert.equal((await h.request('POST', `/task/${bySpec.task_id}/execute`, { body: { instruction: 'Refresh.' } })).status, 200);
+    await waitIdle(h, bySpec.task_id);
+
+    const byPrompt = await h.request('POST', '/task', { body: { prompt: PROMPT } });
+    await waitIdle(h, byPrompt.body.task_id);
+    assert.equal((await h.request('POST', `/task/${byPrompt.body.task_id}/continue`, { body: { message: 'Add Sweden.' } })).status, 200);
+    await waitIdle(h, byPrompt.body.task_id);
+
+    const sent = model(h).requests.map(userTexts);
+    assert.deepEqual(sent, [
+      [PROMPT],
+      [PROMPT, 'Add Norway.'],
+      [PROMPT, 'Add Norway.', 'Refresh.'],
+      [PROMPT],
+      [PROMPT, 'Add Sweden.'],
+    ]);
   });
 });
 
@@ -360,7 +394,7 @@ describe('stop', () => {
     await model(h).waitForRequests(2);
     await until('the hanging model call', () => model(h).pending() === 1);
 
-    const res = await h.request('POST', `/task/${task.task_id}/stop`);
+    const res = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'plan');
     assert.equal(res.body.phase, 'plan');
@@ -393,7 +427,7 @@ describe('stop', () => {
     assert.equal(res.body.queued_messages, 0);
     await waitIdle(h, task.task_id);
     assert.equal(model(h).requests.length, 2);
-    assert.deepEqual(userTexts(model(h).requests[1]), [PROMPT, 'queued one']);
+    assert.deepEqual(callerTexts(model(h).requests[1]), ['queued one']);
     const outcomes = (await events(h, task.task_id)).filter((e) => e.type === 'done').map((e) => e.outcome);
     assert.deepEqual(outcomes, ['stopped', 'completed']);
   });
@@ -419,7 +453,7 @@ describe('stop', () => {
     assert.equal((await h.request('POST', `/task/${task.task_id}/execute`, { body: { instruction: 'go' } })).status, 200);
     await waitIdle(h, task.task_id);
     assert.equal(model(h).requests.length, 2);
-    assert.deepEqual(userTexts(model(h).requests[1]), [PROMPT, 'go']);
+    assert.deepEqual(callerTexts(model(h).requests[1]), ['go']);
   });
 
   it('on an idle task is a 200 no-op', async (t) => {
@@ -427,7 +461,7 @@ describe('stop', () => {
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
     const before = await state(h, task.task_id);
-    const res = await h.request('POST', `/task/${task.task_id}/stop`);
+    const res = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'plan');
     assert.equal(res.body.activity, 'idle');
@@ -435,6 +469,20 @@ describe('stop', () => {
     assert.equal(after.active, false);
     assert.equal(after.last_event_id, before.last_event_id, 'nothing was recorded');
     assert.equal(model(h).requests.length, 1);
+  });
+
+  it('takes no body (interface §4: request "none"), on a running and on an idle task', async (t) => {
+    const h = await setup(t);
+    model(h).script({ hang: true });
+    const task = await createBySpec(h);
+    await model(h).waitForRequests(1);
+    const running = await h.request('POST', `/task/${task.task_id}/stop`);
+    assert.equal(running.status, 200, running.text);
+    assert.equal(running.body.status, 'plan');
+    assert.equal((await state(h, task.task_id)).active, false);
+    const idle = await h.request('POST', `/task/${task.task_id}/stop`);
+    assert.equal(idle.status, 200, idle.text);
+    assert.equal(idle.body.status, 'plan');
   });
 });
 
@@ -542,6 +590,27 @@ describe('waits', () => {
     assert.equal(settled, false, 'continue with wait: true answered while its turn still ran');
     gate.release(1);
     const res = await pending;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.status, 'plan');
+    assert.equal(res.body.activity, 'idle');
+  });
+
+  it('continue with an integer wait blocks until the turn ends: it is not a timeout in seconds (interface §4.1, decisions §4)', async (t) => {
+    const h = await setup(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const gate = holdRequests(h, [1]);
+    const task = await createBySpec(h);
+    await waitIdle(h, task.task_id);
+
+    let settled = false;
+    const pending = h.request('POST', `/task/${task.task_id}/continue`, { body: { message: 'block for the turn', wait: 2 } }).finally(() => (settled = true));
+    await model(h).waitForRequests(2);
+    // The turn is held; let more than the integer's worth of seconds pass on the server's own clock.
+    const poll = await h.request('GET', `/task/${task.task_id}/state?wait=4`);
+    assert.equal(poll.body.active, true);
+    const early = settled;
+    gate.release(1);
+    const res = await pending;
+    assert.equal(early, false, 'continue with wait: 2 answered while its turn still ran');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'plan');
     assert.equal(res.body.activity, 'idle');

@@ -357,7 +357,6 @@ export class KyselyOps implements StoreOps {
       .select('input')
       .where('task_id', '=', taskId)
       .where('id', '<=', upToTurnId)
-      .where('kind', '!=', 'plan')
       .where('input', 'is not', null)
       .where('status', 'not in', ['queued', 'cancelled'])
       .orderBy('id')

@@ -7,6 +7,7 @@
 import type { Config } from '../config.js';
 import { QuarryError } from '../errors.js';
 import type { EventBus } from '../events/event-bus.js';
+import { CONTROL_CHANNEL, EVENTS_CHANNEL, eventsNotice, type ControlMessage } from '../events/cluster-messages.js';
 import { newId } from '../ids.js';
 import type {
   EventRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
@@ -50,12 +51,20 @@ function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivi
 class TaskUnit {
   readonly events: EventRecord[] = [];
   private readonly patch: TaskPatch = {};
+  private readonly controls: ControlMessage[] = [];
 
   constructor(
     readonly tx: StoreOps,
     readonly task: TaskRecord,
     readonly now: string,
+    /** This process, named in notices so it can skip its own. */
+    private readonly origin: string,
   ) {}
+
+  /** Tells the other processes on a shared store something once this unit commits. */
+  control(message: ControlMessage): void {
+    this.controls.push(message);
+  }
 
   set(patch: TaskPatch): void {
     Object.assign(this.task, patch, { updatedAt: this.now });
@@ -78,6 +87,9 @@ class TaskUnit {
 
   async flush(): Promise<void> {
     await this.tx.updateTask(this.task.id, this.patch);
+    const first = this.events[0];
+    if (first) await this.tx.notify(EVENTS_CHANNEL, eventsNotice(this.origin, this.task.id, first.seq, this.task.lastEventSeq));
+    for (const message of this.controls) await this.tx.notify(CONTROL_CHANNEL, JSON.stringify(message));
   }
 }
 
@@ -165,7 +177,8 @@ export class TaskService {
       await this.requireCredits(tx, accountId, { task_created: false });
       await this.requireCapacity(tx);
       const now = this.now();
-      const turn = this.newTurn(taskId, accountId, input.kind, input.spec.prompt, now, 'pending', input.planOnly ?? false);
+      // The prompt lives in the spec; the first turn carries no message of its own.
+      const turn = this.newTurn(taskId, accountId, input.kind, null, now, 'pending', input.planOnly ?? false);
       const schedule = input.spec.schedule;
       const task: TaskRecord = {
         id: taskId,
@@ -190,7 +203,8 @@ export class TaskService {
       };
       await tx.insertTask(task);
       await tx.insertTurn(turn);
-      const unit = new TaskUnit(tx, task, now);
+      const unit = new TaskUnit(tx, task, now, this.config.workerId);
+      unit.control({ type: 'wake' });
       await unit.taskEvent('created', turn.id);
       await unit.flush();
       return { unit, turn };
@@ -301,7 +315,7 @@ export class TaskService {
         const task = await tx.getTask(candidate.id, { lock: true });
         const now = this.now();
         if (!task || task.deletedAt || !task.cronNextRunAt || task.cronNextRunAt > now || !task.cronExpression) return null;
-        const unit = new TaskUnit(tx, task, now);
+        const unit = new TaskUnit(tx, task, now, this.config.workerId);
         unit.set({ cronNextRunAt: this.nextRun({ cron: task.cronExpression, timezone: task.cronTimezone ?? 'UTC' }) });
         let started = false;
         if (task.currentTurnId) {
@@ -339,17 +353,28 @@ export class TaskService {
       const task = await tx.getTask(turn.taskId, { lock: true });
       // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
       if (!task || task.currentTurnId !== turn.id) return null;
-      const unit = new TaskUnit(tx, task, this.now());
+      const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       // A resumed turn's turn_started was recorded when it first started.
-      if (resumed) return unit;
+      if (resumed) return { unit, start: true };
+      if (!(await this.hasCredits(tx, turn.accountId))) {
+        // A message queued while credits remained reaches the front after they ran out: it does not start.
+        await this.endTurn(unit, turn.id, 'failed', {
+          error: 'out_of_credits',
+          message: 'The account has no credits left, so this turn did not start: add credits, then send the message again.',
+          retryable: false,
+        });
+        await unit.flush();
+        return { unit, start: false };
+      }
       unit.set(startingState(turn.kind));
       await unit.taskEvent('turn_started', turn.id);
       await unit.flush();
-      return unit;
+      return { unit, start: true };
     });
     if (!result) return false;
-    this.bus.publish(result.events);
-    return true;
+    this.bus.publish(result.unit.events);
+    if (!result.start && result.unit.task.currentTurnId) this.onTurnReady();
+    return result.start;
   }
 
   /** Moves the task's phase or activity while its turn runs; an event is stored only on change. */
@@ -419,7 +444,7 @@ export class TaskService {
     const result = await this.store.transaction(async (tx) => {
       const task = await tx.getTask(taskId, { lock: true });
       if (!task || task.currentTurnId !== turnId) return null;
-      const unit = new TaskUnit(tx, task, this.now());
+      const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       await this.endTurn(unit, turnId, outcome, error);
       await unit.flush();
       return unit;
@@ -445,6 +470,7 @@ export class TaskService {
     const turn = this.newTurn(unit.task.id, unit.task.accountId, kind, input, unit.now, 'pending', false);
     await unit.tx.insertTurn(turn);
     unit.set({ status: 'execute', ...startingState(kind), currentTurnId: turn.id });
+    unit.control({ type: 'wake' });
     return turn.id;
   }
 
@@ -460,6 +486,7 @@ export class TaskService {
     if (opts.promote !== false) next = await unit.tx.nextQueuedTurn(unit.task.id);
     if (next) {
       await unit.tx.updateTurn(next.id, { status: 'pending' });
+      unit.control({ type: 'wake' });
       unit.set({ status: 'execute', ...startingState(next.kind), currentTurnId: next.id, queuedCount: Math.max(0, unit.task.queuedCount - 1) });
     } else {
       unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
@@ -484,7 +511,7 @@ export class TaskService {
       const task = await tx.getTask(taskId, { lock: true });
       if (!task || task.accountId !== accountId || task.status === 'deleted') throw QuarryError.taskNotFound(taskId, notFoundExtras);
       const fromSeq = task.lastEventSeq;
-      const unit = new TaskUnit(tx, task, this.now());
+      const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       const answer = await fn(unit);
       await unit.flush();
       return { unit, answer, fromSeq };
@@ -502,7 +529,7 @@ export class TaskService {
     const result = await this.store.transaction(async (tx) => {
       const task = await tx.getTask(taskId, { lock: true });
       if (!task || task.currentTurnId !== turnId) return null;
-      const unit = new TaskUnit(tx, task, this.now());
+      const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       await fn(unit);
       await unit.flush();
       return unit;
