@@ -4,6 +4,8 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS } from './agent/providers/anthropic.js';
+import { SEARCH_PROVIDERS, searchConfigProblem, type SearchConfig } from './agent/web/search.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -17,11 +19,13 @@ export interface Prices {
 }
 
 export interface ModelConfig {
-  provider: 'openai-compatible';
+  provider: 'openai-compatible' | 'anthropic';
   baseUrl: string;
   model: string;
   apiKey: string | undefined;
   stream: boolean;
+  /** Anthropic only: the most tokens a reply may have. */
+  maxTokens: number;
 }
 
 export interface Config {
@@ -37,6 +41,10 @@ export interface Config {
   publicUrl: string | undefined;
   platformUrl: string;
   model: ModelConfig | undefined;
+  /** web_search's provider; unset = the tool answers that none is configured. */
+  search: SearchConfig | undefined;
+  /** fetch_url may reach loopback, private and link-local addresses (never in production). */
+  fetchAllowPrivate: boolean;
   rateLimitPerMin: number;
   maxBodyBytes: number;
   maxUploadBytes: number;
@@ -78,18 +86,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const port = int(env, 'QUARRY_PORT', 8080);
   const role = (env.QUARRY_ROLE || 'all') as Role;
   if (!['all', 'api', 'worker'].includes(role)) throw new ConfigError(`QUARRY_ROLE must be all, api or worker, got "${role}"`);
-  const modelBase = env.QUARRY_MODEL_BASE_URL;
-  const providerName = env.QUARRY_MODEL_PROVIDER || 'openai-compatible';
-  if (providerName !== 'openai-compatible') throw new ConfigError(`QUARRY_MODEL_PROVIDER "${providerName}" is not supported; use openai-compatible`);
-  const model: ModelConfig | undefined = modelBase
-    ? {
-        provider: 'openai-compatible',
-        baseUrl: modelBase,
-        model: env.QUARRY_MODEL || 'gpt-4o-mini',
-        apiKey: env.QUARRY_MODEL_API_KEY || undefined,
-        stream: env.QUARRY_MODEL_STREAM !== '0',
-      }
-    : undefined;
+  const model = modelConfig(env);
+  const search = searchConfig(env);
   const config: Config = {
     host,
     port,
@@ -101,6 +99,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     publicUrl: env.QUARRY_PUBLIC_URL ? env.QUARRY_PUBLIC_URL.replace(/\/+$/, '') : undefined,
     platformUrl: (env.QUARRY_PLATFORM_URL || 'https://platform.quarry.invalid').replace(/\/+$/, ''),
     model,
+    search,
+    fetchAllowPrivate: env.QUARRY_FETCH_ALLOW_PRIVATE === '1',
     rateLimitPerMin: int(env, 'QUARRY_RATE_LIMIT_PER_MIN', 600, 1),
     maxBodyBytes: int(env, 'QUARRY_MAX_BODY_BYTES', 1024 * 1024, 1),
     maxUploadBytes: int(env, 'QUARRY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
@@ -121,6 +121,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sseMaxBufferBytes: int(env, 'QUARRY_SSE_MAX_BUFFER_BYTES', 1024 * 1024, 1024),
   };
   return { ...config, ...overrides };
+}
+
+/**
+ * The model provider: an OpenAI-compatible endpoint needs its base URL; Anthropic needs a key
+ * and has a default base URL. Neither configured: no model, and turns fail saying what to set.
+ */
+function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
+  const provider = env.QUARRY_MODEL_PROVIDER || 'openai-compatible';
+  if (provider !== 'openai-compatible' && provider !== 'anthropic') {
+    throw new ConfigError(`QUARRY_MODEL_PROVIDER must be openai-compatible or anthropic, got "${provider}"`);
+  }
+  const apiKey = env.QUARRY_MODEL_API_KEY || undefined;
+  const common = { apiKey, stream: env.QUARRY_MODEL_STREAM !== '0', maxTokens: int(env, 'QUARRY_MODEL_MAX_TOKENS', ANTHROPIC_DEFAULT_MAX_TOKENS, 1) };
+  if (provider === 'anthropic') {
+    if (!env.QUARRY_MODEL_BASE_URL && !apiKey) return undefined;
+    return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL || ANTHROPIC_DEFAULT_BASE_URL, model: env.QUARRY_MODEL || 'claude-sonnet-4-5', ...common };
+  }
+  if (!env.QUARRY_MODEL_BASE_URL) return undefined;
+  return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL, model: env.QUARRY_MODEL || 'gpt-4o-mini', ...common };
+}
+
+function searchConfig(env: NodeJS.ProcessEnv): SearchConfig | undefined {
+  const provider = env.QUARRY_SEARCH_PROVIDER;
+  if (!provider) return undefined;
+  if (!(SEARCH_PROVIDERS as readonly string[]).includes(provider)) {
+    throw new ConfigError(`QUARRY_SEARCH_PROVIDER must be one of ${SEARCH_PROVIDERS.join(', ')}, got "${provider}"`);
+  }
+  const config: SearchConfig = { provider: provider as SearchConfig['provider'], url: env.QUARRY_SEARCH_URL || undefined, apiKey: env.QUARRY_SEARCH_API_KEY || undefined };
+  const problem = searchConfigProblem(config);
+  if (problem) throw new ConfigError(problem);
+  return config;
 }
 
 export { ConfigError };

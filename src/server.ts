@@ -7,8 +7,11 @@ import type { FastifyInstance } from 'fastify';
 import { Accounts } from './accounts/accounts.js';
 import { Agent } from './agent/agent-loop.js';
 import type { ModelProvider } from './agent/providers/model-provider.js';
+import { createAnthropicProvider } from './agent/providers/anthropic.js';
 import { createOpenAICompatibleProvider } from './agent/providers/openai-compatible.js';
+import { createAgentTools } from './agent/tools/index.js';
 import type { Config } from './config.js';
+import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
 import { buildApp } from './http/app.js';
 import { openPostgresStore } from './store/postgres/postgres-store.js';
@@ -41,8 +44,10 @@ export interface QuarryOptions {
 }
 
 function providerFrom(config: Config): ModelProvider | undefined {
-  if (!config.model) return undefined;
-  return createOpenAICompatibleProvider({ baseUrl: config.model.baseUrl, model: config.model.model, apiKey: config.model.apiKey, stream: config.model.stream });
+  const m = config.model;
+  if (!m) return undefined;
+  if (m.provider === 'anthropic') return createAnthropicProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, maxTokens: m.maxTokens });
+  return createOpenAICompatibleProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream });
 }
 
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {
@@ -60,18 +65,34 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
 
   const runsTurns = config.role !== 'api';
   const runner = runsTurns
-    ? new TurnRunner({ store, service: tasks, agent: new Agent({ provider: opts.provider ?? providerFrom(config), retryDelaysMs: opts.retryDelaysMs }), config, logger })
+    ? new TurnRunner({
+        store, service: tasks, uploads, config, logger,
+        agent: new Agent({
+          provider: opts.provider ?? providerFrom(config),
+          tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate } }),
+          retryDelaysMs: opts.retryDelaysMs,
+        }),
+      })
     : undefined;
   if (runner) {
     tasks.onTurnReady = () => runner.wake();
     tasks.onTurnCancelled = (turnId) => runner.cancel(turnId);
   }
+  const relay = new ClusterRelay({
+    store, bus, origin: config.workerId, logger,
+    onControl: (message) => {
+      if (message.type === 'wake') runner?.wake();
+      else if (message.type === 'cancel') runner?.cancel(message.turnId);
+      else if (message.type === 'key_revoked') accounts.forgetKey(message.keyId);
+    },
+  });
   let ready = false;
   const app = await buildApp({ config, logger, store, bus, tasks, accounts, uploads, ready: () => ready });
 
   return {
     config, app, store, tasks, accounts, runner, starterKey,
     async listen() {
+      await relay.start();
       await app.listen({ host: config.host, port: config.port });
       await runner?.start({ reclaimAll: store.kind === 'sqlite' });
       ready = true;
@@ -85,6 +106,7 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
       // Each step runs even if an earlier one failed (e.g. the store is already gone).
       try {
         await runner?.shutdown();
+        await relay.stop();
       } finally {
         try {
           await app.close();

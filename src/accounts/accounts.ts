@@ -5,6 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { QuarryError } from '../errors.js';
+import { CONTROL_CHANNEL } from '../events/cluster-messages.js';
 import { newId, randomToken } from '../ids.js';
 import type { AccountRecord, ApiKeyRecord, Store, TurnRecord } from '../store/store.js';
 
@@ -88,11 +89,20 @@ export class Accounts {
 
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
     await this.getAccount(accountId);
-    const key = await this.store.revokeApiKey(accountId, keyId, this.clock().toISOString());
+    const key = await this.store.transaction(async (tx) => {
+      const revoked = await tx.revokeApiKey(accountId, keyId, this.clock().toISOString());
+      // Other processes on a shared store drop their cached verdicts too.
+      if (revoked) await tx.notify(CONTROL_CHANNEL, JSON.stringify({ type: 'key_revoked', keyId }));
+      return revoked;
+    });
     if (!key) throw new QuarryError('not_found', `No key "${keyId}" on account "${accountId}".`);
-    // Drop every cached verdict for this key so it is refused from now on.
-    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+    this.forgetKey(keyId);
     return key;
+  }
+
+  /** Drops every cached verdict for a key, so it is checked against the store again. */
+  forgetKey(keyId: string): void {
+    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
   }
 
   async usage(accountId: string, limit = 1000): Promise<TurnRecord[]> {

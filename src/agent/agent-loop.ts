@@ -8,7 +8,8 @@ import type { TaskActivity, TaskPhase, TurnError, TurnKind } from '../store/stor
 import type { TaskSpec, ToolName } from '../tasks/spec.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
-import { AGENT_TOOLS } from './tools/index.js';
+import type { AgentTools } from './tools/index.js';
+import type { InputFile } from './tools/read-input.js';
 import type { AgentTool, ToolContext } from './tools/tool.js';
 
 /** A checkpointed step, as stored. */
@@ -51,12 +52,15 @@ export interface TurnTools {
   updateSpec(spec: TaskSpec): Promise<void>;
   rowCounts(): Promise<Map<string, number>>;
   appendRows(outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
+  inputs(): Promise<InputFile[]>;
 }
 
 export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
 
 export interface AgentOptions {
   provider: ModelProvider | undefined;
+  /** The tools a turn may be given (update_spec and write_rows always; the rest as the spec's `tools` allows). */
+  tools: AgentTools;
   /** Waits between retries of a failed model call (ms); the last entry repeats. */
   retryDelaysMs?: number[];
 }
@@ -88,17 +92,19 @@ function failed(error: string, message: string, retryable = false): TurnResult {
 
 export class Agent {
   private readonly provider: ModelProvider | undefined;
+  private readonly tools: AgentTools;
   private readonly retryDelaysMs: number[];
 
   constructor(opts: AgentOptions) {
     this.provider = opts.provider;
+    this.tools = opts.tools;
     this.retryDelaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
   }
 
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     const provider = this.provider;
     if (!provider) {
-      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY) and restart Quarry.', true);
+      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY), or QUARRY_MODEL_PROVIDER=anthropic with QUARRY_MODEL_API_KEY, and restart Quarry.', true);
     }
     const spec = ctx.spec();
     let phase: TaskPhase = ctx.kind === 'plan' ? 'plan' : 'execute';
@@ -172,9 +178,9 @@ export class Agent {
   }
 
   private toolsFor(ctx: TurnContext): AgentTool<unknown>[] {
-    if (ctx.planOnly) return [AGENT_TOOLS.get('update_spec')!];
+    if (ctx.planOnly) return [this.tools.get('update_spec')!];
     const allowed = new Set<string>(['update_spec', 'write_rows', ...(ctx.spec().tools as ToolName[])]);
-    return [...AGENT_TOOLS.values()].filter((t) => allowed.has(t.name));
+    return [...this.tools.values()].filter((t) => allowed.has(t.name));
   }
 
   private overBudget(charge: { balance: number; turnCredits: number }, maxPerTurn: number): TurnResult | null {
@@ -214,7 +220,7 @@ export class Agent {
       await ctx.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started });
       return content;
     };
-    const tool = AGENT_TOOLS.get(call.name);
+    const tool = this.tools.get(call.name);
     const offered = tool && this.toolsFor(ctx).includes(tool);
     if (!tool || !offered) return finish(false, `unknown tool ${call.name}`, `Error: there is no tool named "${call.name}" in this turn.`);
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
@@ -234,6 +240,7 @@ export class Agent {
         updateSpec: (spec) => ctx.tools.updateSpec(spec),
         rowCounts: () => ctx.tools.rowCounts(),
         appendRows: (outputId, rows) => ctx.tools.appendRows(outputId, writeKey, rows),
+        inputs: () => ctx.tools.inputs(),
       };
       const result = await tool.run(input, toolCtx);
       return finish(!result.isError, result.summary, result.content);

@@ -21,7 +21,7 @@ import { registerAuth } from './auth.js';
 import { QuarryError } from '../errors.js';
 import { registerErrorHandling, registerMethodNotAllowed, sendError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
-import { RateLimiter } from './rate-limiter.js';
+import { MemoryRateLimiter, StoreRateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
 import { healthRoutes, metaRoutes } from './routes/meta.js';
 import { outputRoutes } from './routes/outputs.js';
@@ -98,7 +98,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   registerErrorHandling(app);
   registerIdempotency(app);
-  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: new RateLimiter(deps.config.rateLimitPerMin) });
+  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.store.shared
+      ? new StoreRateLimiter(deps.store, deps.config.rateLimitPerMin)
+      : new MemoryRateLimiter(deps.config.rateLimitPerMin),
+  });
 
   await app.register(swagger, {
     openapi: {

@@ -61,7 +61,7 @@ export function registerAuth(app: FastifyInstance, deps: { accounts: Accounts; a
     const key = await deps.accounts.verifyKey(credential);
     if (!key) return sendError(reply, request, new QuarryError('unauthorized', 'The API key is invalid or revoked.'));
     request.accountId = key.accountId;
-    const wait = deps.limiter.take(key.keyId);
+    const wait = await deps.limiter.take(key.keyId);
     if (wait > 0) {
       return sendError(reply, request, new QuarryError('rate_limited', `Too many requests for this key: wait ${wait} s, then resend.`, { retry_after: wait }));
     }

@@ -439,7 +439,7 @@ export class KyselyOps implements StoreOps {
     return r && toUpload(r);
   }
 
-  async completeUpload(id: string, p: { sizeBytes: number; sha256: string; storagePath: string; completedAt: string }): Promise<void> {
+  async completeUpload(id: string, p: { sizeBytes: number; sha256: string; storagePath: string | null; completedAt: string }): Promise<void> {
     await this.db.updateTable('uploads').set({ size_bytes: p.sizeBytes, sha256: p.sha256, storage_path: p.storagePath, completed_at: p.completedAt }).where('id', '=', id).execute();
   }
 

@@ -193,7 +193,8 @@ export interface StoreOps {
   // uploads
   insertUpload(upload: UploadRecord): Promise<void>;
   getUpload(id: string): Promise<UploadRecord | undefined>;
-  completeUpload(id: string, patch: { sizeBytes: number; sha256: string; storagePath: string; completedAt: string }): Promise<void>;
+  /** `storagePath` null: the contents are in the store (putUploadChunk). */
+  completeUpload(id: string, patch: { sizeBytes: number; sha256: string; storagePath: string | null; completedAt: string }): Promise<void>;
 
   // idempotency keys
   getIdempotency(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined>;

@@ -258,6 +258,7 @@ export class TaskService {
       const turnId = unit.task.currentTurnId;
       if (!turnId) return { statusCode: 200, turnId: null };
       stopped = turnId;
+      unit.control({ type: 'cancel', turnId });
       const next = await this.endTurn(unit, turnId, 'stopped', null);
       return { statusCode: 200, turnId: next };
     });
@@ -294,6 +295,7 @@ export class TaskService {
       const turnId = unit.task.currentTurnId;
       if (turnId) {
         stopped = turnId;
+        unit.control({ type: 'cancel', turnId });
         await this.endTurn(unit, turnId, 'stopped', null, { promote: false });
       }
       unit.set({ status: 'deleted', phase: null, activity: null, deletedAt: unit.now, queuedCount: 0, currentTurnId: null, cronExpression: null, cronTimezone: null, cronNextRunAt: null });

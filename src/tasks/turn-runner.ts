@@ -5,11 +5,14 @@
  */
 import type { Logger } from 'pino';
 import type { Agent, StoredStep, TurnContext, TurnResult } from '../agent/agent-loop.js';
+import type { InputFile } from '../agent/tools/read-input.js';
+import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
-import type { Store, TurnRecord } from '../store/store.js';
+import type { HeldLock, Store, TurnRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
 
 const TEXT_FLUSH_MS = 250;
+const CRON_LOCK = 'quarry:cron-scheduler';
 
 /** Why a running turn's work was abandoned. */
 type AbortReason = 'stopped' | 'shutdown' | 'lease_lost' | 'timeout';
@@ -25,6 +28,7 @@ export interface TurnRunnerOptions {
   store: Store;
   service: TaskService;
   agent: Agent;
+  uploads: Uploads;
   config: Config;
   logger: Logger;
   /** How often to look for claimable turns without being woken (turns from other nodes, expired leases). */
@@ -41,6 +45,8 @@ export class TurnRunner {
   private stopped = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private cronTimer: NodeJS.Timeout | undefined;
+  private cronLock: HeldLock | undefined;
+  private cronBusy = false;
 
   constructor(private readonly opts: TurnRunnerOptions) {}
 
@@ -63,11 +69,26 @@ export class TurnRunner {
     const cron = this.opts.cronIntervalMs ?? 1000;
     if (cron > 0) {
       this.cronTimer = setInterval(() => {
-        this.opts.service.runDueCronTicks().catch((err) => this.opts.logger.error({ err }, 'cron tick failed'));
+        this.fireCron().catch((err) => this.opts.logger.error({ err }, 'cron tick failed'));
       }, cron);
       this.cronTimer.unref();
     }
     this.wake();
+  }
+
+  /**
+   * Fires due cron ticks, on one process only: the holder of the scheduler lock. If that process
+   * dies its lock goes with its connection, and the next process to try takes over.
+   */
+  private async fireCron(): Promise<void> {
+    if (this.cronBusy || this.stopped) return;
+    this.cronBusy = true;
+    try {
+      if (!this.cronLock?.held) this.cronLock = (await this.opts.store.tryLock(CRON_LOCK)) ?? undefined;
+      if (this.cronLock?.held) await this.opts.service.runDueCronTicks();
+    } finally {
+      this.cronBusy = false;
+    }
   }
 
   /** Claims as many ready turns as there are free slots. Safe to call often: calls coalesce. */
@@ -101,6 +122,7 @@ export class TurnRunner {
     clearInterval(this.cronTimer);
     for (const controller of this.running.values()) controller.abort(new TurnAbort('shutdown'));
     await Promise.allSettled([...this.finished]);
+    await this.cronLock?.release();
     await this.opts.store.releaseLeases(this.opts.config.workerId).catch((err) => {
       // The leases then simply run out, and another worker (or the next start) takes the turns.
       this.opts.logger.warn({ err }, 'releasing leases at shutdown failed');
@@ -196,6 +218,15 @@ export class TurnRunner {
           spec = next;
         },
         rowCounts: async () => new Map((await store.listOutputStats(turn.taskId)).map((o) => [o.outputId, o.rowCount])),
+        inputs: async () => {
+          const files: InputFile[] = [];
+          for (const input of spec.inputs) {
+            const upload = await this.opts.uploads.findCompleted(task.accountId, input.upload_id);
+            if (!upload) continue;
+            files.push({ upload_id: upload.id, name: input.name ?? upload.filename, path: await this.opts.uploads.localPath(upload), contentType: upload.contentType });
+          }
+          return files;
+        },
         appendRows: async (outputId, writeKey, rows) => {
           const written = await service.appendRows(turn.id, turn.taskId, outputId, writeKey, rows);
           if (!written) throw new TurnAbort('stopped');

@@ -8,13 +8,15 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { QuarryError } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import type { Store, UploadRecord } from '../store/store.js';
 
 const URL_TTL_MS = 15 * 60 * 1000;
 const SECRET_SETTING = 'upload_signing_secret';
+/** Size of the pieces an upload is stored in when it lives in the database. */
+const STORE_CHUNK_BYTES = 256 * 1024;
 
 export interface UploadTicket {
   upload_id: string;
@@ -90,12 +92,12 @@ export class Uploads {
     return upload;
   }
 
-  /** Streams the body to disk; more than the declared size is 413 and leaves nothing behind. */
+  /**
+   * Stores the body (more than the declared size is 413 and leaves nothing usable behind). One
+   * process keeps it as a file under the data dir; processes sharing a database keep it in the
+   * database in chunks, so every node can read what any node received.
+   */
   async receive(upload: UploadRecord, body: Readable): Promise<{ upload_id: string; size_bytes: number; sha256: string }> {
-    const dir = path.join(this.opts.dataDir, 'uploads');
-    await fs.promises.mkdir(dir, { recursive: true });
-    const finalPath = path.join(dir, upload.id);
-    const tempPath = `${finalPath}.${randomToken(6)}.part`;
     const hash = crypto.createHash('sha256');
     let size = 0;
     const limit = upload.declaredBytes;
@@ -107,6 +109,17 @@ export class Uploads {
         done(null, chunk);
       },
     });
+    const storagePath = this.store.shared ? await this.receiveIntoStore(upload.id, body.pipe(meter)) : await this.receiveIntoFile(upload.id, body, meter);
+    const sha256 = hash.digest('hex');
+    await this.store.completeUpload(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
+    return { upload_id: upload.id, size_bytes: size, sha256 };
+  }
+
+  private async receiveIntoFile(uploadId: string, body: Readable, meter: Transform): Promise<string> {
+    const dir = path.join(this.opts.dataDir, 'uploads');
+    await fs.promises.mkdir(dir, { recursive: true });
+    const finalPath = path.join(dir, uploadId);
+    const tempPath = `${finalPath}.${randomToken(6)}.part`;
     try {
       await pipeline(body, meter, fs.createWriteStream(tempPath));
       const handle = await fs.promises.open(tempPath, 'r');
@@ -117,9 +130,49 @@ export class Uploads {
       await fs.promises.rm(tempPath, { force: true });
       throw err;
     }
-    const sha256 = hash.digest('hex');
-    await this.store.completeUpload(upload.id, { sizeBytes: size, sha256, storagePath: finalPath, completedAt: this.now().toISOString() });
-    return { upload_id: upload.id, size_bytes: size, sha256 };
+    return finalPath;
+  }
+
+  private async receiveIntoStore(uploadId: string, body: AsyncIterable<Buffer>): Promise<null> {
+    // A repeated PUT replaces what an earlier, perhaps interrupted, one left.
+    await this.store.deleteUploadChunks(uploadId);
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let chunk = 0;
+    const flush = async () => {
+      if (pendingBytes === 0) return;
+      await this.store.putUploadChunk(uploadId, chunk++, Buffer.concat(pending));
+      pending = [];
+      pendingBytes = 0;
+    };
+    try {
+      for await (const piece of body) {
+        pending.push(piece);
+        pendingBytes += piece.length;
+        if (pendingBytes >= STORE_CHUNK_BYTES) await flush();
+      }
+      await flush();
+    } catch (err) {
+      await this.store.deleteUploadChunks(uploadId);
+      throw err;
+    }
+    return null;
+  }
+
+  /**
+   * A local file holding a finished upload's contents (for tools and the sandbox). Uploads kept
+   * in the database are copied once into the data dir's cache.
+   */
+  async localPath(upload: UploadRecord): Promise<string> {
+    if (upload.storagePath) return upload.storagePath;
+    const dir = path.join(this.opts.dataDir, 'upload-cache');
+    const file = path.join(dir, upload.id);
+    if (fs.existsSync(file)) return file;
+    await fs.promises.mkdir(dir, { recursive: true });
+    const temp = `${file}.${randomToken(6)}.part`;
+    await pipeline(Readable.from(this.store.readUploadChunks(upload.id)), fs.createWriteStream(temp));
+    await fs.promises.rename(temp, file);
+    return file;
   }
 
   /** A finished upload of this account, or undefined. */

@@ -61,6 +61,8 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
       const limit = failed ? ERROR_PAGE_CHARS : maxChars;
       const text = cutText(extracted.text, limit);
       if (extracted.title) head.push(`Title: ${extracted.title}`);
+      if (extracted.byline) head.push(`Byline: ${extracted.byline}`);
+      if (extracted.published) head.push(`Published: ${extracted.published}`);
       if (extracted.pages) head.push(`Pages: ${extracted.pages.total}`);
       const notes: string[] = [];
       if (res.truncated) notes.push(`the file is larger than ${mib(res.body.length)}; only its beginning was downloaded`);

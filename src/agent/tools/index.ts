@@ -1,8 +1,11 @@
+import { createWebTools, type WebToolsOptions } from '../web/index.js';
 import { defineTool, type AgentTool } from './tool.js';
 import { updateSpecTool } from './update-spec.js';
 import { writeRowsTool } from './write-rows.js';
 
-/** Every tool the agent can be given, by name. */
-export const AGENT_TOOLS: ReadonlyMap<string, AgentTool<unknown>> = new Map(
-  [defineTool(updateSpecTool), defineTool(writeRowsTool)].map((t) => [t.name, t]),
-);
+export type AgentTools = ReadonlyMap<string, AgentTool<unknown>>;
+
+/** Every tool the agent can be given, by name, built from the server's configuration. */
+export function createAgentTools(opts: WebToolsOptions = {}): AgentTools {
+  return new Map([defineTool(updateSpecTool), defineTool(writeRowsTool), ...createWebTools(opts)].map((t) => [t.name, t]));
+}

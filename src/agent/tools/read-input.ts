@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { Type } from 'typebox';
 import { cutText, extractText, UnsupportedContentError, type ExtractedText } from '../web/extract.js';
-import type { AgentTool, ToolContext } from './tool.js';
+import type { AgentTool } from './tool.js';
 
 /** One input of the task, resolved to its stored file. */
 export interface InputFile {
@@ -18,12 +18,6 @@ export interface InputFile {
   path: string;
   /** The content type declared when the upload was made. */
   contentType: string;
-}
-
-/** What read_input needs from the ToolContext in addition to the rest. */
-export interface InputsContext {
-  /** The task spec's `inputs`, resolved to finished uploads of the task's account (others are left out). */
-  inputs(): Promise<InputFile[]>;
 }
 
 interface ReadInputArgs {
@@ -52,11 +46,7 @@ export const readInputTool: AgentTool<ReadInputArgs> = {
     'The answer gives the total length; call again with a larger offset to read on. Cite it in sources as {upload_id}.',
   parameters,
   async run(args, ctx) {
-    const listInputs = (ctx as ToolContext & Partial<InputsContext>).inputs;
-    if (typeof listInputs !== 'function') {
-      return { isError: true, content: 'read_input is not available on this server (inputs cannot be listed).', summary: 'inputs unavailable' };
-    }
-    const inputs = await listInputs.call(ctx);
+    const inputs = await ctx.inputs();
     const input = inputs.find((i) => i.upload_id === args.upload_id);
     if (!input) {
       const known = inputs.map((i) => `${i.upload_id} (${i.name})`).join(', ');

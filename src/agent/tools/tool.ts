@@ -3,6 +3,7 @@
  * against `parameters` first and sends problems back to the model as a tool error.
  */
 import type { TaskSpec } from '../../tasks/spec.js';
+import type { InputFile } from './read-input.js';
 
 export interface ToolContext {
   readonly signal: AbortSignal;
@@ -12,6 +13,8 @@ export interface ToolContext {
   updateSpec(spec: TaskSpec): Promise<void>;
   rowCounts(): Promise<Map<string, number>>;
   appendRows(outputId: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
+  /** The task spec's inputs, resolved to local files of finished uploads of the task's account. */
+  inputs(): Promise<InputFile[]>;
 }
 
 export interface ToolResult {

@@ -1,6 +1,13 @@
 import { Type } from 'typebox';
-import { serializeRow, validateRows } from '../../outputs/row-validation.js';
-import type { AgentTool } from './tool.js';
+import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError } from '../../outputs/row-validation.js';
+import type { OutputDecl } from '../../tasks/spec.js';
+import { parseRowFile, RowFileError, rowFileFormat } from '../../sandbox/row-file.js';
+import { readOutputFile, WorkspaceFileError } from '../../sandbox/workspace.js';
+import type { WorkspaceContext } from './run-code.js';
+import type { AgentTool, ToolContext, ToolResult } from './tool.js';
+
+/** Largest file `from_file` reads. */
+export const MAX_ROW_FILE_BYTES = 64 * 1024 * 1024;
 
 const SourceSchema = Type.Object({
   url: Type.Optional(Type.String()),
@@ -12,19 +19,58 @@ const SourceSchema = Type.Object({
 
 const parameters = Type.Object({
   output: Type.String({ description: 'Id of the output to append to.' }),
-  rows: Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1, description: 'Rows to append. A row may carry its own "_sources".' }),
+  rows: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1, description: 'Rows to append. A row may carry its own "_sources". Send rows or from_file, not both.' })),
+  from_file: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: `Instead of rows: a file that run_code wrote in /workspace/outputs/, e.g. "results.csv". CSV (first line = column names) for table outputs, or JSONL (one JSON object per line) for table and records outputs; at most ${MAX_ROWS_PER_CALL} rows.`,
+    }),
+  ),
   sources: Type.Optional(Type.Array(SourceSchema, { description: 'Sources backing every row of this call (url or upload_id, title, quote, fields).' })),
 });
 
 interface WriteRowsArgs {
   output: string;
-  rows: unknown[];
+  rows?: unknown[];
+  from_file?: string;
   sources?: unknown[];
+}
+
+function rejected(output: OutputDecl, count: number, problems: string[], where = ''): ToolResult {
+  return { isError: true, content: `No rows were written${where}; fix these and call again:\n${problems.join('\n')}`, summary: `rejected ${count} rows for ${output.id}` };
+}
+
+function describeErrors(errors: RowError[], rowLabel: (index: number) => string): string[] {
+  return errors.map((e) => `- ${e.index === null ? '' : `${rowLabel(e.index)}: `}${e.field ? `${e.field}: ` : ''}${e.message}`);
+}
+
+/** Loads rows from a workspace file; a string is the reason it cannot. */
+async function rowsFromFile(output: OutputDecl, file: string, ctx: ToolContext): Promise<{ rows: unknown[]; lines: number[]; name: string } | string> {
+  const { workspaceDir } = ctx as ToolContext & Partial<WorkspaceContext>;
+  if (!workspaceDir) return 'from_file is not available on this server (tasks have no workspace). Send rows instead.';
+  const format = rowFileFormat(file);
+  if (!format) return `from_file must name a .csv or .jsonl file, got ${JSON.stringify(file)}.`;
+  if (output.kind === 'report') return `Output "${output.id}" is a report: send its rows (heading, markdown) inline; from_file loads table and records outputs.`;
+  if (output.kind === 'records' && format === 'csv') return `Output "${output.id}" holds records: write them as JSONL (one JSON object per line), not CSV.`;
+  try {
+    const { relative, text } = await readOutputFile(await workspaceDir(), file, MAX_ROW_FILE_BYTES);
+    const parsed = parseRowFile(text, format);
+    if (parsed.rows.length === 0) return `${relative} holds no rows.`;
+    if (parsed.rows.length > MAX_ROWS_PER_CALL) {
+      return `${relative} has ${parsed.rows.length} rows, more than ${MAX_ROWS_PER_CALL} per call: split it into files of at most ${MAX_ROWS_PER_CALL} rows (e.g. with run_code) and call write_rows for each.`;
+    }
+    return { rows: parsed.rows, lines: parsed.lines, name: relative };
+  } catch (err) {
+    if (err instanceof WorkspaceFileError) return `${err.message}.`;
+    if (err instanceof RowFileError) return `${file} cannot be read as ${format.toUpperCase()}: ${err.message}.`;
+    throw err;
+  }
 }
 
 export const writeRowsTool: AgentTool<WriteRowsArgs> = {
   name: 'write_rows',
-  description: 'Validate rows against an output declared in the spec and append them. Cite where every fact came from in sources.',
+  description: 'Validate rows against an output declared in the spec and append them, either inline (rows) or from a CSV or JSONL file that run_code wrote to /workspace/outputs/ (from_file). Cite where every fact came from in sources.',
   parameters,
   async run(args, ctx) {
     const output = ctx.spec().outputs.find((o) => o.id === args.output);
@@ -32,15 +78,32 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
       const ids = ctx.spec().outputs.map((o) => o.id).join(', ') || 'none yet; declare one with update_spec';
       return { isError: true, content: `No output "${args.output}". Declared outputs: ${ids}.`, summary: `unknown output ${args.output}` };
     }
-    const checked = validateRows(output, args.rows, args.sources);
-    if (!checked.ok) {
-      const lines = checked.errors.map((e) => `- ${e.index === null ? '' : `row ${e.index}: `}${e.field ? `${e.field}: ` : ''}${e.message}`);
-      return { isError: true, content: `No rows were written; fix these and call again:\n${lines.join('\n')}`, summary: `rejected ${args.rows.length} rows for ${output.id}` };
+    if ((args.rows === undefined) === (args.from_file === undefined)) {
+      const content = args.rows === undefined
+        ? 'Send the rows to write: either rows (an array of row objects) or from_file (a CSV or JSONL file in /workspace/outputs/).'
+        : 'Send either rows or from_file, not both.';
+      return { isError: true, content, summary: `no rows for ${output.id}` };
     }
+
+    let rows: unknown[];
+    let rowLabel = (index: number) => `row ${index}`;
+    let from = '';
+    if (args.from_file !== undefined) {
+      const loaded = await rowsFromFile(output, args.from_file, ctx);
+      if (typeof loaded === 'string') return { isError: true, content: `No rows were written: ${loaded}`, summary: `could not load ${args.from_file}` };
+      rows = loaded.rows;
+      rowLabel = (index) => `line ${loaded.lines[index] ?? '?'}`;
+      from = ` from ${loaded.name}`;
+    } else {
+      rows = args.rows!;
+    }
+
+    const checked = validateRows(output, rows, args.sources);
+    if (!checked.ok) return rejected(output, rows.length, describeErrors(checked.errors, rowLabel), from);
     const written = await ctx.appendRows(output.id, checked.rows.map((row) => (n: number) => serializeRow(n, row)));
     const last = written.firstRow + written.count - 1;
-    let content = `Wrote ${written.count} rows to ${output.id} (rows ${written.firstRow}-${last}).`;
+    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}).`;
     if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources or cite them in a later call.`;
-    return { content, summary: `wrote ${written.count} rows to ${output.id}` };
+    return { content, summary: `wrote ${written.count} rows${from} to ${output.id}` };
   },
 };

@@ -10,6 +10,9 @@ export type ContentKind = 'html' | 'pdf' | 'json' | 'csv' | 'text';
 export interface ExtractedText {
   kind: ContentKind;
   title?: string;
+  /** HTML: the author line and publication time the page gives. */
+  byline?: string;
+  published?: string;
   text: string;
   /** PDFs: pages in the document, and pages whose text was read (fewer when maxChars was reached). */
   pages?: { total: number; read: number };
@@ -98,7 +101,11 @@ export async function extractText(bytes: Uint8Array, opts: ExtractOptions = {}):
       return pdfText(bytes, opts);
     case 'html': {
       const readable = htmlToReadable(decodeText(bytes, charsetOf(opts.contentType), true), opts.url);
-      return { kind, title: readable.title, text: readable.text };
+      const extracted: ExtractedText = { kind, text: readable.text };
+      if (readable.title) extracted.title = readable.title;
+      if (readable.byline) extracted.byline = readable.byline;
+      if (readable.published) extracted.published = readable.published;
+      return extracted;
     }
     case 'json': {
       const raw = decodeText(bytes, charsetOf(opts.contentType));

@@ -10,6 +10,10 @@ import { parseHTML } from 'linkedom';
 
 export interface ReadableHtml {
   title: string | undefined;
+  /** The author line Readability found, if any. */
+  byline?: string;
+  /** The publication time the page declares, if any. */
+  published?: string;
   text: string;
   /** The article Readability found (true), or the whole page (false). */
   article: boolean;
@@ -25,30 +29,42 @@ const BLOCK = new Set([
   'tfoot', 'ul', 'caption',
 ]);
 const MIN_ARTICLE_CHARS = 200;
+/** The article must hold at least this share of the page's text (without its chrome). */
+const MIN_ARTICLE_SHARE = 0.3;
 
 export function htmlToReadable(html: string, pageUrl?: string): ReadableHtml {
   const { document } = parseHTML(html);
   const pageTitle = clean(document.querySelector('title')?.textContent ?? '') || undefined;
   const base = baseUrl(document, pageUrl);
 
-  let article: { title?: string | null; content?: string | null } | null = null;
+  let article: { title?: string | null; content?: string | null; byline?: string | null; publishedTime?: string | null } | null = null;
   try {
     // Readability changes the document it reads, so it gets its own copy.
     article = new Readability(parseHTML(html).document as unknown as Document, { keepClasses: false }).parse();
   } catch {
     article = null;
   }
+  const body = document.body as unknown as Element | null;
+  let whole = '';
+  if (body) {
+    for (const selector of CHROME) for (const el of [...body.querySelectorAll(selector)]) el.remove();
+    whole = render(body, base);
+  }
   if (article?.content) {
     const { document: articleDoc } = parseHTML(`<!doctype html><html><body>${article.content}</body></html>`);
     const text = render(articleDoc.body as unknown as Element, base);
-    if (text.length >= MIN_ARTICLE_CHARS) {
-      return { title: clean(article.title ?? '') || pageTitle, text, article: true };
+    // An "article" that is a small part of the page (an intro above a long table or list, say)
+    // would hide the data: then the whole page, minus its chrome, is the better read.
+    if (text.length >= MIN_ARTICLE_CHARS && text.length >= whole.length * MIN_ARTICLE_SHARE) {
+      const readable: ReadableHtml = { title: clean(article.title ?? '') || pageTitle, text, article: true };
+      const byline = clean(article.byline ?? '');
+      if (byline) readable.byline = byline;
+      const published = clean(article.publishedTime ?? '');
+      if (published) readable.published = published;
+      return readable;
     }
   }
-  const body = document.body as unknown as Element | null;
-  if (!body) return { title: pageTitle, text: '', article: false };
-  for (const selector of CHROME) for (const el of [...body.querySelectorAll(selector)]) el.remove();
-  return { title: pageTitle, text: render(body, base), article: false };
+  return { title: pageTitle, text: whole, article: false };
 }
 
 function baseUrl(document: { querySelector(s: string): { getAttribute(n: string): string | null } | null }, pageUrl: string | undefined): string | undefined {

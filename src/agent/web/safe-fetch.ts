@@ -275,9 +275,9 @@ function readBody(response: http.IncomingMessage, maxBytes: number, signal: Abor
       else resolve(result);
     };
     const onAbort = () => {
+      finish(new Error('aborted'));
       source.destroy();
       response.destroy();
-      finish(new Error('aborted'));
     };
     signal.addEventListener('abort', onAbort, { once: true });
     source.on('data', (chunk: Buffer) => {
@@ -285,17 +285,23 @@ function readBody(response: http.IncomingMessage, maxBytes: number, signal: Abor
       if (size + chunk.length > maxBytes) {
         chunks.push(chunk.subarray(0, maxBytes - size));
         size = maxBytes;
+        // Settle first: destroying the response makes it report itself aborted.
+        finish({ body: Buffer.concat(chunks, size), truncated: true });
         source.destroy();
         response.destroy();
-        finish({ body: Buffer.concat(chunks, size), truncated: true });
         return;
       }
       chunks.push(chunk);
       size += chunk.length;
     });
     source.once('end', () => finish({ body: Buffer.concat(chunks, size), truncated: false }));
-    source.once('error', (err) => finish(err));
-    response.once('aborted', () => finish(new WebFetchError('network', 'the server closed the connection before the body was complete')));
+    const cutShort = () => new WebFetchError('network', 'the server closed the connection before the body was complete');
+    source.once('error', (err: NodeJS.ErrnoException) => {
+      finish(err.code === 'ECONNRESET' || err.code === 'ERR_STREAM_PREMATURE_CLOSE' ? cutShort() : err);
+    });
+    response.once('close', () => {
+      if (!response.complete) finish(cutShort());
+    });
   });
 }
 
