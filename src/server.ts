@@ -53,7 +53,7 @@ function providerFrom(config: Config): ModelProvider | undefined {
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {
   const logger = opts.logger ?? pino({ level: config.logLevel });
   const store = config.databaseUrl
-    ? await openPostgresStore({ connectionString: config.databaseUrl, schema: config.databaseSchema })
+    ? await openPostgresStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, applicationName: `quarry ${config.workerId}` })
     : openSqliteStore(config.dataDir);
   await store.migrate();
 

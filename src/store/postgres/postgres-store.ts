@@ -11,6 +11,8 @@ export interface PostgresStoreOptions {
   /** Schema to work in (created if missing); isolates test runs and side-by-side installs. */
   schema?: string;
   maxConnections?: number;
+  /** Shown as application_name in pg_stat_activity: which process holds which connection and lock. */
+  applicationName?: string;
 }
 
 /**
@@ -29,7 +31,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Kys
       await admin.end();
     }
   }
-  const connection = { connectionString: opts.connectionString, ...(schema ? { options: `-c search_path="${schema}"` } : {}) };
+  const connection = {
+    connectionString: opts.connectionString,
+    application_name: opts.applicationName ?? 'quarry',
+    ...(schema ? { options: `-c search_path="${schema}"` } : {}),
+  };
   const pool = new pg.Pool({ ...connection, max: opts.maxConnections ?? 10 });
   // The schema is named for the migration tables too: otherwise a same-named table in another schema would be taken for ours.
   return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE, {
