@@ -151,7 +151,7 @@ describe('event streams', () => {
     router.script(
       prompt,
       { text: 'Planning the list. ', toolCalls: [{ name: 'update_spec', arguments: { outputs: [ITEMS] } }] },
-      { toolCalls: writeRows([{ name: 'alpha' }, { name: 'beta' }]) },
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'nope', rows: [{ name: 'x' }] } }, ...writeRows([{ name: 'alpha' }, { name: 'beta' }])!] },
       { text: 'All done here.' },
     );
     const s = await post(h, '/task/stream', { prompt });
@@ -195,8 +195,13 @@ describe('event streams', () => {
       assert.ok(['started', 'finished', 'failed'].includes(t.state), `tool state ${t.state}`);
       for (const field of ['name', 'input', 'summary', 'duration_ms']) assert.ok(field in t, `a tool event carries ${field}`);
     }
-    const write = tools.filter((t) => t.name === 'write_rows');
+    const failedCall = tools.filter((t) => t.name === 'write_rows' && t.input?.output === 'nope');
+    assert.deepEqual(failedCall.map((t) => t.state), ['started', 'failed'], 'a tool the model misused is reported failed');
+    assert.equal(typeof failedCall[1].summary, 'string');
+    assert.equal(typeof failedCall[1].duration_ms, 'number');
+    const write = tools.filter((t) => t.name === 'write_rows' && t.input?.output === 'items');
     assert.deepEqual(write.map((t) => t.state), ['started', 'finished']);
+    assert.notEqual(write[0].call_id, failedCall[0].call_id);
     assert.equal(write[0].call_id, write[1].call_id, 'started and finished share the call_id');
     assert.deepEqual(write[1].input, { output: 'items', rows: [{ name: 'alpha' }, { name: 'beta' }], sources: [{ url: 'https://example.com/list' }] }, 'input is what the model sent');
     assert.equal(typeof write[1].summary, 'string');
@@ -263,6 +268,39 @@ describe('event streams', () => {
     assert.ok(x.events.every((e) => e.json.turn_id === xDone.json.turn_id));
   });
 
+  it('a turn that fails after the stream opened arrives as an error event, then done failed', async () => {
+    const prompt = 'Stream-fail: the model is down.';
+    router.script(prompt, { status: 500, errorMessage: 'down' }, { status: 500, errorMessage: 'down' }, { status: 500, errorMessage: 'down' }, { status: 500, errorMessage: 'down' });
+    const s = await post(h, '/task/start/stream', { task: { prompt, outputs: [ITEMS] } });
+    assert.equal(s.status, 200);
+    await s.finished(15_000);
+    assert.ok(s.completed);
+    const taskId = s.events[0]!.json.task_id;
+    for (const e of s.events) checkStored(e, taskId);
+    assert.equal(s.events.at(-1)!.event, 'done');
+    const error = s.events.find((e) => e.event === 'error');
+    assert.ok(error, 'an error event was sent');
+    assert.equal(typeof error.json.error, 'string');
+    assert.equal(typeof error.json.message, 'string');
+    assert.equal(typeof error.json.retryable, 'boolean');
+    assert.ok(Number(error.id) < Number(s.events.at(-1)!.id), 'the error comes before the done');
+    assert.equal(s.events.at(-1)!.json.outcome, 'failed');
+    const state = await stateOf(h, taskId);
+    assert.equal(state.active, false);
+    assert.equal(state.status, 'plan');
+  });
+
+  it('execute/stream takes no body at all (its instruction is optional)', async () => {
+    const prompt = 'Stream-execute-nobody: run again.';
+    const taskId = await startTask(h, prompt);
+    await waitIdle(h, taskId);
+    const s = await openSse(h.url, `/task/${taskId}/execute/stream`, { method: 'POST', key: h.key });
+    await s.finished(15_000);
+    assert.equal(s.status, 200, `execute/stream without a body: ${JSON.stringify(s.body)}`);
+    assert.equal(s.events.at(-1)?.event, 'done');
+    assert.equal(s.events.at(-1)?.json.outcome, 'completed');
+  });
+
   it('a message stream that gets queued follows the running turn and ends after its own turn\'s done', async () => {
     const prompt = 'Stream-queued: a busy task.';
     router.script(prompt, { hang: true });
@@ -276,7 +314,7 @@ describe('event streams', () => {
     const queuedTurn = queued.json.turn_id as string;
     assert.notEqual(queuedTurn, firstTurn);
 
-    const stop = await h.request('POST', `/task/${taskId}/stop`);
+    const stop = await h.request('POST', `/task/${taskId}/stop`, { body: {} });
     assert.equal(stop.status, 200, stop.text);
     await s.finished(15_000);
     assert.ok(s.completed);
@@ -323,7 +361,7 @@ describe('event streams', () => {
     const firstTurn = (await stateOf(h, taskId)).turn.id as string;
     assert.equal(s.ended, false, 'the stream stays open while a turn runs');
 
-    assert.equal((await h.request('POST', `/task/${taskId}/stop`)).status, 200);
+    assert.equal((await h.request('POST', `/task/${taskId}/stop`, { body: {} })).status, 200);
     await s.finished(15_000);
     assert.ok(s.completed);
     for (const e of s.events) checkStored(e, taskId);
@@ -407,6 +445,31 @@ describe('event streams', () => {
     assert.deepEqual(s.events.slice(stored.length).map((e) => [e.id, e.event]), [[undefined, 'task'], [undefined, 'done']]);
   });
 
+  it('a reading client resuming a history larger than the buffer limit (1 MiB default) gets all of it', async () => {
+    const prompt = 'Stream-big-history: much text.';
+    const piece = 320 * 1024;
+    const text = ['a', 'b', 'c', 'd'].map((c) => c.repeat(piece)).join('');
+    router.script(prompt, { text, chunkDelayMs: 300, usage: { prompt_tokens: 10, completion_tokens: 10 } });
+    const taskId = await startTask(h, prompt);
+    const live = await openSse(h.url, `/task/${taskId}/stream`, { key: h.key });
+    await live.finished(20_000);
+    assert.ok(live.completed, 'the live stream went through');
+    assert.equal(live.events.filter((e) => e.event === 'text').map((e) => e.json.text).join('').length, text.length);
+
+    const all = await history(h, taskId);
+    let s: SseStream;
+    try {
+      s = await readSse(h.url, `/task/${taskId}/stream`, { key: h.key, headers: { 'last-event-id': '1' } }, 20_000);
+    } catch (err) {
+      assert.fail(`the resumed stream was dropped before its first byte: ${String(err)}`);
+    }
+    assert.equal(s.status, 200);
+    assert.ok(s.completed, `the resumed stream was cut off after ${s.events.length} events`);
+    const stored = s.events.filter((e) => e.id !== undefined);
+    assert.deepEqual(seqs(stored), all.slice(1).map((e) => e.seq), 'every missed event is replayed');
+    assert.deepEqual(s.events.slice(stored.length).map((e) => e.event), ['task', 'done']);
+  });
+
   it('refusals from the task\'s state open the stream (200) and arrive as an error event then done refused', async () => {
     const expectRefusal = async (s: SseStream, code: string, retryable: boolean) => {
       assert.equal(s.status, 200, `a ${code} refusal opens the stream: ${JSON.stringify(s.body)}`);
@@ -431,7 +494,7 @@ describe('event streams', () => {
     const r1 = await expectRefusal(await post(h, `/task/${busy}/execute/stream`, { instruction: 'again' }), 'task_executing', true);
     assert.equal(r1.error.json.task_id, busy);
     assert.equal((await stateOf(h, busy)).active, true, 'the running turn was not touched');
-    await h.request('POST', `/task/${busy}/stop`);
+    await h.request('POST', `/task/${busy}/stop`, { body: {} });
     await waitIdle(h, busy);
 
     // 409 task_exists: a create under an id that exists.
@@ -516,7 +579,7 @@ describe('event streams: keep-alive', () => {
       const events = s.events.length;
       assert.ok(events > 0 && s.events.every((e) => e.id !== undefined), 'pings are comments, not events');
     } finally {
-      await h.request('POST', `/task/${taskId}/stop`);
+      await h.request('POST', `/task/${taskId}/stop`, { body: {} });
       await s.finished(10_000);
     }
     assert.ok(s.completed);
@@ -526,14 +589,14 @@ describe('event streams: keep-alive', () => {
 
 // ---- a client that never reads -----------------------------------------------------------------
 
-describe('event streams: a slow client', () => {
+describe('event streams: slow clients (QUARRY_SSE_MAX_BUFFER_BYTES=2048)', () => {
   let h: Harness;
   before(async () => {
     h = await startHarness({ env: { QUARRY_SSE_MAX_BUFFER_BYTES: '2048', QUARRY_SSE_PING_MS: '50' } });
   });
   after(() => h.close());
 
-  it('is disconnected once it falls too far behind, the server stays healthy, and it can resume', async () => {
+  it('a client that never reads is disconnected, not buffered without bound, and the server stays healthy', async () => {
     // About 12 MB of text in large, paced chunks: far more than the kernel's socket buffers hold.
     const chunkChars = 3 * 1024 * 1024;
     const text = ['A', 'B', 'C', 'D'].map((c) => c.repeat(chunkChars)).join('');
@@ -542,41 +605,61 @@ describe('event streams: a slow client', () => {
     assert.equal(res.status, 200, res.text);
     const taskId = res.body.task_id as string;
     await h.model!.waitForRequests(1);
-    // Queue a message so that the flood comes in the turn after: the stream is open well before.
+    // The flood comes in the queued turn, so the stream is open well before it starts.
     assert.equal((await h.request('POST', `/task/${taskId}/continue`, { body: { message: 'Now write it all out.' } })).status, 202);
-
     const slow = await stalledGet(h.url, `/task/${taskId}/stream`, { 'x-api-key': h.key });
-    // A reading client beside it, to compare with.
-    const fast = await openSse(h.url, `/task/${taskId}/stream`, { key: h.key });
-    await fast.waitFor((e) => e.json?.reason === 'message_queued', 10_000, 'the queued message');
-    assert.equal((await h.request('POST', `/task/${taskId}/stop`)).status, 200);
+    try {
+      assert.equal((await stateOf(h, taskId)).active, true);
+      assert.equal((await h.request('POST', `/task/${taskId}/stop`, { body: {} })).status, 200);
+      await h.model!.waitForRequests(2);
+      await waitIdle(h, taskId, 30_000);
 
-    await fast.finished(30_000);
-    assert.ok(fast.completed, 'a client that reads gets the whole stream');
-    const fastText = fast.events.filter((e) => e.event === 'text').map((e) => e.json.text).join('');
-    assert.equal(fastText.length, text.length, 'the reading client got every chunk');
-    assert.ok(fast.events.filter((e) => e.event === 'text').length >= 2, 'the reply arrived as several text events');
-    await waitIdle(h, taskId);
+      const health = await h.request('GET', '/healthz', { key: null });
+      assert.equal(health.status, 200, 'the server stays healthy');
+      const list = await h.request('GET', '/task');
+      assert.equal(list.status, 200);
+      const events = await h.request('GET', `/task/${taskId}/events?limit=1000`);
+      const texts = (events.body.events as any[]).filter((e) => e.type === 'text');
+      assert.equal(texts.map((e) => e.text).join('').length, text.length, 'the turn itself was unharmed: all its text is stored');
+      assert.ok(texts.length >= 2, 'the reply arrived as several text events');
 
-    const health = await h.request('GET', '/healthz', { key: null });
-    assert.equal(health.status, 200, 'the server stays healthy');
+      const { bytes, closedByServer } = await slow.drain(10_000);
+      assert.ok(closedByServer, 'the server closed the slow connection');
+      const raw = parseRawResponse(bytes);
+      if (bytes.length > 0) assert.equal(raw.status, 200);
+      assert.equal(raw.complete, false, 'the slow stream was cut off, not ended');
+      assert.ok(bytes.length < text.length / 2, `the server did not keep the stream for the slow client (${bytes.length} bytes arrived)`);
+      const got = parseSseText(raw.body).events;
+      assert.ok(!got.some((e) => e.event === 'done' && e.json?.outcome === 'completed'), 'the slow client never saw the last done');
+    } finally {
+      slow.socket.destroy();
+    }
+
+    // A fresh stream works: the idle task's snapshot and done.
+    const again = await readSse(h.url, `/task/${taskId}/stream`, { key: h.key }, 5_000);
+    assert.equal(again.status, 200);
+    assert.deepEqual(again.events.map((e) => e.event), ['task', 'done']);
+  });
+
+  it('a client that reads along is not cut off because a few events were sent at once', async () => {
+    h.model!.script({ hang: true });
+    const asked = h.model!.requests.length;
+    const res = await h.request('POST', '/task/start', { body: { task: { prompt: 'Run a little.', outputs: [ITEMS] } } });
+    const taskId = res.body.task_id as string;
+    await h.model!.waitForRequests(asked + 1);
+    let s: SseStream | undefined;
+    try {
+      // The replay (created, turn_started, activity events: a few KB) goes out in one burst.
+      s = await openSse(h.url, `/task/${taskId}/stream`, { key: h.key });
+    } catch (err) {
+      assert.fail(`a reading client's stream was dropped before its first byte: ${String(err)}`);
+    } finally {
+      await h.request('POST', `/task/${taskId}/stop`, { body: {} });
+    }
+    await s.finished(10_000);
+    assert.ok(s.completed, `the stream was cut off after ${s.events.length} events`);
+    assert.equal(s.events.at(-1)?.event, 'done');
     const state = await stateOf(h, taskId);
-    assert.equal(state.active, false);
-
-    const { bytes, closedByServer } = await slow.drain(10_000);
-    assert.ok(closedByServer, 'the server closed the slow connection');
-    const raw = parseRawResponse(bytes);
-    assert.equal(raw.status, 200);
-    assert.equal(raw.complete, false, 'the slow stream was cut off, not ended');
-    const got = parseSseText(raw.body).events;
-    assert.ok(bytes.length < 4 * chunkChars, `the server did not buffer the whole stream for the slow client (${bytes.length} bytes arrived)`);
-    assert.ok(!got.some((e) => e.event === 'done' && e.json?.outcome === 'completed'), 'the slow client never saw the last done');
-
-    // It resumes from the last whole event it has.
-    const lastId = got.filter((e) => e.id !== undefined).at(-1)?.id ?? '0';
-    const resumed = await readSse(h.url, `/task/${taskId}/stream`, { key: h.key, headers: { 'last-event-id': lastId } }, 30_000);
-    const replayed = resumed.events.filter((e) => e.id !== undefined);
-    assert.deepEqual(seqs(replayed), range(Number(lastId) + 1, state.last_event_id), 'the resumed stream brings every missed event');
-    assert.deepEqual([...got.filter((e) => e.id !== undefined), ...replayed].map((e) => Number(e.id)), range(1, state.last_event_id));
+    assert.deepEqual(seqs(s.events), range(1, state.last_event_id));
   });
 });

@@ -3,11 +3,21 @@
  * then go live without a gap or a duplicate; keep-alive comments; a client that falls too far
  * behind is disconnected rather than buffered without bound, and resumes with Last-Event-ID.
  */
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { EventBus } from '../events/event-bus.js';
 import type { EventRecord, Store } from '../store/store.js';
 
 const REPLAY_PAGE = 1000;
+/** How long a replay waits for a client that stopped reading before giving up on it. */
+const REPLAY_DRAIN_TIMEOUT_MS = 30_000;
+const BACKLOG_CHECK_MS = 250;
+
+/** One timer checks every open stream's backlog (thousands of streams need no timer each). */
+const slowClients = new Set<() => void>();
+setInterval(() => {
+  for (const check of slowClients) check();
+}, BACKLOG_CHECK_MS).unref();
 
 export interface StreamOptions {
   store: Store;
@@ -40,7 +50,7 @@ export function resumeSeq(request: FastifyRequest, after: number | undefined): n
   return after ?? 0;
 }
 
-export function openStream(request: FastifyRequest, reply: FastifyReply): NodeJS.WritableStream & { writableLength: number; destroyed: boolean; destroy(): void } {
+export function openStream(request: FastifyRequest, reply: FastifyReply): ServerResponse {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -62,26 +72,51 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   const backlog: EventRecord[] = [];
   let chain = Promise.resolve();
 
-  const end = () => {
-    if (ended) return;
+  const stop = () => {
     ended = true;
     unsubscribe();
     clearInterval(ping);
+    slowClients.delete(checkBacklog);
+  };
+  const end = () => {
+    if (ended) return;
+    stop();
     if (!raw.destroyed) raw.end();
   };
   const write = (text: string): boolean => {
     if (ended || raw.destroyed) return false;
     raw.write(text);
-    if (raw.writableLength > opts.maxBufferBytes) {
-      // Too slow to keep up: cut it off; it can resume from its Last-Event-ID.
-      request.log.info({ task_id: opts.taskId, buffered: raw.writableLength }, 'slow SSE client disconnected');
-      ended = true;
-      unsubscribe();
-      clearInterval(ping);
-      raw.destroy();
-      return false;
-    }
     return true;
+  };
+  // Judged between writes, never right after one: what a reading client has not taken by the next
+  // check is its backlog. A client too slow to keep up is cut off and resumes with Last-Event-ID.
+  const checkBacklog = () => {
+    if (ended || raw.writableLength <= opts.maxBufferBytes) return;
+    request.log.info({ task_id: opts.taskId, buffered: raw.writableLength }, 'slow SSE client disconnected');
+    stop();
+    raw.destroy();
+  };
+  slowClients.add(checkBacklog);
+  /** During the replay the stream waits for the client instead (bounded), so a large history is not a reason to cut it off. */
+  const drained = async () => {
+    if (!raw.writableNeedDrain || ended) return;
+    const ok = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(false), REPLAY_DRAIN_TIMEOUT_MS);
+      const onDrain = () => done(true);
+      const onClose = () => done(false);
+      function done(value: boolean) {
+        clearTimeout(timer);
+        raw.off('drain', onDrain);
+        raw.off('close', onClose);
+        resolve(value);
+      }
+      raw.once('drain', onDrain);
+      raw.once('close', onClose);
+    });
+    if (!ok && !ended) {
+      stop();
+      raw.destroy();
+    }
   };
   const send = async (event: EventRecord): Promise<void> => {
     if (ended || event.seq <= lastSeq) return;
@@ -104,7 +139,10 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   try {
     while (!ended) {
       const page = await opts.store.listEvents(opts.taskId, lastSeq, REPLAY_PAGE);
-      for (const event of page) await send(event);
+      for (const event of page) {
+        await send(event);
+        await drained();
+      }
       if (page.length < REPLAY_PAGE) break;
     }
     if (opts.closingFrames) {

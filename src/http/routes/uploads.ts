@@ -25,7 +25,13 @@ export async function uploadRoutes(app: FastifyInstance): Promise<void> {
       const upload = await uploads.authorize(upload_id, expires, sig);
       // No body at all (an empty file) arrives as undefined rather than a stream.
       const body = (request.body as Readable | undefined) ?? Readable.from([]);
-      return reply.code(201).send(await uploads.receive(upload, body));
+      try {
+        return reply.code(201).send(await uploads.receive(upload, body));
+      } catch (err) {
+        // The rest of a refused body is never read: close the connection rather than leave it stuck.
+        reply.header('Connection', 'close');
+        throw err;
+      }
     });
   });
 }
