@@ -4,6 +4,7 @@
  * next begins, so a turn taken up again after a crash replays stored steps instead of redoing them.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
+import { crashPoint } from '../crash-points.js';
 import type { TaskActivity, TaskPhase, TurnError, TurnKind } from '../store/store.js';
 import type { TaskSpec, ToolName } from '../tasks/spec.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
@@ -139,6 +140,7 @@ export class Agent {
         ];
         const reply = await this.callModel(provider, messages, tools, ctx);
         if ('outcome' in reply) return reply;
+        crashPoint('model.replied');
         step++;
         const stored: StoredStep = { type: 'model', text: reply.text, toolCalls: reply.toolCalls, phase };
         const charge = await ctx.checkpoint(step, stored, { tokensIn: reply.usage.inputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0 });
@@ -216,6 +218,7 @@ export class Agent {
       input = call.arguments;
     }
     await ctx.tool({ call_id: call.id, name: call.name, state: 'started', input: capStrings(input), summary: null, duration_ms: null });
+    crashPoint('tool.started');
     const finish = async (ok: boolean, summary: string, content: string) => {
       await ctx.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started });
       return content;

@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { QuarryError } from '../errors.js';
 import type { EventBus } from '../events/event-bus.js';
 import { CONTROL_CHANNEL, EVENTS_CHANNEL, eventsNotice, type ControlMessage } from '../events/cluster-messages.js';
+import { crashPoint } from '../crash-points.js';
 import { newId } from '../ids.js';
 import type {
   EventRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
@@ -209,6 +210,7 @@ export class TaskService {
       await unit.flush();
       return { unit, turn };
     });
+    crashPoint('create.committed');
     this.bus.publish(result.unit.events);
     this.onTurnReady();
     return { statusCode: 200, task: toTaskView(result.unit.task), turnId: result.turn.id, fromSeq: 0 };
@@ -333,6 +335,7 @@ export class TaskService {
         return { unit, started };
       });
       if (!result) continue;
+      crashPoint('cron.fired');
       fired++;
       this.bus.publish(result.unit.events);
       if (result.started) this.onTurnReady();
@@ -411,6 +414,7 @@ export class TaskService {
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) unit.set({ activeOutput: outputId });
     });
+    if (written) crashPoint('rows.appended');
     return written;
   }
 
@@ -452,6 +456,7 @@ export class TaskService {
       return unit;
     });
     if (!result) return;
+    crashPoint('turn.finished');
     this.bus.publish(result.events);
     if (result.task.currentTurnId) this.onTurnReady();
   }
@@ -518,6 +523,7 @@ export class TaskService {
       await unit.flush();
       return { unit, answer, fromSeq };
     });
+    crashPoint('message.committed');
     this.bus.publish(result.unit.events);
     const { task } = result.unit;
     if (task.currentTurnId) this.onTurnReady();

@@ -8,6 +8,7 @@ import type { Agent, StoredStep, TurnContext, TurnResult } from '../agent/agent-
 import type { InputFile } from '../agent/tools/read-input.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
+import { crashPoint } from '../crash-points.js';
 import type { HeldLock, Store, TurnRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
 
@@ -158,6 +159,7 @@ export class TurnRunner {
 
   private async run(turn: TurnRecord, resumed: boolean, controller: AbortController): Promise<void> {
     const { service, store, config, logger } = this.opts;
+    crashPoint('turn.claimed');
     if (!(await service.turnStarted(turn, resumed))) return;
     const task = await store.getTask(turn.taskId);
     if (!task) return;
@@ -209,6 +211,7 @@ export class TurnRunner {
         await flushText();
         const charged = await service.checkpointStep(turn, step, JSON.stringify(data), usage);
         if (!charged) throw new TurnAbort('stopped');
+        crashPoint('step.checkpointed');
         return charged;
       },
       tools: {
@@ -255,6 +258,9 @@ export class TurnRunner {
       clearTimeout(deadline);
       clearTimeout(textTimer);
     }
-    if (result) await service.finishTurn(turn.id, turn.taskId, result.outcome, result.outcome === 'failed' ? result.error : null);
+    if (result) {
+      crashPoint('turn.finishing');
+      await service.finishTurn(turn.id, turn.taskId, result.outcome, result.outcome === 'failed' ? result.error : null);
+    }
   }
 }

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, Transform } from 'node:stream';
+import { crashPoint } from '../crash-points.js';
 import { QuarryError } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
 import type { Store, UploadRecord } from '../store/store.js';
@@ -111,7 +112,9 @@ export class Uploads {
     });
     const storagePath = this.store.shared ? await this.receiveIntoStore(upload.id, body.pipe(meter)) : await this.receiveIntoFile(upload.id, body, meter);
     const sha256 = hash.digest('hex');
+    crashPoint('upload.stored');
     await this.store.completeUpload(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
+    crashPoint('upload.completed');
     return { upload_id: upload.id, size_bytes: size, sha256 };
   }
 
