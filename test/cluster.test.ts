@@ -8,8 +8,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
+import { skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
 
-const DATABASE_URL = process.env.QUARRY_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+const DATABASE_URL = TEST_DATABASE_URL;
 const ADMIN_KEY = 'cluster-admin-key';
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -94,7 +95,7 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_000 }, () => {
+describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_000, skip: await skipWithoutPostgres() }, () => {
   const schema = `t_cluster_${process.pid}_${Date.now()}`;
   const nodes: Node[] = [];
   let model: FakeOpenAI;
@@ -166,18 +167,15 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
   });
 
   it('no turn runs twice at once, and every turn runs once', async () => {
-    let concurrent = 0;
     let maxConcurrentPerTask = 0;
     const inFlight = new Map<string, number>();
     model.setResponder(async (body) => {
-      const first = body.messages.find((m: { role: string }) => m.role === 'user') as { content: string };
-      const n = (inFlight.get(first.content) ?? 0) + 1;
-      inFlight.set(first.content, n);
+      const prompt = String((body.messages ?? []).find((m) => m.role === 'user')?.content);
+      const n = (inFlight.get(prompt) ?? 0) + 1;
+      inFlight.set(prompt, n);
       maxConcurrentPerTask = Math.max(maxConcurrentPerTask, n);
-      concurrent++;
       await new Promise((r) => setTimeout(r, 30));
-      concurrent--;
-      inFlight.set(first.content, n - 1);
+      inFlight.set(prompt, (inFlight.get(prompt) ?? 1) - 1);
       return { text: 'ok' };
     });
     const ids: string[] = [];

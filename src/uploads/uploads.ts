@@ -110,7 +110,7 @@ export class Uploads {
         done(null, chunk);
       },
     });
-    const storagePath = this.store.shared ? await this.receiveIntoStore(upload.id, body.pipe(meter)) : await this.receiveIntoFile(upload.id, body, meter);
+    const storagePath = this.store.shared ? await this.receiveIntoStore(upload.id, body, meter) : await this.receiveIntoFile(upload.id, body, meter);
     const sha256 = hash.digest('hex');
     crashPoint('upload.stored');
     await this.store.completeUpload(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
@@ -136,7 +136,7 @@ export class Uploads {
     return finalPath;
   }
 
-  private async receiveIntoStore(uploadId: string, body: AsyncIterable<Buffer>): Promise<null> {
+  private async receiveIntoStore(uploadId: string, body: Readable, meter: Transform): Promise<null> {
     // A repeated PUT replaces what an earlier, perhaps interrupted, one left.
     await this.store.deleteUploadChunks(uploadId);
     let pending: Buffer[] = [];
@@ -149,12 +149,14 @@ export class Uploads {
       pendingBytes = 0;
     };
     try {
-      for await (const piece of body) {
-        pending.push(piece);
-        pendingBytes += piece.length;
-        if (pendingBytes >= STORE_CHUNK_BYTES) await flush();
-      }
-      await flush();
+      await pipeline(body, meter, async (source: AsyncIterable<Buffer>) => {
+        for await (const piece of source) {
+          pending.push(piece);
+          pendingBytes += piece.length;
+          if (pendingBytes >= STORE_CHUNK_BYTES) await flush();
+        }
+        await flush();
+      });
     } catch (err) {
       await this.store.deleteUploadChunks(uploadId);
       throw err;

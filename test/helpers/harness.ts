@@ -5,7 +5,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import pino from 'pino';
+import { TEST_DATABASE_URL } from './postgres.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createQuarry, type Quarry } from '../../src/server.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fake-model/fake-openai-server.js';
@@ -34,15 +36,34 @@ export interface HarnessOptions {
   model?: boolean;
   env?: Record<string, string>;
   config?: Partial<Config>;
-  /** Reuse a data dir (restarts). */
+  /** Reuse a data dir (restarts; SQLite only: on PostgreSQL every harness gets a fresh schema). */
   dataDir?: string;
   retryDelaysMs?: number[];
+}
+
+/**
+ * QUARRY_TEST_STORE=postgres runs every harness on PostgreSQL (a fresh schema per harness,
+ * dropped on close) instead of SQLite, so the whole suite checks both stores.
+ */
+const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
+let schemas = 0;
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await client.end();
+  }
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const model = opts.model === false ? undefined : await startFakeOpenAI();
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-test-'));
+  const schema = onPostgres ? `t_h_${process.pid}_${Date.now()}_${schemas++}` : undefined;
   const env: Record<string, string> = {
+    ...(schema ? { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema } : {}),
     QUARRY_PORT: '0',
     QUARRY_DATA_DIR: dataDir,
     QUARRY_ADMIN_KEY: ADMIN_KEY,
@@ -77,6 +98,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       await quarry.close();
       await model?.close();
+      if (schema) await dropSchema(schema);
     },
   };
   return harness;

@@ -26,8 +26,8 @@ export function turn(taskId: string, accountId: string, overrides: Partial<TurnR
   };
 }
 
-export function runStoreCases(name: string, open: () => Promise<Store>, dispose: () => Promise<void> = async () => {}): void {
-  describe(`store contract: ${name}`, () => {
+export function runStoreCases(name: string, open: () => Promise<Store>, dispose: () => Promise<void> = async () => {}, opts: { skip?: string | false } = {}): void {
+  describe(`store contract: ${name}`, { skip: opts.skip }, () => {
     let store: Store;
     let accountId: string;
 

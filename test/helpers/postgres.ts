@@ -1,0 +1,24 @@
+/**
+ * Where the PostgreSQL tests find their database. In CI (CI=true) it must be there; on a
+ * developer's machine without one, those tests are skipped and say why.
+ */
+import pg from 'pg';
+
+export const TEST_DATABASE_URL = process.env.QUARRY_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
+
+async function reachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `false` to run PostgreSQL tests, or the reason to skip them. */
+export async function skipWithoutPostgres(): Promise<false | string> {
+  if (process.env.CI === 'true' || (await reachable())) return false;
+  return `no PostgreSQL at ${TEST_DATABASE_URL} (set QUARRY_TEST_DATABASE_URL)`;
+}
