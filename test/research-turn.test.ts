@@ -1,0 +1,145 @@
+/**
+ * Whole research turns through a running server: a scripted model plans, searches, fetches a page,
+ * reads an uploaded file and writes rows that cite where each fact came from. The web, the search
+ * engine and the model are fakes on loopback; everything between them is the real service.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
+import { startFakeSearch, type FakeSearch } from './fixtures/fake-search-server.js';
+import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
+import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
+
+describe('a research turn end to end', () => {
+  let web: FixtureWeb;
+  let search: FakeSearch;
+  let h: Harness;
+
+  before(async () => {
+    web = await startFixtureWeb();
+    search = await startFakeSearch();
+    h = await startHarness({
+      env: { QUARRY_SEARCH_PROVIDER: 'searxng', QUARRY_SEARCH_URL: search.url, QUARRY_FETCH_ALLOW_PRIVATE: '1' },
+    });
+  });
+  after(async () => {
+    await h.close();
+    await web.close();
+    await search.close();
+  });
+
+  /** The text of the tool result the model was sent for its call `callId`. */
+  function toolResult(requestIndex: number, name: string): string {
+    const messages = h.model!.requests[requestIndex]!.body.messages ?? [];
+    const message = [...messages].reverse().find((m) => m.role === 'tool');
+    assert.ok(message, `request ${requestIndex} carries the ${name} result`);
+    return String(message.content);
+  }
+
+  it('plans, searches, fetches and writes cited rows in one turn', async () => {
+    const page = `${web.url}/articles/granite.html`;
+    h.model!.script(
+      { toolCalls: [{ name: 'update_spec', arguments: { outputs: [{ id: 'quarries', kind: 'table', columns: [{ name: 'name', type: 'string', required: true }, { name: 'opened', type: 'integer' }, { name: 'source_url', type: 'url' }] }] } }] },
+      { toolCalls: [{ name: 'web_search', arguments: { query: 'oldest granite quarry', max_results: 3 } }] },
+      { toolCalls: [{ name: 'fetch_url', arguments: { url: page } }] },
+      {
+        toolCalls: [{
+          name: 'write_rows',
+          arguments: { output: 'quarries', rows: [{ name: 'Rock of Ages', opened: 1885, source_url: page }], sources: [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'] }] },
+        }],
+      },
+      { text: 'One quarry found, with its source.' },
+    );
+    const created = await h.request('POST', '/task', { body: { prompt: 'Which granite quarries are oldest?' } });
+    assert.equal(created.status, 200);
+    const id = created.body.task_id;
+    await waitIdle(h, id);
+
+    assert.match(toolResult(2, 'web_search'), /Result 1 for oldest granite quarry/);
+    assert.equal(search.requests.length, 1);
+    const fetched = toolResult(3, 'fetch_url');
+    assert.ok(fetched.includes(ARTICLE_FACT), 'the fetched page reached the model as readable text');
+    assert.ok(!fetched.includes('Cookie settings'), 'without the site chrome');
+
+    const rows = await h.request('GET', `/task/${id}/output`);
+    assert.equal(rows.body.total, 1);
+    assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'] }]);
+
+    const events = (await h.request('GET', `/task/${id}/events?limit=1000`)).body.events as { type: string; reason?: string; task?: { phase: string }; name?: string; state?: string }[];
+    const tools = events.filter((e) => e.type === 'tool' && e.state === 'finished').map((e) => e.name);
+    assert.deepEqual(tools, ['update_spec', 'web_search', 'fetch_url', 'write_rows']);
+    const phases = events.filter((e) => e.type === 'task').map((e) => e.task!.phase);
+    assert.equal(phases[0], 'plan');
+    assert.ok(phases.includes('execute'), 'the turn moved from planning to executing');
+    assert.equal(events.at(-1)!.type, 'done');
+  });
+
+  it('reads an uploaded input and cites it by upload_id', async () => {
+    const csv = 'name,country\nCava Fantiscritti,IT\n';
+    const ticket = await h.request('POST', '/upload-url', { body: { filename: 'shortlist.csv', content_type: 'text/csv', size_bytes: csv.length } });
+    const put = await fetch(ticket.body.upload_url, { method: 'PUT', headers: ticket.body.headers, body: csv });
+    assert.equal(put.status, 201);
+    const uploadId = ticket.body.upload_id;
+    h.model!.script(
+      { toolCalls: [{ name: 'read_input', arguments: { upload_id: uploadId } }] },
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'sites', rows: [{ name: 'Cava Fantiscritti', country: 'IT' }], sources: [{ upload_id: uploadId, title: 'shortlist.csv' }] } }] },
+      { text: 'Done.' },
+    );
+    const start = await h.request('POST', '/task/start', {
+      body: { task: { prompt: 'Copy the shortlist', inputs: [{ upload_id: uploadId }], outputs: [{ id: 'sites', kind: 'table', columns: [{ name: 'name', type: 'string' }, { name: 'country', type: 'string' }] }] } },
+    });
+    assert.equal(start.status, 200);
+    const before = h.model!.requests.length;
+    await waitIdle(h, start.body.task_id);
+    assert.match(toolResult(before + 1, 'read_input'), /Cava Fantiscritti,IT/);
+    const rows = await h.request('GET', `/task/${start.body.task_id}/output`);
+    assert.deepEqual(rows.body.rows[0]._sources, [{ upload_id: uploadId, title: 'shortlist.csv' }]);
+  });
+
+  it('refuses to fetch a private address unless the operator allows it', async () => {
+    const strict = await startHarness();
+    try {
+      strict.model!.script({ toolCalls: [{ name: 'fetch_url', arguments: { url: `${web.url}/articles/granite.html` } }] }, { text: 'Could not fetch.' });
+      const created = await strict.request('POST', '/task/start', { body: { task: { prompt: 'fetch a loopback page' } } });
+      await waitIdle(strict, created.body.task_id);
+      const message = [...(strict.model!.requests[1]!.body.messages ?? [])].reverse().find((m) => m.role === 'tool');
+      assert.match(String(message?.content), /refused|not allowed|private|loopback/i);
+      assert.equal(web.requests.filter((r) => r.path === '/articles/granite.html').length, 1, 'only the first test reached the page');
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe('the Anthropic provider, configured by environment', () => {
+  let anthropic: FakeAnthropic;
+  let h: Harness;
+
+  before(async () => {
+    anthropic = await startFakeAnthropic();
+    h = await startHarness({ model: false, env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'sk-test', QUARRY_MODEL: 'claude-test' } });
+  });
+  after(async () => {
+    await h.close();
+    await anthropic.close();
+  });
+
+  it('runs a turn with tool use and streamed text', async () => {
+    anthropic.script(
+      { toolCalls: [{ name: 'update_spec', input: { name: 'via anthropic', outputs: [{ id: 'notes', kind: 'report' }] } }] },
+      { toolCalls: [{ name: 'write_rows', input: { output: 'notes', rows: [{ heading: 'Summary', markdown: 'Granite is old.' }], sources: [{ url: 'https://example.com/g' }] } }] },
+      { text: 'Wrote the summary.' },
+    );
+    const created = await h.request('POST', '/task', { body: { prompt: 'Summarize granite' } });
+    await waitIdle(h, created.body.task_id);
+    const task = await h.request('GET', `/task/${created.body.task_id}`);
+    assert.equal(task.body.name, 'via anthropic');
+    const done = task.body.events.at(-1);
+    assert.equal(done.type, 'done');
+    assert.equal(done.outcome, 'completed');
+    const text = task.body.events.filter((e: { type: string }) => e.type === 'text').map((e: { text: string }) => e.text).join('');
+    assert.match(text, /Wrote the summary/);
+    assert.equal(anthropic.requests[0]!.headers['x-api-key'], 'sk-test');
+    assert.equal(anthropic.requests[0]!.body.model, 'claude-test');
+  });
+});
