@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS } from './agent/providers/anthropic.js';
 import { SEARCH_PROVIDERS, searchConfigProblem, type SearchConfig } from './agent/web/search.js';
+import type { SandboxLimits } from './sandbox/types.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -26,6 +27,8 @@ export interface ModelConfig {
   stream: boolean;
   /** Anthropic only: the most tokens a reply may have. */
   maxTokens: number;
+  /** The model's context window; older tool results are shortened to stay inside it. */
+  contextTokens: number;
 }
 
 export interface Config {
@@ -45,6 +48,8 @@ export interface Config {
   search: SearchConfig | undefined;
   /** fetch_url may reach loopback, private and link-local addresses (never in production). */
   fetchAllowPrivate: boolean;
+  /** run_code's sandbox. */
+  sandbox: { mode: 'bwrap' | 'off'; limits: Partial<SandboxLimits>; pythonPath: string | undefined; cgroupParent: string | undefined };
   rateLimitPerMin: number;
   maxBodyBytes: number;
   maxUploadBytes: number;
@@ -101,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     model,
     search,
     fetchAllowPrivate: env.QUARRY_FETCH_ALLOW_PRIVATE === '1',
+    sandbox: sandboxConfig(env),
     rateLimitPerMin: int(env, 'QUARRY_RATE_LIMIT_PER_MIN', 600, 1),
     maxBodyBytes: int(env, 'QUARRY_MAX_BODY_BYTES', 1024 * 1024, 1),
     maxUploadBytes: int(env, 'QUARRY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
@@ -133,7 +139,12 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
     throw new ConfigError(`QUARRY_MODEL_PROVIDER must be openai-compatible or anthropic, got "${provider}"`);
   }
   const apiKey = env.QUARRY_MODEL_API_KEY || undefined;
-  const common = { apiKey, stream: env.QUARRY_MODEL_STREAM !== '0', maxTokens: int(env, 'QUARRY_MODEL_MAX_TOKENS', ANTHROPIC_DEFAULT_MAX_TOKENS, 1) };
+  const common = {
+    apiKey,
+    stream: env.QUARRY_MODEL_STREAM !== '0',
+    maxTokens: int(env, 'QUARRY_MODEL_MAX_TOKENS', ANTHROPIC_DEFAULT_MAX_TOKENS, 1),
+    contextTokens: int(env, 'QUARRY_MODEL_CONTEXT_TOKENS', 100_000, 1000),
+  };
   if (provider === 'anthropic') {
     if (!env.QUARRY_MODEL_BASE_URL && !apiKey) return undefined;
     return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL || ANTHROPIC_DEFAULT_BASE_URL, model: env.QUARRY_MODEL || 'claude-sonnet-4-5', ...common };
@@ -152,6 +163,19 @@ function searchConfig(env: NodeJS.ProcessEnv): SearchConfig | undefined {
   const problem = searchConfigProblem(config);
   if (problem) throw new ConfigError(problem);
   return config;
+}
+
+function sandboxConfig(env: NodeJS.ProcessEnv): Config['sandbox'] {
+  const mode = env.QUARRY_SANDBOX || 'bwrap';
+  if (mode !== 'bwrap' && mode !== 'off') throw new ConfigError(`QUARRY_SANDBOX must be bwrap or off, got "${mode}"`);
+  const MiB = 1024 * 1024;
+  const limits: Partial<SandboxLimits> = {};
+  if (env.QUARRY_SANDBOX_MEMORY_MB) limits.memoryBytes = int(env, 'QUARRY_SANDBOX_MEMORY_MB', 1024, 16) * MiB;
+  if (env.QUARRY_SANDBOX_WORKSPACE_MB) limits.workspaceBytes = int(env, 'QUARRY_SANDBOX_WORKSPACE_MB', 256, 1) * MiB;
+  if (env.QUARRY_SANDBOX_PIDS) limits.pids = int(env, 'QUARRY_SANDBOX_PIDS', 128, 8);
+  if (env.QUARRY_SANDBOX_CPUS) limits.cpus = num(env, 'QUARRY_SANDBOX_CPUS', 1);
+  if (env.QUARRY_SANDBOX_MAX_RUNS) limits.concurrentRuns = int(env, 'QUARRY_SANDBOX_MAX_RUNS', 4, 1);
+  return { mode, limits, pythonPath: env.QUARRY_SANDBOX_PYTHON || undefined, cgroupParent: env.QUARRY_SANDBOX_CGROUP || undefined };
 }
 
 export { ConfigError };

@@ -19,6 +19,7 @@ import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
 import { TaskService } from './tasks/task-service.js';
 import { TurnRunner } from './tasks/turn-runner.js';
+import { createSandbox } from './sandbox/sandbox.js';
 import { Uploads } from './uploads/uploads.js';
 
 export interface Quarry {
@@ -64,13 +65,22 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
   const starterKey = await accounts.ensureStarterAccount(config.starterCredits);
 
   const runsTurns = config.role !== 'api';
-  const runner = runsTurns
+  // Only a process that runs turns runs code; the probe costs a moment at start-up.
+  const sandbox = runsTurns
+    ? await createSandbox({
+        mode: config.sandbox.mode, limits: config.sandbox.limits, pythonPath: config.sandbox.pythonPath, cgroupParent: config.sandbox.cgroupParent,
+        protectedPaths: [config.dataDir], log: (level, msg) => logger[level](msg),
+      })
+    : undefined;
+  if (sandbox && !sandbox.available) logger.warn(`run_code is disabled: ${sandbox.reason}`);
+  const runner = runsTurns && sandbox
     ? new TurnRunner({
         store, service: tasks, uploads, config, logger,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
-          tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate } }),
+          tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate }, sandbox }),
           retryDelaysMs: opts.retryDelaysMs,
+          contextTokens: config.model?.contextTokens,
         }),
       })
     : undefined;
@@ -106,6 +116,7 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
       // Each step runs even if an earlier one failed (e.g. the store is already gone).
       try {
         await runner?.shutdown();
+        await sandbox?.close();
         await relay.stop();
       } finally {
         try {

@@ -111,6 +111,39 @@ describe('a research turn end to end', () => {
   });
 });
 
+describe('run_code in a turn', () => {
+  it('computes over an uploaded CSV in the sandbox and loads its result file as rows', async (t) => {
+    const h = await startHarness({ env: { QUARRY_SANDBOX: 'bwrap' } });
+    t.after(() => h.close());
+    const csv = 'part,price\nbolt,0.25\nnut,0.1\ngear,4\n';
+    const ticket = await h.request('POST', '/upload-url', { body: { filename: 'parts.csv', content_type: 'text/csv', size_bytes: csv.length } });
+    assert.equal((await fetch(ticket.body.upload_url, { method: 'PUT', headers: ticket.body.headers, body: csv })).status, 201);
+    const uploadId = ticket.body.upload_id;
+    const program = [
+      'import csv',
+      "rows = list(csv.DictReader(open('/workspace/inputs/parts.csv')))",
+      "with open('/workspace/outputs/doubled.csv', 'w') as f:",
+      "    f.write('part,price\\n')",
+      "    for r in rows: f.write(f\"{r['part']},{float(r['price']) * 2}\\n\")",
+      'print(len(rows))',
+    ].join('\n');
+    h.model!.script(
+      { toolCalls: [{ name: 'run_code', arguments: { language: 'python', code: program } }] },
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'prices', from_file: 'doubled.csv', sources: [{ upload_id: uploadId }] } }] },
+      { text: 'Doubled.' },
+    );
+    const start = await h.request('POST', '/task/start', {
+      body: { task: { prompt: 'Double the prices', inputs: [{ upload_id: uploadId, name: 'parts.csv' }], outputs: [{ id: 'prices', kind: 'table', columns: [{ name: 'part', type: 'string' }, { name: 'price', type: 'number' }] }] } },
+    });
+    await waitIdle(h, start.body.task_id, 30_000);
+    const toolMessage = [...(h.model!.requests[1]!.body.messages ?? [])].reverse().find((m) => m.role === 'tool');
+    if (/not available/.test(String(toolMessage?.content))) return t.skip(`the sandbox cannot run here: ${toolMessage?.content}`);
+    assert.match(String(toolMessage?.content), /\b3\b/);
+    const rows = await h.request('GET', `/task/${start.body.task_id}/output`);
+    assert.deepEqual(rows.body.rows.map((r: { part: string; price: number }) => [r.part, r.price]), [['bolt', 0.5], ['nut', 0.2], ['gear', 8]]);
+  });
+});
+
 describe('the Anthropic provider, configured by environment', () => {
   let anthropic: FakeAnthropic;
   let h: Harness;

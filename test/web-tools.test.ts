@@ -28,7 +28,7 @@ function toolCtx(signal: AbortSignal = new AbortController().signal): ToolContex
   const unused = () => {
     throw new Error('not used by web tools');
   };
-  return { signal, writeKey: 'test', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused };
+  return { signal, writeKey: 'test', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused, workspaceDir: unused };
 }
 
 async function fetchUrl(url: string, opts: FetchUrlToolOptions = { allowPrivate: true }, signal?: AbortSignal): Promise<ToolResult> {

@@ -8,6 +8,7 @@ import { crashPoint } from '../crash-points.js';
 import type { TaskActivity, TaskPhase, TurnError, TurnKind } from '../store/store.js';
 import type { TaskSpec, ToolName } from '../tasks/spec.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
+import { fitToContext } from './context-window.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
 import type { InputFile } from './tools/read-input.js';
@@ -26,6 +27,8 @@ export interface ToolEvent {
   input: unknown;
   summary: string | null;
   duration_ms: number | null;
+  /** The full result the model was given (finished and failed calls). */
+  output?: string;
 }
 
 /** What the loop needs from the task it works on; the turn runner provides it. */
@@ -54,6 +57,7 @@ export interface TurnTools {
   rowCounts(): Promise<Map<string, number>>;
   appendRows(outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
   inputs(): Promise<InputFile[]>;
+  workspaceDir(): Promise<string>;
 }
 
 export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
@@ -64,7 +68,12 @@ export interface AgentOptions {
   tools: AgentTools;
   /** Waits between retries of a failed model call (ms); the last entry repeats. */
   retryDelaysMs?: number[];
+  /** The model's context window in tokens; older tool results are shortened to stay inside it. */
+  contextTokens?: number;
 }
+
+/** A rough, provider-neutral size estimate: about four characters per token. */
+const CHARS_PER_TOKEN = 4;
 
 const INPUT_CAP = 2_000;
 const ajv = new Ajv({ allErrors: true, strict: false });
@@ -95,8 +104,10 @@ export class Agent {
   private readonly provider: ModelProvider | undefined;
   private readonly tools: AgentTools;
   private readonly retryDelaysMs: number[];
+  private readonly contextChars: number;
 
   constructor(opts: AgentOptions) {
+    this.contextChars = (opts.contextTokens ?? 100_000) * CHARS_PER_TOKEN;
     this.provider = opts.provider;
     this.tools = opts.tools;
     this.retryDelaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
@@ -134,10 +145,10 @@ export class Agent {
         if (step >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
         await ctx.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
         const tools = this.toolsFor(ctx);
-        const messages: ModelMessage[] = [
+        const messages = fitToContext([
           { role: 'system', content: systemPrompt(ctx.spec(), await ctx.tools.rowCounts(), { phase, planOnly: ctx.planOnly }) },
           ...history,
-        ];
+        ], this.contextChars);
         const reply = await this.callModel(provider, messages, tools, ctx);
         if ('outcome' in reply) return reply;
         crashPoint('model.replied');
@@ -220,7 +231,7 @@ export class Agent {
     await ctx.tool({ call_id: call.id, name: call.name, state: 'started', input: capStrings(input), summary: null, duration_ms: null });
     crashPoint('tool.started');
     const finish = async (ok: boolean, summary: string, content: string) => {
-      await ctx.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started });
+      await ctx.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started, output: content });
       return content;
     };
     const tool = this.tools.get(call.name);
@@ -244,6 +255,7 @@ export class Agent {
         rowCounts: () => ctx.tools.rowCounts(),
         appendRows: (outputId, rows) => ctx.tools.appendRows(outputId, writeKey, rows),
         inputs: () => ctx.tools.inputs(),
+        workspaceDir: () => ctx.tools.workspaceDir(),
       };
       const result = await tool.run(input, toolCtx);
       return finish(!result.isError, result.summary, result.content);

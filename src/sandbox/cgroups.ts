@@ -289,6 +289,11 @@ class NoSupport implements CgroupSupport {
   async close(): Promise<void> {}
 }
 
+/** No cgroups at all, with the reason. */
+export function noCgroups(warnings: string[]): CgroupSupport {
+  return new NoSupport(warnings);
+}
+
 function tryMkdir(dir: string): string | null {
   try {
     fs.mkdirSync(dir, { recursive: true });
@@ -306,7 +311,7 @@ const MISSING: Record<Controller, string> = {
 };
 
 /** Finds which cgroup hierarchy this host has and whether Quarry may make cgroups in it. */
-export function probeCgroups(parent: string, log: (msg: string) => void, root = ROOT): CgroupSupport {
+export function probeCgroups(parent: string, log: (msg: string) => void, root: string = ROOT): CgroupSupport {
   const rel = validParent(parent);
   // cgroup v1: one hierarchy per controller (hybrid hosts also mount an empty v2 at unified/).
   if (V1_CONTROLLERS.some((c) => exists(path.join(root, c, 'tasks')))) {

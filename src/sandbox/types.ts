@@ -9,7 +9,7 @@ export type SandboxLanguage = 'python' | 'javascript' | 'shell';
 
 /** A read-only file shown to the code as /workspace/inputs/<name>. */
 export interface SandboxInput {
-  /** One path component; anything else is replaced by a safe name (see inputName). */
+  /** One path component; anything else is replaced by a safe one (see inputNames in workspace.ts). */
   name: string;
   /** Host path of the file (an upload). */
   path: string;
@@ -49,6 +49,7 @@ export interface RunResult {
   /** More than the cap was written; the middle was dropped (head and tail are kept). */
   stdoutTruncated: boolean;
   stderrTruncated: boolean;
+  /** Wall time of the whole run: set-up, the code, saving the workspace. */
   durationMs: number;
   limitHit?: LimitHit;
   /** The workspace was replaced by what the code left; false leaves it as it was before the run. */
@@ -68,6 +69,8 @@ export interface Sandbox {
   readonly limits: SandboxLimits;
   /** Degraded protections found by the probe (already logged). */
   readonly warnings: readonly string[];
+  /** The cgroup controllers that bound every run; fewer than all three is a degraded host (see warnings). */
+  readonly cgroupControllers: readonly ('pids' | 'memory' | 'cpu')[];
   /** Rejects with SandboxError when the request cannot run at all (unavailable, bad language). */
   run(req: RunRequest): Promise<RunResult>;
   /** Removes what the sandbox keeps on the host between runs (cgroup parents, its etc files). */
@@ -129,6 +132,8 @@ export interface SandboxOptions {
    * default `quarry`, i.e. /sys/fs/cgroup/pids/quarry/<run> (v1) or /sys/fs/cgroup/quarry/<run> (v2).
    */
   cgroupParent?: string;
+  /** Where the cgroup hierarchies are mounted; default /sys/fs/cgroup. */
+  cgroupRoot?: string;
   /**
    * Host paths that must never be visible inside (the data dir: database, uploads, other
    * workspaces). The probe refuses to start when a system directory it exposes contains one.

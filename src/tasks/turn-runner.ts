@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { Agent, StoredStep, TurnContext, TurnResult } from '../agent/agent-loop.js';
 import type { InputFile } from '../agent/tools/read-input.js';
+import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
@@ -230,6 +231,7 @@ export class TurnRunner {
           }
           return files;
         },
+        workspaceDir: async () => openTaskWorkspace(config.dataDir, turn.taskId),
         appendRows: async (outputId, writeKey, rows) => {
           const written = await service.appendRows(turn.id, turn.taskId, outputId, writeKey, rows);
           if (!written) throw new TurnAbort('stopped');

@@ -66,6 +66,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     ...(schema ? { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema } : {}),
     QUARRY_PORT: '0',
     QUARRY_DATA_DIR: dataDir,
+    // The sandbox's start-up probe costs a moment; tests of run_code turn it on.
+    QUARRY_SANDBOX: 'off',
     QUARRY_ADMIN_KEY: ADMIN_KEY,
     ...(model ? { QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL: 'fake-model' } : {}),
     ...opts.env,

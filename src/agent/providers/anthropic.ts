@@ -6,17 +6,10 @@
  * events by default.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  ModelProviderError,
-  type ModelMessage,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-  type ModelToolCall,
-  type ModelToolDefinition,
-} from './model-provider.js';
+import type { ModelMessage, ModelProvider, ModelProviderError, ModelRequest, ModelResponse, ModelToolCall, ModelToolDefinition } from './model-provider.js';
+import { isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ParsedContent, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
 
-export interface AnthropicOptions {
+export interface AnthropicOptions extends HttpProviderOptions {
   /** The API root, default `https://api.anthropic.com`; a trailing slash or `/v1` is fine. */
   baseUrl?: string;
   model: string;
@@ -28,20 +21,11 @@ export interface AnthropicOptions {
   stream?: boolean;
   /** Default `2023-06-01`. */
   apiVersion?: string;
-  /** Replaces the global fetch (undici). */
-  fetch?: typeof fetch;
-  /**
-   * Limit on the whole call, reading the answer included. Past it generate() rejects with a
-   * retryable ModelProviderError. No limit by default: the caller's signal bounds the call.
-   */
-  requestTimeoutMs?: number;
 }
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 8192;
 const NAME = 'anthropic';
-
-type JsonObject = Record<string, unknown>;
 
 type ContentBlock =
   | { type: 'text'; text: string }
@@ -54,11 +38,7 @@ interface WireMessage {
 }
 
 /** What either wire format yields. */
-interface ParsedAnswer {
-  text: string;
-  toolCalls: ModelToolCall[];
-  inputTokens: number | undefined;
-  outputTokens: number | undefined;
+interface ParsedAnswer extends ParsedContent {
   stopReason: string | undefined;
 }
 
@@ -69,74 +49,19 @@ export function createAnthropicProvider(opts: AnthropicOptions): ModelProvider {
   const root = (opts.baseUrl ?? ANTHROPIC_DEFAULT_BASE_URL).replace(/\/+$/, '').replace(/\/v1$/, '');
   const url = `${root}/v1/messages`;
   const stream = opts.stream ?? true;
-  const fetchImpl = opts.fetch ?? fetch;
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
     'anthropic-version': opts.apiVersion ?? '2023-06-01',
   };
   if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
+  const endpoint: ProviderEndpoint = { provider: NAME, url, headers, fetch: opts.fetch ?? fetch, requestTimeoutMs: opts.requestTimeoutMs, errorTypeInMessage: true };
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
-    const { signal } = request;
-    if (signal.aborted) throw abortError(signal);
-    const body = JSON.stringify(requestBody(opts, request, stream));
-
-    // Our own controller for the HTTP call, so that the caller's abort and our timeout both
-    // cancel it, and so that `finally` can drop the connection if we stop reading early.
-    const http = new AbortController();
-    const onAbort = () => http.abort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    let timedOut = false;
-    const timer =
-      opts.requestTimeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            timedOut = true;
-            http.abort();
-          }, opts.requestTimeoutMs);
-
-    const ioFailure = (err: unknown): Error => {
-      if (signal.aborted) return abortError(signal);
-      if (timedOut) {
-        return new ModelProviderError(`${NAME}: no complete answer within ${opts.requestTimeoutMs} ms`, { retryable: true, cause: err });
-      }
-      return new ModelProviderError(`${NAME}: request to ${url} failed: ${describe(err)}`, { retryable: true, cause: err });
-    };
-
-    try {
-      const response = await fetchImpl(url, { method: 'POST', headers, body, signal: http.signal }).catch((err: unknown) => {
-        throw ioFailure(err);
-      });
-      const readText = () =>
-        response.text().catch((err: unknown) => {
-          throw ioFailure(err);
-        });
-
-      if (!response.ok) throw statusError(response, await readText());
-
-      const isJson = response.headers.get('content-type')?.includes('application/json') ?? false;
-      let answer: ParsedAnswer;
-      if (stream && !isJson) {
-        if (!response.body) throw malformed('the answer has no body');
-        answer = await readEventStream(response.body, request, ioFailure);
-      } else {
-        answer = parseMessage(await readText());
-      }
-      return {
-        text: answer.text,
-        toolCalls: answer.toolCalls,
-        usage: {
-          inputTokens: answer.inputTokens ?? estimateTokens(request.messages.reduce((n, m) => n + messageChars(m), 0)),
-          outputTokens: answer.outputTokens ?? estimateTokens(answerChars(answer)),
-        },
-        finishReason: finishReason(answer.stopReason),
-      };
-    } finally {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      http.abort();
-    }
+    const answer = await postToProvider(endpoint, requestBody(opts, request, stream), request.signal, async (reply) =>
+      stream && !reply.isJson ? readEventStream(reply, request) : parseMessage(await reply.text()),
+    );
+    return modelResponse(request, answer, finishReason(answer.stopReason));
   }
 
   return { specificationVersion: 'v1', name: NAME, generate };
@@ -230,26 +155,14 @@ interface StreamingToolUse {
 }
 
 /** Reads a Messages stream to its end, passing text deltas on as they come. */
-async function readEventStream(
-  body: ReadableStream<Uint8Array>,
-  { signal, onTextDelta }: ModelRequest,
-  ioFailure: (err: unknown) => Error,
-): Promise<ParsedAnswer> {
+async function readEventStream(reply: ProviderAnswer, { onTextDelta }: ModelRequest): Promise<ParsedAnswer> {
   const answer: ParsedAnswer = { text: '', toolCalls: [], inputTokens: undefined, outputTokens: undefined, stopReason: undefined };
   const blocks = new Map<number, StreamingToolUse | 'text' | 'other'>();
   const calls: { index: number; call: StreamingToolUse }[] = [];
   let sawStop = false;
 
-  const decoder = new SseDecoder((data) => {
-    // One network chunk can hold many events: no delta is passed on after an abort.
-    if (signal.aborted) throw abortError(signal);
-    let event: unknown;
-    try {
-      event = JSON.parse(data);
-    } catch {
-      throw malformed(`a stream event is not JSON: ${preview(data)}`);
-    }
-    if (!isObject(event)) throw malformed(`a stream event is not an object: ${preview(data)}`);
+  await reply.readEvents((data) => {
+    const event = parseJsonObject(NAME, data, 'a stream event');
     switch (event.type) {
       case 'message_start': {
         const message = isObject(event.message) ? event.message : {};
@@ -306,17 +219,7 @@ async function readEventStream(
     }
   });
 
-  const reader = body.getReader();
-  while (true) {
-    const { done, value } = await reader.read().catch((err: unknown) => {
-      throw ioFailure(err);
-    });
-    if (done) break;
-    decoder.push(value);
-  }
-  decoder.end();
-
-  if (!sawStop) throw new ModelProviderError(`${NAME}: the stream ended before the answer was complete`, { retryable: true });
+  if (!sawStop) throw streamEndedEarly(NAME);
   answer.toolCalls = calls
     .sort((a, b) => a.index - b.index)
     .map(({ call }) =>
@@ -352,13 +255,7 @@ function readUsage(answer: ParsedAnswer, usage: unknown): void {
 }
 
 function parseMessage(text: string): ParsedAnswer {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw malformed(`the answer is not JSON: ${preview(text)}`);
-  }
-  if (!isObject(json)) throw malformed(`the answer is not an object: ${preview(text)}`);
+  const json = parseJsonObject(NAME, text, 'the answer');
   if (json.type === 'error' || json.error !== undefined) throw errorInBody(json.error);
   if (!Array.isArray(json.content)) throw malformed('the answer has no content list');
   const answer: ParsedAnswer = { text: '', toolCalls: [], inputTokens: undefined, outputTokens: undefined, stopReason: undefined };
@@ -402,129 +299,13 @@ function finishReason(stopReason: string | undefined): string {
   }
 }
 
-/**
- * Splits a server-sent-events byte stream into the `data` of each event. Bytes may be cut
- * anywhere, even inside a UTF-8 character; lines end in LF or CRLF. The `event:` line is not
- * needed: every Messages event names its type in its data too.
- */
-class SseDecoder {
-  private readonly text = new TextDecoder();
-  private buffer = '';
-  private dataLines: string[] = [];
-
-  constructor(private readonly onData: (data: string) => void) {}
-
-  push(bytes: Uint8Array): void {
-    this.buffer += this.text.decode(bytes, { stream: true });
-    let start = 0;
-    let end: number;
-    while ((end = this.buffer.indexOf('\n', start)) !== -1) {
-      this.line(this.buffer.slice(start, end));
-      start = end + 1;
-    }
-    this.buffer = this.buffer.slice(start);
-  }
-
-  end(): void {
-    this.buffer += this.text.decode();
-    if (this.buffer !== '') this.line(this.buffer);
-    this.buffer = '';
-    this.dispatch();
-  }
-
-  private line(raw: string): void {
-    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (line === '') return this.dispatch();
-    const colon = line.indexOf(':');
-    if ((colon === -1 ? line : line.slice(0, colon)) !== 'data') return;
-    const value = colon === -1 ? '' : line.slice(colon + 1);
-    this.dataLines.push(value.startsWith(' ') ? value.slice(1) : value);
-  }
-
-  private dispatch(): void {
-    if (this.dataLines.length === 0) return;
-    const data = this.dataLines.join('\n');
-    this.dataLines = [];
-    this.onData(data);
-  }
-}
-
-function statusError(response: Response, body: string): ModelProviderError {
-  const { status } = response;
-  const detail = providerMessage(body) ?? (preview(body.trim()) || response.statusText);
-  // 529 is Anthropic's "overloaded"; 408 and 409 are worth another try too.
-  return new ModelProviderError(`${NAME}: HTTP ${status}${detail ? `: ${detail}` : ''}`, {
-    status,
-    retryable: status === 408 || status === 409 || status === 429 || status >= 500,
-  });
-}
-
-/** The message of an error body: `{type: "error", error: {type, message}}`. */
-function providerMessage(body: string): string | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    return undefined;
-  }
-  if (!isObject(json)) return undefined;
-  if (typeof json.error === 'string') return json.error;
-  if (isObject(json.error) && typeof json.error.message === 'string') {
-    return typeof json.error.type === 'string' ? `${json.error.type}: ${json.error.message}` : json.error.message;
-  }
-  return undefined;
-}
-
 /** An error event inside a stream (or an error object in a 200 answer). Overloaded and API errors may pass. */
 function errorInBody(error: unknown): ModelProviderError {
   const type = isObject(error) && typeof error.type === 'string' ? error.type : undefined;
   const message = isObject(error) && typeof error.message === 'string' ? error.message : preview(JSON.stringify(error) ?? 'unknown error');
-  return new ModelProviderError(`${NAME}: the server reported an error: ${type ? `${type}: ` : ''}${message}`, {
-    retryable: type === undefined || !PERMANENT_ERRORS.has(type),
-  });
+  return reportedError(NAME, `${type ? `${type}: ` : ''}${message}`, type === undefined || !PERMANENT_ERRORS.has(type));
 }
 
 function malformed(what: string): ModelProviderError {
-  return new ModelProviderError(`${NAME}: malformed answer: ${what}`, { retryable: false });
-}
-
-function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error && reason.name === 'AbortError' ? reason : new DOMException('The model request was aborted.', 'AbortError');
-}
-
-function describe(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause: unknown = err.cause;
-  if (!(cause instanceof Error)) return err.message;
-  const detail = cause.message || (cause as { code?: unknown }).code;
-  return detail ? `${err.message} (${String(detail)})` : err.message;
-}
-
-function tokenCount(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
-}
-
-function estimateTokens(chars: number): number {
-  return Math.ceil(chars / 4);
-}
-
-function messageChars(message: ModelMessage): number {
-  let chars = message.content?.length ?? 0;
-  if (message.role === 'assistant') {
-    for (const call of message.toolCalls ?? []) chars += call.name.length + call.arguments.length;
-  }
-  return chars;
-}
-
-function answerChars(answer: ParsedAnswer): number {
-  return answer.toolCalls.reduce((n, call) => n + call.name.length + call.arguments.length, answer.text.length);
-}
-
-function preview(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return malformedAnswer(NAME, what);
 }

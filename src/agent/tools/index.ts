@@ -1,4 +1,6 @@
+import type { Sandbox } from '../../sandbox/sandbox.js';
 import { createWebTools, type WebToolsOptions } from '../web/index.js';
+import { createRunCodeTool } from './run-code.js';
 import { defineTool, type AgentTool } from './tool.js';
 import { updateSpecTool } from './update-spec.js';
 import { writeRowsTool } from './write-rows.js';
@@ -6,6 +8,7 @@ import { writeRowsTool } from './write-rows.js';
 export type AgentTools = ReadonlyMap<string, AgentTool<unknown>>;
 
 /** Every tool the agent can be given, by name, built from the server's configuration. */
-export function createAgentTools(opts: WebToolsOptions = {}): AgentTools {
-  return new Map([defineTool(updateSpecTool), defineTool(writeRowsTool), ...createWebTools(opts)].map((t) => [t.name, t]));
+export function createAgentTools(opts: WebToolsOptions & { sandbox: Sandbox }): AgentTools {
+  const tools = [defineTool(updateSpecTool), defineTool(writeRowsTool), ...createWebTools(opts), defineTool(createRunCodeTool(opts.sandbox))];
+  return new Map(tools.map((t) => [t.name, t]));
 }

@@ -6,21 +6,12 @@
  */
 import { Type } from 'typebox';
 import { SandboxError, type RunResult, type Sandbox } from '../../sandbox/sandbox.js';
-import type { AgentTool, ToolContext } from './tool.js';
+import type { AgentTool } from './tool.js';
 
 export const DEFAULT_TIMEOUT_S = 30;
 export const MAX_TIMEOUT_S = 300;
 /** Most of each of stdout and stderr the model reads (the middle of longer output is dropped). */
 const MODEL_OUTPUT_CAP = 20_000;
-
-/**
- * What run_code and write_rows `from_file` need from ToolContext beyond what it has: this member
- * is meant to join ToolContext itself (see the wiring notes); until then it is read when present.
- */
-export interface WorkspaceContext {
-  /** The task's workspace directory on the host (<data dir>/workspaces/<task id>), made on first use. */
-  workspaceDir(): Promise<string>;
-}
 
 const parameters = Type.Object({
   language: Type.Union([Type.Literal('python'), Type.Literal('javascript'), Type.Literal('shell')], { description: 'python (python3), javascript (node) or shell (bash).' }),
@@ -102,15 +93,11 @@ export function createRunCodeTool(sandbox: Sandbox): AgentTool<RunCodeArgs> {
       if (!sandbox.available) {
         return { isError: true, content: `run_code is not available on this server: ${sandbox.reason ?? 'the sandbox cannot run here'}. Do the work with the other tools.`, summary: 'run_code unavailable' };
       }
-      const { workspaceDir } = ctx as ToolContext & Partial<WorkspaceContext>;
-      if (!workspaceDir) {
-        return { isError: true, content: 'run_code is not available on this server (tasks have no workspace). Do the work with the other tools.', summary: 'run_code unavailable' };
-      }
       if (!sandbox.languages.includes(args.language)) {
         return { isError: true, content: `${args.language} is not installed on this server; run_code can use: ${sandbox.languages.join(', ')}.`, summary: `${args.language} unavailable` };
       }
       const timeoutS = Math.min(args.timeout_s ?? DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, sandbox.limits.maxTimeoutS);
-      const dir = await workspaceDir();
+      const dir = await ctx.workspaceDir();
       const inputs = (await ctx.inputs()).map((input) => ({ name: input.name, path: input.path }));
       let result: RunResult;
       try {

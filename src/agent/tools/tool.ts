@@ -15,6 +15,8 @@ export interface ToolContext {
   appendRows(outputId: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
   /** The task spec's inputs, resolved to local files of finished uploads of the task's account. */
   inputs(): Promise<InputFile[]>;
+  /** The task's workspace directory on this node (<data dir>/workspaces/<task id>), made on first use. */
+  workspaceDir(): Promise<string>;
 }
 
 export interface ToolResult {

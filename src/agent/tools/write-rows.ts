@@ -3,7 +3,6 @@ import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError } from '..
 import type { OutputDecl } from '../../tasks/spec.js';
 import { parseRowFile, RowFileError, rowFileFormat } from '../../sandbox/row-file.js';
 import { readOutputFile, WorkspaceFileError } from '../../sandbox/workspace.js';
-import type { WorkspaceContext } from './run-code.js';
 import type { AgentTool, ToolContext, ToolResult } from './tool.js';
 
 /** Largest file `from_file` reads. */
@@ -47,14 +46,12 @@ function describeErrors(errors: RowError[], rowLabel: (index: number) => string)
 
 /** Loads rows from a workspace file; a string is the reason it cannot. */
 async function rowsFromFile(output: OutputDecl, file: string, ctx: ToolContext): Promise<{ rows: unknown[]; lines: number[]; name: string } | string> {
-  const { workspaceDir } = ctx as ToolContext & Partial<WorkspaceContext>;
-  if (!workspaceDir) return 'from_file is not available on this server (tasks have no workspace). Send rows instead.';
   const format = rowFileFormat(file);
   if (!format) return `from_file must name a .csv or .jsonl file, got ${JSON.stringify(file)}.`;
   if (output.kind === 'report') return `Output "${output.id}" is a report: send its rows (heading, markdown) inline; from_file loads table and records outputs.`;
   if (output.kind === 'records' && format === 'csv') return `Output "${output.id}" holds records: write them as JSONL (one JSON object per line), not CSV.`;
   try {
-    const { relative, text } = await readOutputFile(await workspaceDir(), file, MAX_ROW_FILE_BYTES);
+    const { relative, text } = await readOutputFile(await ctx.workspaceDir(), file, MAX_ROW_FILE_BYTES);
     const parsed = parseRowFile(text, format);
     if (parsed.rows.length === 0) return `${relative} holds no rows.`;
     if (parsed.rows.length > MAX_ROWS_PER_CALL) {

@@ -1,0 +1,242 @@
+/**
+ * The HTTP side that every model provider shares: one POST bounded by the caller's AbortSignal
+ * and an optional time limit, its failures as ModelProviderError, a server-sent-events reader,
+ * and the small helpers the wire-format parsers use. What the bodies mean stays in each
+ * provider's own file.
+ */
+import { ModelProviderError, type ModelMessage, type ModelRequest, type ModelResponse, type ModelToolCall } from './model-provider.js';
+import { SseDecoder } from './sse-decoder.js';
+
+export type JsonObject = Record<string, unknown>;
+
+/** The options every HTTP model provider takes besides its own. */
+export interface HttpProviderOptions {
+  /** Replaces the global fetch (undici). */
+  fetch?: typeof fetch;
+  /**
+   * Limit on the whole call, reading the answer included. Past it generate() rejects with a
+   * retryable ModelProviderError. No limit by default: the caller's signal bounds the call.
+   */
+  requestTimeoutMs?: number;
+}
+
+/** Where and how a provider posts its requests: fixed when the provider is created. */
+export interface ProviderEndpoint {
+  /** The provider's name, which starts every error message. */
+  provider: string;
+  url: string;
+  headers: Record<string, string>;
+  fetch: typeof fetch;
+  requestTimeoutMs: number | undefined;
+  /** Put an error body's `error.type` before its message (Anthropic's types say what went wrong). */
+  errorTypeInMessage: boolean;
+}
+
+/** A 2xx answer, read under the same signal and time limit as the call. */
+export interface ProviderAnswer {
+  /** The answer is JSON, not a stream: some servers ignore a request for a stream. */
+  readonly isJson: boolean;
+  text(): Promise<string>;
+  /**
+   * Reads a server-sent-events body to its end, handing on the `data` of each event. No event
+   * is handed on after an abort, even when one network chunk holds many.
+   */
+  readEvents(onData: (data: string) => void): Promise<void>;
+}
+
+/**
+ * POSTs `body` as JSON and hands the 2xx answer to `read`. A status that is not 2xx becomes a
+ * ModelProviderError carrying the status; a network failure or the time limit a retryable one;
+ * the caller's abort an AbortError.
+ */
+export async function postToProvider<T>(
+  endpoint: ProviderEndpoint,
+  body: JsonObject,
+  signal: AbortSignal,
+  read: (answer: ProviderAnswer) => T | Promise<T>,
+): Promise<T> {
+  if (signal.aborted) throw abortError(signal);
+  const json = JSON.stringify(body);
+
+  // Our own controller for the HTTP call, so that the caller's abort and our timeout both
+  // cancel it, and so that `finally` can drop the connection if we stop reading early.
+  const http = new AbortController();
+  const onAbort = () => http.abort();
+  signal.addEventListener('abort', onAbort, { once: true });
+  let timedOut = false;
+  const timer =
+    endpoint.requestTimeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          http.abort();
+        }, endpoint.requestTimeoutMs);
+
+  /** The error to reject with when fetch, or reading the answer, fails. */
+  const ioFailure = (err: unknown): Error => {
+    if (signal.aborted) return abortError(signal);
+    if (timedOut) {
+      return new ModelProviderError(`${endpoint.provider}: no complete answer within ${endpoint.requestTimeoutMs} ms`, { retryable: true, cause: err });
+    }
+    return new ModelProviderError(`${endpoint.provider}: request to ${endpoint.url} failed: ${describe(err)}`, { retryable: true, cause: err });
+  };
+
+  try {
+    const response = await endpoint.fetch(endpoint.url, { method: 'POST', headers: endpoint.headers, body: json, signal: http.signal }).catch((err: unknown) => {
+      throw ioFailure(err);
+    });
+    const text = () =>
+      response.text().catch((err: unknown) => {
+        throw ioFailure(err);
+      });
+
+    if (!response.ok) throw statusError(endpoint, response, await text());
+
+    return await read({
+      isJson: response.headers.get('content-type')?.includes('application/json') ?? false,
+      text,
+      async readEvents(onData) {
+        if (!response.body) throw malformedAnswer(endpoint.provider, 'the answer has no body');
+        const decoder = new SseDecoder((data) => {
+          if (signal.aborted) throw abortError(signal);
+          onData(data);
+        });
+        const reader = response.body.getReader();
+        while (true) {
+          const { done, value } = await reader.read().catch((err: unknown) => {
+            throw ioFailure(err);
+          });
+          if (done) break;
+          decoder.push(value);
+        }
+        decoder.end();
+      },
+    });
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort);
+    // A no-op once the answer was read in full; otherwise it releases the connection.
+    http.abort();
+  }
+}
+
+function statusError(endpoint: ProviderEndpoint, response: Response, body: string): ModelProviderError {
+  const { status } = response;
+  const detail = errorBodyMessage(body, endpoint.errorTypeInMessage) ?? (preview(body.trim()) || response.statusText);
+  // 408 and 409 are worth another try too, and so is Anthropic's 529 "overloaded".
+  return new ModelProviderError(`${endpoint.provider}: HTTP ${status}${detail ? `: ${detail}` : ''}`, {
+    status,
+    retryable: status === 408 || status === 409 || status === 429 || status >= 500,
+  });
+}
+
+/** The provider's own message from an error body: `{error: "..."}` or `{error: {type, message}}`. */
+function errorBodyMessage(body: string, withType: boolean): string | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(json)) return undefined;
+  if (typeof json.error === 'string') return json.error;
+  if (isObject(json.error) && typeof json.error.message === 'string') {
+    return withType && typeof json.error.type === 'string' ? `${json.error.type}: ${json.error.message}` : json.error.message;
+  }
+  return undefined;
+}
+
+/** The AbortError generate() rejects with: the caller's own reason when it is one. */
+export function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === 'AbortError' ? reason : new DOMException('The model request was aborted.', 'AbortError');
+}
+
+/** undici reports network failures as `TypeError: fetch failed` with the real error as cause. */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause: unknown = err.cause;
+  if (!(cause instanceof Error)) return err.message;
+  // Connecting to several addresses fails with an AggregateError whose message is empty.
+  const detail = cause.message || (cause as { code?: unknown }).code;
+  return detail ? `${err.message} (${String(detail)})` : err.message;
+}
+
+/** An answer that does not follow the wire format: retrying would get the same. */
+export function malformedAnswer(provider: string, what: string): ModelProviderError {
+  return new ModelProviderError(`${provider}: malformed answer: ${what}`, { retryable: false });
+}
+
+/** An error the server reported inside a 2xx answer or a stream. */
+export function reportedError(provider: string, message: string, retryable: boolean): ModelProviderError {
+  return new ModelProviderError(`${provider}: the server reported an error: ${message}`, { retryable });
+}
+
+/** A stream that stopped before its last event: the connection broke, so another try may do. */
+export function streamEndedEarly(provider: string): ModelProviderError {
+  return new ModelProviderError(`${provider}: the stream ended before the answer was complete`, { retryable: true });
+}
+
+/** Parses a whole answer or one stream event (`what` names it in errors) that must be a JSON object. */
+export function parseJsonObject(provider: string, text: string, what: string): JsonObject {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw malformedAnswer(provider, `${what} is not JSON: ${preview(text)}`);
+  }
+  if (!isObject(json)) throw malformedAnswer(provider, `${what} is not an object: ${preview(text)}`);
+  return json;
+}
+
+/** What a provider parsed from an answer; token counts are undefined where the server gave none. */
+export interface ParsedContent {
+  text: string;
+  toolCalls: ModelToolCall[];
+  inputTokens: number | undefined;
+  outputTokens: number | undefined;
+}
+
+/** The response to `request`, with the token counts the server left out estimated. */
+export function modelResponse(request: ModelRequest, answer: ParsedContent, finishReason: string): ModelResponse {
+  return {
+    text: answer.text,
+    toolCalls: answer.toolCalls,
+    usage: {
+      inputTokens: answer.inputTokens ?? estimateTokens(request.messages.reduce((n, m) => n + messageChars(m), 0)),
+      outputTokens: answer.outputTokens ?? estimateTokens(answer.toolCalls.reduce((n, call) => n + callChars(call), answer.text.length)),
+    },
+    finishReason,
+  };
+}
+
+/** A token count as reported, or undefined when it is not a count. */
+export function tokenCount(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+/** The rough rule of four characters per token, for servers that report no usage. */
+function estimateTokens(chars: number): number {
+  return Math.ceil(chars / 4);
+}
+
+function messageChars(message: ModelMessage): number {
+  let chars = message.content?.length ?? 0;
+  if (message.role === 'assistant') {
+    for (const call of message.toolCalls ?? []) chars += callChars(call);
+  }
+  return chars;
+}
+
+function callChars(call: ModelToolCall): number {
+  return call.name.length + call.arguments.length;
+}
+
+/** At most 200 characters of `text`, for error messages. */
+export function preview(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
