@@ -35,10 +35,17 @@ export interface TaskReply {
   fromSeq: number;
 }
 
-const TASK_EVENT_REASONS = [
-  'created', 'turn_started', 'phase_changed', 'activity_changed', 'message_queued', 'turn_ended', 'updated', 'cron_tick_skipped', 'deleted',
-] as const;
-export type TaskEventReason = (typeof TASK_EVENT_REASONS)[number];
+/** Why a stored `task` event was recorded (decisions §13). */
+export type TaskEventReason =
+  | 'created'
+  | 'turn_started'
+  | 'phase_changed'
+  | 'activity_changed'
+  | 'message_queued'
+  | 'turn_ended'
+  | 'updated'
+  | 'cron_tick_skipped'
+  | 'deleted';
 
 /** Where a turn of each kind starts: a plan turn plans first, the others execute. */
 function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivity } {
@@ -117,22 +124,14 @@ export class TaskService {
 
   // ---- reads ----------------------------------------------------------------------------------
 
-  /** A task of this account, including deleted ones when `includeDeleted`; else 404 task_not_found. */
-  async getTask(accountId: string, taskId: string, opts: { includeDeleted?: boolean; taskCreated?: boolean } = {}): Promise<TaskRecord> {
-    const task = await this.readTask(taskId);
-    if (!task || task.accountId !== accountId || (task.status === 'deleted' && !opts.includeDeleted)) {
-      throw QuarryError.taskNotFound(taskId, opts.taskCreated === false ? { task_created: false } : {});
-    }
+  /**
+   * A task of this account, including deleted ones when `includeDeleted`; else 404 task_not_found.
+   * A store that cannot answer is 503 service_unavailable (the error handler knows those failures).
+   */
+  async getTask(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
+    const task = await this.store.getTask(taskId);
+    if (!task || task.accountId !== accountId || (task.status === 'deleted' && !opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
     return task;
-  }
-
-  /** Reads a task; a store failure is 503 service_unavailable (interface §4.2 rule 5), not a 500. */
-  private async readTask(taskId: string): Promise<TaskRecord | undefined> {
-    try {
-      return await this.store.getTask(taskId);
-    } catch {
-      throw new QuarryError('service_unavailable', 'Task state cannot be read right now; retry shortly.', { retry_after: 1 });
-    }
   }
 
   async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
@@ -574,4 +573,3 @@ export class TaskService {
   }
 }
 
-export { TASK_EVENT_REASONS };

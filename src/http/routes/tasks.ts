@@ -166,18 +166,18 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
       await tasks.waitForTurn(task.id, task.currentTurnId, wait * 1000);
       task = await tasks.getTask(request.accountId, task_id, { includeDeleted: true });
     }
-    const events = await readOrUnavailable(() => store.lastEvents(task.id, 100));
+    const events = await store.lastEvents(task.id, 100);
     return toTaskDetailView(task, events);
   });
 
   app.get('/task/:task_id/state', { schema: { response: StateReplies,  params: TaskIdParams, querystring: WaitQuery, tags: ['tasks'], summary: 'The cheap poll: is a turn running?' } }, async (request) => {
     const { task_id } = request.params as Params;
     const { wait } = request.query as { wait?: number };
-    let state = await readOrUnavailable(() => store.getTaskState(task_id));
+    let state = await store.getTaskState(task_id);
     if (!state || state.task.accountId !== request.accountId || state.task.status === 'deleted') throw QuarryError.taskNotFound(task_id);
     if (wait && state.task.currentTurnId) {
       await tasks.waitForTurn(task_id, state.task.currentTurnId, wait * 1000);
-      state = (await readOrUnavailable(() => store.getTaskState(task_id)))!;
+      state = (await store.getTaskState(task_id))!;
     }
     const { task, turn } = state;
     return {
@@ -281,13 +281,4 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     const { task_id } = request.params as Params;
     return answer(reply, await tasks.delete(request.accountId, task_id));
   });
-}
-
-/** A store read on a status route that fails is 503 service_unavailable, never a 500. */
-async function readOrUnavailable<T>(read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch {
-    throw new QuarryError('service_unavailable', 'Task state cannot be read right now; retry shortly.', { retry_after: 1 });
-  }
 }
