@@ -1,47 +1,22 @@
 #!/usr/bin/env node
 /**
- * The `quarry` command. `quarry serve [--role api|worker|all]` runs the service with the
- * configuration in the environment (decisions §12).
+ * The `quarry` command. `quarry serve [--role all|api|worker]` runs the service with the
+ * configuration in the environment (decisions §12); every other command is a client of a running
+ * service at QUARRY_URL (see `quarry --help` and docs/client.md). Each side is loaded only when
+ * used, so client commands start without the server's dependencies.
  */
-import { loadConfig, ConfigError, type Role } from '../config.js';
-import { createQuarry } from '../server.js';
-
-function usage(): never {
-  process.stderr.write('usage: quarry serve [--role all|api|worker]\n');
-  process.exit(2);
-}
-
-async function serve(args: string[]): Promise<void> {
-  const roleAt = args.indexOf('--role');
-  const overrides: { role?: Role } = {};
-  if (roleAt >= 0) {
-    const role = args[roleAt + 1];
-    if (role !== 'all' && role !== 'api' && role !== 'worker') usage();
-    overrides.role = role;
-  }
-  const config = loadConfig(process.env, overrides);
-  const quarry = await createQuarry(config);
-  const url = await quarry.listen();
-  process.stdout.write(`quarry listening on ${url}\n`);
-  if (quarry.starterKey) process.stdout.write(`starter api key: ${quarry.starterKey}\n`);
-  if (!config.model) process.stdout.write('no model provider configured: set QUARRY_MODEL_BASE_URL to run turns\n');
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    quarry.app.log.info({ signal }, 'shutting down');
-    quarry.close().then(() => process.exit(0), (err) => {
-      quarry.app.log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
 const [command, ...rest] = process.argv.slice(2);
-if (command !== 'serve') usage();
-serve(rest).catch((err) => {
-  process.stderr.write(`${err instanceof ConfigError ? err.message : (err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
-});
+
+if (command === 'serve') {
+  const { runServe } = await import('./serve.js');
+  runServe(rest);
+} else {
+  // `quarry … | head` closes the pipe early: that is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+  const { runCli } = await import('./main.js');
+  const code = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env });
+  process.exit(code);
+}

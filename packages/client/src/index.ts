@@ -1,0 +1,63 @@
+/**
+ * @quarry/client: a typed client for the Quarry research-task API.
+ *
+ * @example
+ * ```ts
+ * import { QuarryClient, TaskExecutingError } from '@quarry/client';
+ * const client = new QuarryClient({ baseURL: 'http://127.0.0.1:8080', apiKey: process.env.QUARRY_API_KEY });
+ * const task = await client.tasks.create({ prompt: 'EU battery makers' });
+ * ```
+ */
+export { QuarryClient, type ClientOptions } from './client.js';
+export type { Fetch, RequestOptions } from './request-options.js';
+export {
+  QuarryError,
+  InvalidRequestError,
+  ValidationError,
+  AuthenticationError,
+  OutOfCreditsError,
+  NotFoundError,
+  TaskNotFoundError,
+  MethodNotAllowedError,
+  ConflictError,
+  TaskExecutingError,
+  TaskInCronModeError,
+  TaskExistsError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  RateLimitedError,
+  InternalServerError,
+  BadGatewayError,
+  ServiceUnavailableError,
+  AtCapacityError,
+  AuthUnavailableError,
+  ConnectionError,
+  ConnectionTimeoutError,
+  QuarryAbortError,
+  type ErrorBody,
+  type ErrorDetail,
+} from './errors.js';
+export { Page, PagePromise, TaskPage, RowPage, EventPage } from './pagination.js';
+export { TaskStream, type TaskStreamMode } from './task-stream.js';
+export { OutputExport, type ExportFormat } from './output-export.js';
+export {
+  Tasks,
+  WaitTimeoutError,
+  type CreateTaskParams,
+  type StartTaskParams,
+  type ListTasksParams,
+  type ContinueParams,
+  type ExecuteParams,
+  type StopParams,
+  type UpdateTaskParams,
+  type OutputParams,
+  type RowsParams,
+  type ExportParams,
+  type EventsParams,
+  type StreamParams,
+  type WaitParams,
+  type WaitForTurnOptions,
+} from './resources/tasks.js';
+export { Uploads, type CreateUploadParams, type UploadParams, type UploadData } from './resources/uploads.js';
+export { Admin, AdminAccounts, AdminKeys } from './resources/admin.js';
+export type * from './types.js';

@@ -1,0 +1,126 @@
+/**
+ * What every command gets: the process's streams and environment, the global flags, and clients
+ * built from QUARRY_URL, QUARRY_API_KEY and QUARRY_ADMIN_KEY.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { QuarryClient } from '../../packages/client/src/index.js';
+import { ExitCode, UsageError, type ExitCodeValue } from './exit-codes.js';
+
+export interface CliIo {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stdin: NodeJS.ReadableStream;
+  env: NodeJS.ProcessEnv;
+}
+
+export const DEFAULT_URL = 'http://127.0.0.1:8080';
+
+export class CliContext {
+  constructor(
+    readonly io: CliIo,
+    /** `--json`: machine-readable output on stdout, errors as JSON on stderr. */
+    readonly json: boolean,
+  ) {}
+
+  get baseURL(): string {
+    return this.io.env.QUARRY_URL || DEFAULT_URL;
+  }
+
+  /** A client with the API key; exit 3 when QUARRY_API_KEY is not set. */
+  client(): QuarryClient {
+    const apiKey = this.io.env.QUARRY_API_KEY;
+    if (!apiKey) throw new MissingCredentials('QUARRY_API_KEY is not set: export the API key (the starter key is printed by `quarry serve` on first start).');
+    return new QuarryClient({ baseURL: this.baseURL, apiKey });
+  }
+
+  /** A client with the admin key; exit 3 when QUARRY_ADMIN_KEY is not set. */
+  adminClient(): QuarryClient {
+    const adminKey = this.io.env.QUARRY_ADMIN_KEY;
+    if (!adminKey) throw new MissingCredentials('QUARRY_ADMIN_KEY is not set: admin commands need the admin key the server was started with.');
+    return new QuarryClient({ baseURL: this.baseURL, adminKey });
+  }
+
+  /** Whether the live progress view can redraw (stdout is a terminal and --json is off). */
+  get live(): boolean {
+    return !this.json && this.io.stdout.isTTY === true && this.io.env.TERM !== 'dumb';
+  }
+
+  out(text: string): void {
+    this.io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  err(text: string): void {
+    this.io.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** Prints a value as JSON (pretty on a terminal, one line otherwise). */
+  printJson(value: unknown): void {
+    this.out(this.io.stdout.isTTY ? JSON.stringify(value, null, 2) : JSON.stringify(value));
+  }
+}
+
+/** Credentials are not configured: nothing was sent (exit 3). */
+export class MissingCredentials extends Error {
+  readonly name = 'MissingCredentials';
+  readonly exitCode: ExitCodeValue = ExitCode.auth;
+}
+
+type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+
+/** Options every command takes. */
+const GLOBAL_OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies OptionSpec;
+
+export interface Parsed<O extends OptionSpec> {
+  values: { [K in keyof (O & typeof GLOBAL_OPTIONS)]?: (O & typeof GLOBAL_OPTIONS)[K] extends { type: 'boolean' } ? boolean : string };
+  positionals: string[];
+}
+
+const NEGATIVE_NUMBER = /^-\d/;
+const SHIELD = '\u0000';
+
+/**
+ * Parses a command's arguments: its own options plus `--json` and `--help`, and between `min`
+ * and `max` positionals. Anything else is a UsageError naming what was wrong.
+ */
+export function parseCommand<O extends OptionSpec>(
+  args: string[],
+  options: O,
+  positionals: { min: number; max: number; names: string; negativeNumbers?: boolean },
+): Parsed<O> {
+  // parseArgs reads "-3" as an option; where a positional may be a negative number, shield it.
+  const shielded = positionals.negativeNumbers ? args.map((a) => (NEGATIVE_NUMBER.test(a) ? SHIELD + a : a)) : args;
+  let parsed;
+  try {
+    parsed = parseArgs({ args: shielded, options: { ...options, ...GLOBAL_OPTIONS }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message.split('\n')[0]!);
+  }
+  parsed.positionals = parsed.positionals.map((p) => (p.startsWith(SHIELD) ? p.slice(SHIELD.length) : p));
+  const values = parsed.values as Parsed<O>['values'];
+  if (!values.help) {
+    if (parsed.positionals.length < positionals.min) throw new UsageError(`missing ${positionals.names}`);
+    if (parsed.positionals.length > positionals.max) throw new UsageError(`unexpected argument "${parsed.positionals[positionals.max]}"`);
+  }
+  return { values, positionals: parsed.positionals };
+}
+
+/** An integer option within bounds, or a UsageError. */
+export function intOption(value: string | undefined, name: string, bounds: { min: number; max?: number }): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?\d+$/.test(value)) throw new UsageError(`--${name} must be an integer, got "${value}"`);
+  const n = Number(value);
+  if (n < bounds.min || (bounds.max !== undefined && n > bounds.max)) {
+    throw new UsageError(`--${name} must be ${bounds.max === undefined ? `at least ${bounds.min}` : `between ${bounds.min} and ${bounds.max}`}, got ${n}`);
+  }
+  return n;
+}
+
+/** A number argument, or a UsageError. */
+export function numberArg(value: string, name: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${name} must be a number, got "${value}"`);
+  return n;
+}

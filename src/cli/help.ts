@@ -1,0 +1,45 @@
+/** The CLI's usage text (docs/client.md has the same, with examples). */
+
+export const USAGE = `usage: quarry <command> [options]
+
+Server:
+  serve [--role all|api|worker]          run the service (configured by QUARRY_* variables)
+
+Tasks (QUARRY_URL, QUARRY_API_KEY):
+  task create PROMPT [--spec FILE] [--id ID] [--plan-only] [--follow]
+                                          start a task from a prompt, or from a spec file
+                                          (--spec FILE, "-" for stdin; PROMPT then optional)
+  task ls [--limit N] [--all]             list tasks (pinned first, then most recent)
+  task show ID [--events N]               a task, its outputs and its last events
+  task follow ID [--after SEQ]            follow a task's events until no turn runs
+  task wait ID [--timeout SECONDS]        wait until no turn runs
+  task continue ID MESSAGE [--follow]     send a message (queued while a turn runs)
+  task execute ID [INSTRUCTION] [--follow]
+                                          run the spec again
+  task stop ID [--clear-queue]            stop the running turn
+  task rm ID                              delete a task
+  task outputs ID                         a task's outputs with row counts
+  task rows ID [--output OUT] [--limit N] [--offset N] [--csv | --jsonl]
+                                          read rows; --csv/--jsonl export the whole output
+  upload FILE [--content-type TYPE] [--name NAME]
+                                          upload an input file; prints its upload_id
+
+Admin (QUARRY_URL, QUARRY_ADMIN_KEY):
+  accounts create NAME [--credits N]      create an account and its first key
+  accounts show ACCOUNT                   an account's balance
+  accounts usage ACCOUNT                  per-turn usage
+  keys create ACCOUNT                     create another API key
+  keys ls ACCOUNT                         list an account's keys
+  keys revoke ACCOUNT KEY                 revoke a key
+  credits add ACCOUNT AMOUNT              add (or, negative, take) credits
+
+Options:
+  --json        machine-readable output (errors as JSON on stderr); --follow prints JSON lines
+  -h, --help    this text
+
+Exit codes:
+  0 ok, 1 API error, 2 usage error, 3 credentials missing or refused, 4 not found,
+  5 conflict (task executing, in cron mode, exists), 6 out of credits,
+  7 unavailable (rate limited, 5xx, network), 8 followed turn failed or was stopped,
+  130 interrupted
+`;

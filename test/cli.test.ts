@@ -1,0 +1,347 @@
+/**
+ * The `quarry` CLI, run as a child process against a real server: task, upload and admin
+ * commands, `--json` output, `--follow` progress, the documented exit codes, and `serve`.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { ADMIN_KEY, startHarness, type Harness } from './helpers/harness.js';
+import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { LiveView } from '../src/cli/progress-view.js';
+import type { TaskEvent } from '../packages/client/src/index.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+const root = path.resolve(import.meta.dirname, '..');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-cli-test-'));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The environment without any QUARRY_* variable of the machine running the tests. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('QUARRY_')));
+}
+
+/** A running `quarry` process whose output is collected as it arrives. */
+interface Proc {
+  child: ChildProcess;
+  readonly stdout: string;
+  /** Resolves when the process exits (SIGKILLed after `timeoutMs`). */
+  exited: Promise<Run>;
+  /** Resolves with the first stdout line matching `pattern`, already printed or still to come. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+}
+
+function start(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Proc {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/quarry.ts', ...args], { cwd: root, env: { ...cleanEnv(), NO_COLOR: '1', ...env } });
+  let stdout = '';
+  let stderr = '';
+  const listeners = new Set<() => void>();
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+    for (const l of [...listeners]) l();
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const exited = new Promise<Run>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`quarry ${args.join(' ')} did not exit within ${timeoutMs} ms; stdout: ${stdout} stderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+  return {
+    child,
+    get stdout() {
+      return stdout;
+    },
+    exited,
+    waitForLine(pattern, waitMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = stdout.split('\n').find((l) => pattern.test(l));
+          if (line === undefined) return;
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve(line);
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`no line matching ${pattern} within ${waitMs} ms; got: ${stdout}`));
+        }, waitMs);
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+describe('quarry CLI', () => {
+  let h: Harness;
+  let env: Record<string, string>;
+  const scripts = new Map<string, FakeReply[]>();
+  const script = (prompt: string, ...replies: FakeReply[]) => scripts.set(prompt, [...(scripts.get(prompt) ?? []), ...replies]);
+
+  const quarry = (args: string[], extra: Record<string, string | undefined> = {}) => start(args, { ...env, ...extra }).exited;
+
+  before(async () => {
+    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
+    env = { QUARRY_URL: h.url, QUARRY_API_KEY: h.key, QUARRY_ADMIN_KEY: ADMIN_KEY };
+    h.model!.setResponder((body: FakeRequestBody) => {
+      const first = (body.messages ?? []).find((m) => m.role === 'user');
+      return scripts.get(typeof first?.content === 'string' ? first.content : '')?.shift() ?? { text: 'Done.' };
+    });
+  });
+  after(async () => {
+    await h.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('task create --follow prints one plain line per event off a terminal, then reads the task back', async () => {
+    const prompt = 'EU plants making Li-ion cells';
+    script(
+      prompt,
+      { toolCalls: [{ name: 'update_spec', arguments: { outputs: [{ id: 'plants', kind: 'table', columns: [{ name: 'company', type: 'string', required: true }] }] } }] },
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'plants', rows: [{ company: 'Northvolt' }, { company: 'ACC' }], sources: [{ url: 'https://example.com/nv' }] } }] },
+      { text: 'Found two plants.' },
+    );
+    const run = await quarry(['task', 'create', prompt, '--follow']);
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.trim().split('\n');
+    assert.equal(lines[0], 'task: created');
+    assert.ok(lines.some((l) => /^tool: write_rows finished - wrote 2 rows to plants \(\d+ ms\)$/.test(l)), run.stdout);
+    assert.ok(lines.includes('text: Found two plants.'));
+    assert.match(lines.at(-2)!, /^done: completed \(credits [\d.]+\)$/);
+    const summary = lines.at(-1)!;
+    assert.match(summary, /^done: completed · 2 rows written · 2 tool calls · [\d.]+ credits · [\d.]+ s · tsk_[0-9A-Z]{26}$/);
+    const taskId = /tsk_[0-9A-Z]{26}/.exec(summary)![0];
+
+    const [ls, show, showText, csv, jsonl, rows, rowsText, outputs] = await Promise.all([
+      quarry(['task', 'ls', '--json']),
+      quarry(['task', 'show', taskId, '--json']),
+      quarry(['task', 'show', taskId]),
+      quarry(['task', 'rows', taskId, '--csv']),
+      quarry(['task', 'rows', taskId, '--output', 'plants', '--jsonl']),
+      quarry(['task', 'rows', taskId, '--json']),
+      quarry(['task', 'rows', taskId]),
+      quarry(['task', 'outputs', taskId, '--json']),
+    ]);
+    for (const r of [ls, show, showText, csv, jsonl, rows, rowsText, outputs]) assert.equal(r.code, 0, r.stderr);
+    assert.ok(JSON.parse(ls.stdout).some((t: any) => t.task_id === taskId));
+    const detail = JSON.parse(show.stdout);
+    assert.equal(detail.task_id, taskId);
+    assert.equal(detail.spec.outputs[0].id, 'plants');
+    assert.match(showText.stdout, /^task {6}tsk_/);
+    assert.match(showText.stdout, /plants +table +2 /);
+    assert.equal(csv.stdout, '_row,company,_sources\r\n1,Northvolt,https://example.com/nv\r\n2,ACC,https://example.com/nv\r\n');
+    assert.deepEqual(jsonl.stdout.trim().split('\n').map((l) => JSON.parse(l).company), ['Northvolt', 'ACC']);
+    const page = JSON.parse(rows.stdout);
+    assert.equal(page.total, 2);
+    assert.equal(page.output.id, 'plants');
+    assert.match(rowsText.stdout, /^#\s+company\s+SOURCES\n1\s+Northvolt\s+1\n2\s+ACC\s+1\n$/);
+    assert.match(rowsText.stderr, /rows 1-2 of 2 in plants/);
+    assert.equal(JSON.parse(outputs.stdout)[0].row_count, 2);
+  });
+
+  it('task create --spec FILE --id ID --json starts from a spec; a repeat exits 5 with task_exists', async () => {
+    const spec = path.join(tmp, 'spec.json');
+    fs.writeFileSync(spec, JSON.stringify({ name: 'From a file', outputs: [{ id: 'makers', kind: 'table', columns: [{ name: 'company', required: true }] }] }));
+    const created = await quarry(['task', 'create', 'Makers of cells', '--spec', spec, '--id', 'cli-spec-1', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const task = JSON.parse(created.stdout);
+    assert.equal(task.task_id, 'cli-spec-1');
+    assert.equal(task.name, 'From a file');
+    const waited = await quarry(['task', 'wait', 'cli-spec-1', '--timeout', '30', '--json']);
+    assert.equal(waited.code, 0, waited.stderr);
+    assert.equal(JSON.parse(waited.stdout).active, false);
+    const detail = await h.request('GET', '/task/cli-spec-1');
+    assert.equal(detail.body.spec.prompt, 'Makers of cells');
+
+    const again = await quarry(['task', 'create', '--spec', spec, '--id', 'cli-spec-1', '--json']);
+    assert.equal(again.code, 5);
+    assert.equal(again.stdout, '');
+    const error = JSON.parse(again.stderr);
+    assert.equal(error.error, 'task_exists');
+    assert.equal(error.status, 409);
+    assert.equal(error.task_id, 'cli-spec-1');
+    assert.match(error.request_id, /^qc_/);
+  });
+
+  it('follow --json, continue, execute while running (5), stop, and a followed turn that was stopped (8)', async () => {
+    const prompt = 'a turn that hangs until stopped';
+    script(prompt, { hang: true });
+    const created = await quarry(['task', 'create', prompt, '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const taskId = JSON.parse(created.stdout).task_id;
+
+    const follower = start(['task', 'follow', taskId, '--json'], env);
+    await follower.waitForLine(/"reason":"turn_started"/);
+
+    // Ctrl-C stops following, not the task.
+    const interrupted = start(['task', 'follow', taskId], env);
+    await interrupted.waitForLine(/^task: turn_started/);
+    interrupted.child.kill('SIGINT');
+    const stoppedFollowing = await interrupted.exited;
+    assert.equal(stoppedFollowing.code, 130, stoppedFollowing.stderr);
+    assert.match(stoppedFollowing.stdout, /stopped following \(the task keeps running\)\n$/);
+    assert.equal(stoppedFollowing.stderr, `follow it again with: quarry task follow ${taskId}\n`);
+
+    const queued = await quarry(['task', 'continue', taskId, 'Also look at Norway.']);
+    assert.equal(queued.code, 0, queued.stderr);
+    assert.equal(queued.stdout, `${taskId} message queued (1 waiting)\n`);
+
+    const busy = await quarry(['task', 'execute', taskId]);
+    assert.equal(busy.code, 5);
+    assert.match(busy.stderr, /task_executing, HTTP 409/);
+
+    const stopped = await quarry(['task', 'stop', taskId, '--clear-queue']);
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.equal(stopped.stdout, `${taskId} stopped (plan/idle)\n`);
+
+    const follow = await follower.exited;
+    assert.equal(follow.code, 8, follow.stderr);
+    const events = follow.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1));
+    assert.equal(events.at(-1).type, 'done');
+    assert.equal(events.at(-1).outcome, 'stopped');
+
+    const removed = await quarry(['task', 'rm', taskId]);
+    assert.equal(removed.code, 0);
+    assert.equal(removed.stdout, `${taskId} deleted\n`);
+    const gone = await quarry(['task', 'show', taskId, '--events', '3']);
+    assert.equal(gone.code, 0, 'a deleted task can still be shown');
+    assert.match(gone.stdout, /status {4}deleted/);
+  });
+
+  it('exits with the documented code for each kind of failure', async () => {
+    const broke = await h.quarry.accounts.createAccount('broke', 0);
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const deadPort = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+
+    const cases: [string, string[], Record<string, string | undefined>, number, RegExp][] = [
+      ['help', ['--help'], {}, 0, /^$/],
+      ['no command', [], {}, 2, /usage: quarry <command>/],
+      ['unknown command', ['frobnicate'], {}, 2, /unknown command "frobnicate"/],
+      ['missing prompt', ['task', 'create'], {}, 2, /missing PROMPT/],
+      ['unknown option', ['task', 'ls', '--bogus'], {}, 2, /Unknown option '--bogus'/],
+      ['two formats', ['task', 'rows', 'x', '--csv', '--jsonl'], {}, 2, /one of --csv and --jsonl/],
+      ['bad number', ['task', 'ls', '--limit', 'many'], {}, 2, /--limit must be an integer/],
+      ['unreadable spec', ['task', 'create', '--spec', path.join(tmp, 'missing.json')], {}, 2, /cannot read spec file/],
+      ['no key', ['task', 'ls'], { QUARRY_API_KEY: undefined }, 3, /QUARRY_API_KEY is not set/],
+      ['wrong key', ['task', 'ls'], { QUARRY_API_KEY: 'qry_wrong' }, 3, /unauthorized, HTTP 401/],
+      ['no admin key', ['accounts', 'show', 'acct_x'], { QUARRY_ADMIN_KEY: undefined }, 3, /QUARRY_ADMIN_KEY is not set/],
+      ['no such task', ['task', 'show', 'no-such-task'], {}, 4, /task_not_found, HTTP 404/],
+      ['no such output', ['task', 'rows', 'cli-spec-1', '--output', 'nope'], {}, 4, /not_found, HTTP 404/],
+      ['invalid request', ['task', 'create', '   '], {}, 1, /invalid_request, HTTP 422/],
+      ['out of credits', ['task', 'create', 'no credits'], { QUARRY_API_KEY: broke.apiKey }, 6, /out_of_credits, HTTP 402/],
+      ['unreachable', ['task', 'ls'], { QUARRY_URL: `http://127.0.0.1:${deadPort}` }, 7, /connection_error/],
+    ];
+    const runs = await Promise.all(cases.map(([, args, extra]) => quarry(args, extra)));
+    cases.forEach(([what, , , code, stderr], i) => {
+      assert.equal(runs[i]!.code, code, `${what}: ${runs[i]!.stderr}`);
+      assert.match(runs[i]!.stderr, stderr, what);
+    });
+    assert.match(runs[0]!.stdout, /Exit codes:/);
+
+    const asJson = await quarry(['task', 'create', 'no credits', '--json'], { QUARRY_API_KEY: broke.apiKey });
+    assert.equal(asJson.code, 6);
+    const body = JSON.parse(asJson.stderr);
+    assert.equal(body.error, 'out_of_credits');
+    assert.equal(body.task_created, false);
+    assert.match(body.resolve, /\/credits$/);
+  });
+
+  it('uploads a file and manages accounts, keys and credits', async () => {
+    const file = path.join(tmp, 'shortlist.csv');
+    fs.writeFileSync(file, 'company\nNorthvolt\n');
+    const uploaded = await quarry(['upload', file, '--json']);
+    assert.equal(uploaded.code, 0, uploaded.stderr);
+    const upload = JSON.parse(uploaded.stdout);
+    assert.match(upload.upload_id, /^upl_/);
+    assert.equal(upload.size_bytes, 18);
+    assert.equal(upload.content_type, 'text/csv');
+
+    const created = await quarry(['accounts', 'create', 'cli-team', '--credits', '3', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const account = JSON.parse(created.stdout);
+    assert.match(account.api_key, /^qry_/);
+    const credited = await quarry(['credits', 'add', account.account_id, '-1', '--json']);
+    assert.equal(credited.code, 0, credited.stderr);
+    assert.equal(JSON.parse(credited.stdout).balance, 2);
+    const shown = await quarry(['accounts', 'show', account.account_id]);
+    assert.match(shown.stdout, /balance {2}2\n/);
+
+    const key = JSON.parse((await quarry(['keys', 'create', account.account_id, '--json'])).stdout);
+    const keys = JSON.parse((await quarry(['keys', 'ls', account.account_id, '--json'])).stdout);
+    assert.deepEqual(keys.map((k: any) => k.key_id).sort(), [account.key_id, key.key_id].sort());
+    const asUser = await quarry(['task', 'ls', '--json'], { QUARRY_API_KEY: key.api_key });
+    assert.equal(asUser.stdout.trim(), '[]');
+    const revoked = await quarry(['keys', 'revoke', account.account_id, key.key_id]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.match(revoked.stdout, new RegExp(`^${key.key_id} revoked at `));
+    assert.equal((await quarry(['task', 'ls'], { QUARRY_API_KEY: key.api_key })).code, 3);
+    assert.equal((await quarry(['accounts', 'show', 'acct_missing'])).code, 4);
+  });
+
+  it('draws a live status line on a terminal: activity, tool calls, rows written, credits', () => {
+    let screen = '';
+    const view = new LiveView((text) => (screen += text), { color: false, columns: 200 });
+    const at = new Date().toISOString();
+    const base = { task_id: 'tsk_1', turn_id: 'turn_1', at };
+    const task = { task_id: 'tsk_1', status: 'execute', phase: 'execute', activity: 'executing', credits_used: 0.25 } as any;
+    const events: TaskEvent[] = [
+      { ...base, seq: 1, type: 'task', reason: 'created', task },
+      { ...base, seq: 2, type: 'tool', call_id: 'c1', name: 'write_rows', state: 'started', input: { output: 'items', rows: [{}, {}, {}] }, summary: null, duration_ms: null },
+      { ...base, seq: 3, type: 'tool', call_id: 'c1', name: 'write_rows', state: 'finished', input: { output: 'items', rows: [{}, {}, {}] }, summary: 'wrote 3 rows to items', duration_ms: 12 },
+      { ...base, seq: 4, type: 'text', text: 'First line\nsecond ' },
+      { ...base, seq: 5, type: 'done', outcome: 'completed', output_count: 1, credits_used: 0.25 },
+    ];
+    for (const event of events) view.event(event);
+    view.close('ended');
+    const CLEAR_LINE = '\r\u001b[2K';
+    assert.ok(screen.startsWith(CLEAR_LINE), 'the status line is redrawn in place');
+    assert.match(screen, /. executing · 1 tool call · 3 rows · 0\.25 credits · /);
+    assert.match(screen, /✓ write_rows {2}wrote 3 rows to items {2}12 ms\n/);
+    assert.match(screen, /│ First line\n/);
+    assert.match(screen, /│ second\n/);
+    assert.match(screen, /done: completed · 3 rows written · 1 tool call · 0\.25 credits · [\d.]+ s · tsk_1\n$/);
+  });
+});
+
+describe('quarry serve', () => {
+  it('prints its URL and the starter key, answers the client commands, and stops on SIGTERM', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-cli-serve-'));
+    try {
+      const server = start(['serve'], { QUARRY_PORT: '0', QUARRY_DATA_DIR: dataDir, QUARRY_LOG_LEVEL: 'silent' });
+      const listening = await server.waitForLine(/^quarry listening on /);
+      const keyLine = await server.waitForLine(/^starter api key: /);
+      const url = /^quarry listening on (http:\/\/\S+)$/.exec(listening)![1]!;
+      const key = /^starter api key: (qry_\S+)$/.exec(keyLine)![1]!;
+      const ls = await start(['task', 'ls', '--json'], { QUARRY_URL: url, QUARRY_API_KEY: key }).exited;
+      assert.equal(ls.code, 0, ls.stderr);
+      assert.equal(ls.stdout.trim(), '[]');
+      server.child.kill('SIGTERM');
+      assert.equal((await server.exited).code, 0);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses an unknown role with its usage line and exit code 2', async () => {
+    const run = await start(['serve', '--role', 'bogus'], {}).exited;
+    assert.equal(run.code, 2);
+    assert.equal(run.stderr, 'usage: quarry serve [--role all|api|worker]\n');
+  });
+});
