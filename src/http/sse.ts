@@ -27,15 +27,35 @@ export interface StreamOptions {
   afterSeq: number;
   pingIntervalMs: number;
   maxBufferBytes: number;
-  /** Decides after each event whether the stream is over. */
-  isLast: (event: EventRecord) => boolean | Promise<boolean>;
+  /** Decides after each event whether the stream is over. Called per client per event: keep it cheap. */
+  isLast: (event: EventRecord) => boolean;
   /** When set, the stream sends these unstored frames after the replay and ends instead of going live. */
   closingFrames?: string[];
 }
 
-/** The wire form of a stored event. */
+const wireFrames = new WeakMap<EventRecord, string>();
+
+/** The wire form of a stored event, made once however many streams send the same event object. */
 export function frame(event: EventRecord): string {
-  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.data}\n\n`;
+  let text = wireFrames.get(event);
+  if (text === undefined) {
+    text = `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.data}\n\n`;
+    wireFrames.set(event, text);
+  }
+  return text;
+}
+
+const idleAfter = new WeakMap<EventRecord, boolean>();
+
+/** Whether the task has no running turn and nothing queued after this event (a `done` with no next turn). */
+export function leavesTaskIdle(event: EventRecord): boolean {
+  if (event.type !== 'done') return false;
+  let idle = idleAfter.get(event);
+  if (idle === undefined) {
+    idle = (JSON.parse(event.data) as { next_turn_id?: string | null }).next_turn_id == null;
+    idleAfter.set(event, idle);
+  }
+  return idle;
 }
 
 /** An event that is not stored: no `id:` line. */
@@ -61,6 +81,8 @@ export function openStream(request: FastifyRequest, reply: FastifyReply): Server
     'X-Request-ID': request.id,
   });
   raw.socket?.setNoDelay(true);
+  // Headers go out now, not with the first event: a client resuming at the latest event would otherwise wait.
+  raw.flushHeaders();
   return raw;
 }
 
@@ -70,7 +92,6 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   let live = false;
   let ended = false;
   const backlog: EventRecord[] = [];
-  let chain = Promise.resolve();
 
   const stop = () => {
     ended = true;
@@ -118,11 +139,11 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
       raw.destroy();
     }
   };
-  const send = async (event: EventRecord): Promise<void> => {
+  const send = (event: EventRecord): void => {
     if (ended || event.seq <= lastSeq) return;
     lastSeq = event.seq;
     if (!write(frame(event))) return;
-    if (await opts.isLast(event)) end();
+    if (opts.isLast(event)) end();
   };
 
   // Subscribe before reading the store so nothing published meanwhile is missed.
@@ -131,7 +152,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
       backlog.push(event);
       return;
     }
-    chain = chain.then(() => send(event)).catch(() => end());
+    send(event);
   });
   const ping = setInterval(() => write(': ping\n\n'), opts.pingIntervalMs);
   raw.on('close', end);
@@ -140,7 +161,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
     while (!ended) {
       const page = await opts.store.listEvents(opts.taskId, lastSeq, REPLAY_PAGE);
       for (const event of page) {
-        await send(event);
+        send(event);
         await drained();
       }
       if (page.length < REPLAY_PAGE) break;
@@ -149,7 +170,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
       for (const text of opts.closingFrames) write(text);
       return end();
     }
-    while (backlog.length > 0) await send(backlog.shift()!);
+    while (backlog.length > 0) send(backlog.shift()!);
     // No await between the empty check and this line, so no event can fall between backlog and live.
     live = true;
   } catch (err) {

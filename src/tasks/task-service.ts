@@ -502,6 +502,8 @@ export class TaskService {
       outcome,
       output_count: unit.task.spec.outputs.length,
       credits_used: roundCredits(turn?.creditsUsed ?? 0),
+      // The queued message that starts now, or null: the task is idle (streams of the task end here).
+      next_turn_id: next?.id ?? null,
     });
     return next?.id ?? null;
   }

@@ -15,7 +15,7 @@ import {
   ContinueBody, EventsQuery, ExecuteBody, ListQuery, PatchBody, PromptBody, StartBody, StateReplies, StopBody, StreamQuery, StreamReplies,
   TaskDetailReplies, TaskIdParams, TaskListReplies, TaskReplies, WaitQuery,
 } from '../schemas.js';
-import { resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
+import { leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
 
 /** Client task ids that fixed routes under /task would shadow, or that URLs cannot carry as a path segment. */
 const RESERVED_TASK_IDS = new Set(['workflow', 'metaprompt', 'stream', 'start', '.', '..']);
@@ -215,7 +215,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     }
     await streamTaskEvents(request, reply, {
       ...common,
-      isLast: async (event) => event.type === 'done' && !(await store.getTask(task.id))?.currentTurnId,
+      isLast: leavesTaskIdle,
     });
   });
 
