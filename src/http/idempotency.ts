@@ -38,12 +38,11 @@ export async function withIdempotency(request: FastifyRequest, reply: FastifyRep
 }
 
 export function registerIdempotency(app: FastifyInstance): void {
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     const marked = request.idempotency;
-    if (!marked || reply.statusCode >= 300 || typeof payload !== 'string') return payload;
-    await app.deps.store.putIdempotency(request.accountId, marked.key, {
-      requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString(),
-    });
-    return payload;
+    if (!marked || reply.statusCode >= 300 || typeof payload !== 'string') return done(null, payload);
+    app.deps.store
+      .putIdempotency(request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
+      .then(() => done(null, payload), (err: Error) => done(err));
   });
 }

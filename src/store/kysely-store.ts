@@ -2,11 +2,11 @@
  * The SQL behind the Store contract, written once with Kysely for every database. The adapters
  * (sqlite/, postgres/) only open the connection, set the DialectProfile and run migrations.
  */
-import { Kysely, Migrator, sql, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
+import { Kysely, Migrator, sql, type CompiledQuery, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
 import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
 import type {
   AccountRecord, ApiKeyRecord, EventRecord, HeldLock, IdempotencyRecord, OutputStatsRecord, Store, StoreOps, TaskListCursor,
-  TaskPatch, TaskRecord, TurnPatch, TurnRecord, UploadRecord,
+  TaskPatch, TaskRecord, TaskStateRecord, TurnKind, TurnPatch, TurnRecord, UploadRecord,
 } from './store.js';
 import * as m000001 from './migrations/000001_initial.js';
 import * as m000002 from './migrations/000002_cluster.js';
@@ -50,6 +50,23 @@ class StaticMigrations implements MigrationProvider {
 }
 
 const ROW_BATCH = 2_000;
+
+interface StateRow {
+  id: string;
+  account_id: string;
+  status: string;
+  phase: string | null;
+  activity: string | null;
+  queued_count: number;
+  last_event_seq: number;
+  current_turn_id: string | null;
+  updated_at: string;
+  turn_kind: string | null;
+  turn_started_at: string | null;
+}
+
+/** The /state query compiled once per dialect (its SQL differs only in placeholders and quoting). */
+const stateQuery: Partial<Record<DialectProfile['kind'], CompiledQuery>> = {};
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
   return {
@@ -226,24 +243,31 @@ export class KyselyOps implements StoreOps {
     return r && toTask(r);
   }
 
-  async getTaskState(id: string): Promise<{ task: TaskRecord; turn: TurnRecord | null } | undefined> {
-    const r = await this.db
+  async getTaskState(id: string): Promise<TaskStateRecord | undefined> {
+    // The poll every client makes: compiled once, then only run with the id.
+    const compiled = (stateQuery[this.profile.kind] ??= this.db
       .selectFrom('tasks')
       .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
-      .selectAll('tasks')
-      .select(['turns.kind as turn_kind', 'turns.started_at as turn_started_at', 'turns.created_at as turn_created_at', 'turns.status as turn_status'])
-      .where('tasks.id', '=', id)
-      .executeTakeFirst();
+      .select([
+        'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
+        'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
+      ])
+      .where('tasks.id', '=', '')
+      .compile());
+    const r = (await this.db.executeQuery<StateRow>({ ...compiled, parameters: [id] })).rows[0];
     if (!r) return undefined;
-    const task = toTask(r);
-    const turn: TurnRecord | null = task.currentTurnId && r.turn_kind
-      ? {
-          id: task.currentTurnId, taskId: task.id, accountId: task.accountId, kind: r.turn_kind as TurnRecord['kind'], status: r.turn_status as TurnRecord['status'],
-          input: null, planOnly: false, createdAt: r.turn_created_at!, startedAt: r.turn_started_at, endedAt: null, leaseOwner: null, leaseExpiresAt: null,
-          creditsUsed: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null,
-        }
-      : null;
-    return { task, turn };
+    return {
+      id: r.id,
+      accountId: r.account_id,
+      status: r.status as TaskStateRecord['status'],
+      phase: r.phase as TaskStateRecord['phase'],
+      activity: r.activity as TaskStateRecord['activity'],
+      queuedCount: Number(r.queued_count),
+      lastEventSeq: Number(r.last_event_seq),
+      currentTurnId: r.current_turn_id,
+      updatedAt: r.updated_at,
+      turn: r.current_turn_id && r.turn_kind ? { id: r.current_turn_id, kind: r.turn_kind as TurnKind, startedAt: r.turn_started_at } : null,
+    };
   }
 
   async updateTask(id: string, patch: TaskPatch): Promise<void> {

@@ -54,6 +54,20 @@ export interface TaskRecord {
   deletedAt: string | null;
 }
 
+/** What the /state poll shows: a task's state fields and its current turn. */
+export interface TaskStateRecord {
+  id: string;
+  accountId: string;
+  status: TaskStatus;
+  phase: TaskPhase | null;
+  activity: TaskActivity | null;
+  queuedCount: number;
+  lastEventSeq: number;
+  currentTurnId: string | null;
+  updatedAt: string;
+  turn: { id: string; kind: TurnKind; startedAt: string | null } | null;
+}
+
 export interface TurnError {
   error: string;
   message: string;
@@ -143,8 +157,8 @@ export interface StoreOps {
   insertTask(task: TaskRecord): Promise<void>;
   getTask(id: string, opts?: { lock?: boolean }): Promise<TaskRecord | undefined>;
   updateTask(id: string, patch: TaskPatch): Promise<void>;
-  /** The task and its current turn in one indexed read (the /state poll). */
-  getTaskState(id: string): Promise<{ task: TaskRecord; turn: TurnRecord | null } | undefined>;
+  /** The task's state and its current turn in one indexed read, without the spec (the /state poll). */
+  getTaskState(id: string): Promise<TaskStateRecord | undefined>;
   /** One page in list order (pinned first, then newest update), starting after `after`. Deleted tasks are left out. */
   listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]>;
   /** Tasks in cron mode whose next run is due at `now`. */

@@ -197,6 +197,8 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       await store.insertTask({ ...t, currentTurnId: r.id });
       await store.insertTurn(r);
       const state = (await store.getTaskState(t.id))!;
+      assert.equal(state.currentTurnId, r.id);
+      assert.equal(state.accountId, accountId);
       assert.equal(state.turn!.id, r.id);
       assert.equal(state.turn!.kind, 'execute');
       assert.equal(state.turn!.startedAt, '2030-01-01T00:00:00.000Z');

@@ -174,22 +174,22 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     const { task_id } = request.params as Params;
     const { wait } = request.query as { wait?: number };
     let state = await store.getTaskState(task_id);
-    if (!state || state.task.accountId !== request.accountId || state.task.status === 'deleted') throw QuarryError.taskNotFound(task_id);
-    if (wait && state.task.currentTurnId) {
-      await tasks.waitForTurn(task_id, state.task.currentTurnId, wait * 1000);
+    if (!state || state.accountId !== request.accountId || state.status === 'deleted') throw QuarryError.taskNotFound(task_id);
+    if (wait && state.currentTurnId) {
+      await tasks.waitForTurn(task_id, state.currentTurnId, wait * 1000);
       state = (await store.getTaskState(task_id))!;
     }
-    const { task, turn } = state;
+    const { turn } = state;
     return {
-      task_id: task.id,
-      active: task.currentTurnId !== null,
-      status: task.status,
-      phase: task.phase,
-      activity: task.activity,
-      queued_messages: task.queuedCount,
+      task_id: state.id,
+      active: state.currentTurnId !== null,
+      status: state.status,
+      phase: state.phase,
+      activity: state.activity,
+      queued_messages: state.queuedCount,
       turn: turn ? { id: turn.id, kind: turn.kind, started_at: turn.startedAt } : null,
-      last_event_id: task.lastEventSeq,
-      updated_at: task.updatedAt,
+      last_event_id: state.lastEventSeq,
+      updated_at: state.updatedAt,
     };
   });
 
