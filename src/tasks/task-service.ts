@@ -47,6 +47,8 @@ export type TaskEventReason =
   | 'cron_tick_skipped'
   | 'deleted';
 
+const PENDING_RECOUNT_MS = 1000;
+
 /** Where a turn of each kind starts: a plan turn plans first, the others execute. */
 function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivity } {
   return kind === 'plan' ? { phase: 'plan', activity: 'planning' } : { phase: 'execute', activity: 'executing' };
@@ -106,6 +108,7 @@ export class TaskService {
   private readonly bus: EventBus;
   private readonly config: Config;
   private readonly clock: () => Date;
+  private pendingCount = { value: 0, at: 0 };
   /** Called after a commit that made a turn ready to run. */
   onTurnReady: () => void = () => {};
   /** Called after a commit that ended a turn some worker may be running (stop, delete). */
@@ -568,10 +571,20 @@ export class TaskService {
     }
   }
 
+  /**
+   * Counting pending turns costs a scan that grows with the backlog, so the count is taken at most
+   * every PENDING_RECOUNT_MS and kept in between by adding the turns made pending here. That
+   * estimate only errs high (claimed turns stop being pending), so before refusing it is checked
+   * against an exact count: nothing is refused that the limit would allow.
+   */
   private async requireCapacity(tx: StoreOps): Promise<void> {
-    if ((await tx.countPendingTurns()) >= this.config.maxPendingTurns) {
+    const now = Date.now();
+    const stale = now - this.pendingCount.at >= PENDING_RECOUNT_MS;
+    if (stale || this.pendingCount.value >= this.config.maxPendingTurns) this.pendingCount = { value: await tx.countPendingTurns(), at: now };
+    if (this.pendingCount.value >= this.config.maxPendingTurns) {
       throw new QuarryError('at_capacity', 'Too many turns are waiting to run: wait retry_after seconds, then resend.', { retry_after: 5 });
     }
+    this.pendingCount.value++;
   }
 }
 

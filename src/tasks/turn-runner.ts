@@ -140,8 +140,9 @@ export class TurnRunner {
       const claimedAt = now.toISOString();
       const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
       const turns = await store.transaction((tx) => tx.claimTurns(config.workerId, free, claimedAt, leaseUntil));
-      if (turns.length === 0) return;
       for (const turn of turns) this.launch(turn, turn.startedAt !== claimedAt);
+      // Fewer than asked for: nothing else is ready now (a wake or the poll brings the next ones).
+      if (turns.length < free) return;
     }
   }
 
