@@ -4,15 +4,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
+import { createAccount, taskIds, uid, userText, waitIdleAs } from './helpers/task-api.js';
 import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
-
-const uid = () => randomUUID().slice(0, 8);
-
-function userText(body: FakeRequestBody): string {
-  return (body.messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content)).join('\n');
-}
 
 /**
  * `[hang]` in the task's prompt: the model never answers. `[tool]`: one update_spec call, then
@@ -40,36 +34,6 @@ function expectError(res: TestResponse, status: number, code: string): void {
 
 function isIsoDate(value: unknown): boolean {
   return typeof value === 'string' && !Number.isNaN(Date.parse(value)) && /^\d{4}-\d\d-\d\dT/.test(value);
-}
-
-interface Created {
-  account_id: string;
-  name: string;
-  balance: number;
-  api_key: string;
-  key_id: string;
-}
-
-async function createAccount(h: Harness, name: string, credits: number): Promise<Created> {
-  const res = await h.request('POST', '/admin/accounts', { key: ADMIN_KEY, body: { name, credits } });
-  assert.equal(res.status, 201, res.text);
-  return res.body;
-}
-
-async function waitIdleAs(h: Harness, taskId: string, key: string): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (Date.now() < until) {
-    const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state?wait=5`, { key });
-    assert.equal(res.status, 200, res.text);
-    if (res.body.active === false) return;
-  }
-  assert.fail(`task ${taskId} did not become idle`);
-}
-
-async function listIds(h: Harness, key: string): Promise<string[]> {
-  const res = await h.request('GET', '/task?limit=200', { key });
-  assert.equal(res.status, 200, res.text);
-  return res.body.map((t: { task_id: string }) => t.task_id);
 }
 
 /** Every admin route, with placeholder ids (the guard answers before any id is looked up). */
@@ -196,7 +160,7 @@ describe('admin routes', () => {
     const task = await h.request('POST', '/task', { key: made.body.api_key, body: { prompt: 'made with the second key' } });
     assert.equal(task.status, 200, task.text);
     await waitIdleAs(h, task.body.task_id, made.body.api_key);
-    assert.deepEqual(await listIds(h, acct.api_key), [task.body.task_id]);
+    assert.deepEqual(await taskIds(h, acct.api_key), [task.body.task_id]);
 
     const listed = await h.request('GET', `/admin/accounts/${acct.account_id}/keys`, { key: ADMIN_KEY });
     assert.equal(listed.status, 200, listed.text);
@@ -323,7 +287,7 @@ describe('admin routes', () => {
         const viaPrompt = await h.request('POST', '/task', { key: intruder.api_key, body: { prompt: 'let me in', task_id: id } });
         expectError(viaPrompt, 404, 'task_not_found');
         assert.equal(viaPrompt.body.task_created, false);
-        assert.ok(!(await listIds(h, intruder.api_key)).includes(id), 'the task is in another account\'s list');
+        assert.ok(!(await taskIds(h, intruder.api_key)).includes(id), 'the task is in another account\'s list');
 
         // Nothing the intruder sent reached the task: still running, nothing queued, not renamed or deleted.
         const state = await h.request('GET', `/task/${id}/state`, { key: owner.api_key });
@@ -335,7 +299,7 @@ describe('admin routes', () => {
         assert.equal(detail.body.pinned, false);
         assert.notEqual(detail.body.status, 'deleted');
         assert.ok(!detail.text.includes('let me in'), 'another account\'s message reached the task');
-        assert.ok((await listIds(h, owner.api_key)).includes(id));
+        assert.ok((await taskIds(h, owner.api_key)).includes(id));
       } finally {
         const stop = await h.request('POST', `/task/${id}/stop`, { key: owner.api_key, body: {} });
         assert.equal(stop.status, 200, stop.text);
@@ -352,9 +316,9 @@ describe('admin routes', () => {
       assert.equal(tb.status, 200, tb.text);
       await waitIdleAs(h, ta.body.task_id, a.api_key);
       await waitIdleAs(h, tb.body.task_id, b.api_key);
-      assert.deepEqual(await listIds(h, a.api_key), [ta.body.task_id]);
-      assert.deepEqual(await listIds(h, b.api_key), [tb.body.task_id]);
-      assert.ok(!(await listIds(h, h.key)).some((t) => t === ta.body.task_id || t === tb.body.task_id));
+      assert.deepEqual(await taskIds(h, a.api_key), [ta.body.task_id]);
+      assert.deepEqual(await taskIds(h, b.api_key), [tb.body.task_id]);
+      assert.ok(!(await taskIds(h, h.key)).some((t) => t === ta.body.task_id || t === tb.body.task_id));
     });
   });
 });

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAnthropicProvider, type AnthropicOptions } from '../src/agent/providers/anthropic.js';
-import { ModelProviderError, type ModelRequest } from '../src/agent/providers/model-provider.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
+import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
 
 const MODEL = 'claude-fake-1';
 
@@ -20,67 +20,11 @@ function provider(opts: Partial<AnthropicOptions> = {}) {
   return createAnthropicProvider({ baseUrl: fake.url, model: MODEL, apiKey: 'sk-ant-test', ...opts });
 }
 
-function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return { messages: [{ role: 'user', content: 'Hi' }], tools: [], signal: new AbortController().signal, ...overrides };
-}
-
-function fetchAnswering(pieces: Uint8Array[], contentType: string): typeof fetch {
-  return async () =>
-    new Response(
-      new ReadableStream<Uint8Array>({
-        start(controller) {
-          for (const piece of pieces) controller.enqueue(piece);
-          controller.close();
-        },
-      }),
-      { status: 200, headers: { 'content-type': contentType } },
-    );
-}
-
-function bytes(text: string): Uint8Array[] {
-  return [new TextEncoder().encode(text)];
-}
-
 function sse(events: object[]): string {
   return events.map((e) => `event: ${(e as { type: string }).type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
 }
 
-async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function waitUntil(condition: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-function isProviderError(expected: { status?: number; retryable: boolean; message?: RegExp }) {
-  return (err: unknown) => {
-    assert.ok(err instanceof ModelProviderError, `expected a ModelProviderError, got ${String(err)}`);
-    assert.equal(err.status, expected.status);
-    assert.equal(err.retryable, expected.retryable);
-    if (expected.message) assert.match(err.message, expected.message);
-    return true;
-  };
-}
-
-function isAbortError(err: unknown): boolean {
-  assert.ok(err instanceof Error);
-  assert.equal(err.name, 'AbortError');
-  assert.ok(!(err instanceof ModelProviderError));
-  return true;
-}
+const subject: ProviderUnderTest = { fake: () => fake, provider, bareProvider: (baseUrl) => createAnthropicProvider({ baseUrl, model: MODEL }) };
 
 describe('anthropic provider', () => {
   it('streams text: onTextDelta gets each piece, usage comes from message_start and message_delta', async () => {
@@ -246,21 +190,16 @@ describe('anthropic provider', () => {
     });
   });
 
-  it('estimates tokens as ceil(chars / 4) when the server reports no usage', async () => {
-    const stream = sse([
+  tokenEstimateCase(
+    subject,
+    sse([
       { type: 'message_start', message: { id: 'm' } },
       { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'abcde' } },
       { type: 'message_delta', delta: { stop_reason: 'end_turn' } },
       { type: 'message_stop' },
-    ]);
-
-    const response = await provider({ fetch: fetchAnswering(bytes(stream), 'text/event-stream') }).generate(
-      request({ messages: [{ role: 'system', content: 'x'.repeat(6) }, { role: 'user', content: 'y'.repeat(7) }] }),
-    );
-
-    assert.deepEqual(response.usage, { inputTokens: 4, outputTokens: 2 });
-  });
+    ]),
+  );
 
   it('accepts a plain message answer to a streaming request', async () => {
     const message = JSON.stringify({
@@ -297,106 +236,20 @@ describe('anthropic provider', () => {
     await assert.rejects(provider().generate(request()), isProviderError({ retryable: false, message: /prompt is too long/ }));
   });
 
-  for (const status of [429, 500, 529]) {
-    it(`answers ${status} with a retryable ModelProviderError carrying the provider's message`, async () => {
-      fake.script({ status, errorMessage: 'Slow down, quarry.' });
-
-      await assert.rejects(provider().generate(request()), isProviderError({ status, retryable: true, message: /HTTP \d+: \w+: Slow down, quarry\./ }));
-    });
-  }
-
-  for (const status of [400, 401]) {
-    it(`answers ${status} with a ModelProviderError that is not retryable`, async () => {
-      fake.script({ status, errorMessage: 'messages: at least one message is required' });
-
-      await assert.rejects(provider().generate(request()), isProviderError({ status, retryable: false, message: /at least one message is required/ }));
-    });
-  }
-
-  it('rejects at once with AbortError when aborted during a hanging call, and drops the connection', async () => {
-    fake.script({ hang: true });
-    const controller = new AbortController();
-    const pending = provider().generate(request({ signal: controller.signal }));
-    await fake.waitForRequests(1);
-    assert.equal(fake.pending(), 1);
-
-    controller.abort();
-
-    await assert.rejects(within(pending, 500), isAbortError);
-    await waitUntil(() => fake.pending() === 0, 1000);
+  statusCases(subject, {
+    retryable: [429, 500, 529],
+    retryableMessage: /HTTP \d+: \w+: Slow down, quarry\./,
+    permanent: [400, 401],
+    permanentError: 'messages: at least one message is required',
+    permanentMessage: /at least one message is required/,
   });
 
-  it('rejects with AbortError when aborted in the middle of a stream', async () => {
-    fake.script({ text: 'a'.repeat(400), chunkDelayMs: 300 });
-    const controller = new AbortController();
-    const deltas: string[] = [];
-    let firstDelta!: () => void;
-    const gotFirstDelta = new Promise<void>((resolve) => (firstDelta = resolve));
+  abortAndFailureCases(subject, { chunkDelayMs: 300 });
 
-    const pending = provider().generate(
-      request({
-        signal: controller.signal,
-        onTextDelta: (d) => {
-          deltas.push(d);
-          firstDelta();
-        },
-      }),
-    );
-    await gotFirstDelta;
-    controller.abort();
-
-    await assert.rejects(within(pending, 200), isAbortError);
-    assert.equal(deltas.length, 1);
-    await waitUntil(() => fake.pending() === 0, 1000);
-  });
-
-  it('passes on no delta after onTextDelta aborts, even within one network chunk', async () => {
-    fake.script({ text: 'Several deltas, all written at once.' });
-    const controller = new AbortController();
-    const deltas: string[] = [];
-
-    await assert.rejects(
-      provider().generate(
-        request({
-          signal: controller.signal,
-          onTextDelta: (d) => {
-            deltas.push(d);
-            controller.abort();
-          },
-        }),
-      ),
-      isAbortError,
-    );
-    assert.equal(deltas.length, 1);
-  });
-
-  it('sends nothing when the signal is already aborted', async () => {
-    await assert.rejects(provider().generate(request({ signal: AbortSignal.abort() })), isAbortError);
-    assert.equal(fake.requests.length, 0);
-  });
-
-  it('turns requestTimeoutMs into a retryable ModelProviderError, not an AbortError', async () => {
-    fake.script({ hang: true });
-
-    await assert.rejects(within(provider({ requestTimeoutMs: 50 }).generate(request()), 1000), isProviderError({ retryable: true, message: /within 50 ms/ }));
-  });
-
-  it('reports a refused connection as a retryable ModelProviderError', async () => {
-    const { url } = fake;
-    await fake.close();
-
-    await assert.rejects(createAnthropicProvider({ baseUrl: url, model: MODEL }).generate(request()), isProviderError({ retryable: true, message: /ECONNREFUSED/ }));
-  });
-
-  it('reports a malformed answer as a ModelProviderError that is not retryable', async () => {
-    const cases: [string, AnthropicOptions['fetch'], boolean][] = [
-      ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
-      ['a stream event that is not JSON', fetchAnswering(bytes('event: message_start\ndata: {"type": \n\n'), 'text/event-stream'), true],
-      ['a message without content', fetchAnswering(bytes('{"type":"message"}'), 'application/json'), false],
-      ['a tool_use without a name', fetchAnswering(bytes('{"type":"message","content":[{"type":"tool_use","id":"t","input":{}}]}'), 'application/json'), false],
-    ];
-    for (const [what, fetchImpl, stream] of cases) {
-      await assert.rejects(provider({ fetch: fetchImpl, stream }).generate(request()), isProviderError({ retryable: false, message: /malformed answer/ }), what);
-    }
-  });
+  malformedAnswerCase(subject, [
+    ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
+    ['a stream event that is not JSON', fetchAnswering(bytes('event: message_start\ndata: {"type": \n\n'), 'text/event-stream'), true],
+    ['a message without content', fetchAnswering(bytes('{"type":"message"}'), 'application/json'), false],
+    ['a tool_use without a name', fetchAnswering(bytes('{"type":"message","content":[{"type":"tool_use","id":"t","input":{}}]}'), 'application/json'), false],
+  ]);
 });

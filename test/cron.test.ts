@@ -3,53 +3,14 @@
  * and an execute turn at every tick, refuses messages with 409 task_in_cron_mode, records ticks
  * that find a turn still running, and enters or leaves cron mode through PATCH.
  */
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
-import type { FakeOpenAI } from './fake-model/fake-openai-server.js';
+import { waitIdle, type Harness } from './helpers/harness.js';
+import { until } from './helpers/bounded-waits.js';
+import { fakeModel, getTask, startTestHarness, taskEvents, taskState } from './helpers/task-api.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
-
-async function setup(t: TestContext, opts: HarnessOptions = {}): Promise<Harness> {
-  const h = await startHarness(opts);
-  t.after(() => h.close());
-  return h;
-}
-
-function model(h: Harness): FakeOpenAI {
-  assert.ok(h.model, 'the harness runs the fake model');
-  return h.model;
-}
-
-/** Polls `check` (bounded) until it returns a truthy value. */
-async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 6000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-async function events(h: Harness, taskId: string): Promise<Json[]> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/events?limit=1000`);
-  assert.equal(res.status, 200, res.text);
-  return res.body.events;
-}
-
-async function state(h: Harness, taskId: string): Promise<Json> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state`);
-  assert.equal(res.status, 200, res.text);
-  return res.body;
-}
-
-async function getTask(h: Harness, taskId: string): Promise<Json> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}`);
-  assert.equal(res.status, 200, res.text);
-  return res.body;
-}
 
 function assertError(res: { status: number; body: Json; text: string }, status: number, error: string): void {
   assert.equal(res.status, status, res.text);
@@ -59,6 +20,8 @@ function assertError(res: { status: number; body: Json; text: string }, status: 
 }
 
 const EVERY_SECOND = '* * * * * *';
+/** Waits for what a tick does: ticks come a second apart, so six seconds, polled every 25 ms. */
+const TICK_WAIT = { timeoutMs: 6000, pollMs: 25 };
 const PROMPT = 'Track Li-ion plant announcements in the EU.';
 const OUTPUT = { id: 'plants', kind: 'table', columns: [{ name: 'company', type: 'string', required: true }] };
 
@@ -99,7 +62,7 @@ function assertCron(task: Json, expression: string, timezone: string): void {
 
 describe('cron mode', () => {
   it('a create with an every-second schedule runs the first turn at once, then an execute turn on every tick', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const before = Date.now();
     const task = await createCron(h);
     assert.equal(task.status, 'execute', 'the first turn starts at once');
@@ -107,8 +70,8 @@ describe('cron mode', () => {
     const next = Date.parse(task.cron.next_run_at);
     assert.ok(next > before - 1000 && next <= Date.now() + 2000, `next_run_at ${task.cron.next_run_at} is within a second or two`);
 
-    await model(h).waitForRequests(3, 10_000);
-    const evs = await events(h, task.task_id);
+    await fakeModel(h).waitForRequests(3, 10_000);
+    const evs = await taskEvents(h, task.task_id);
     const created = evs.find((e) => e.type === 'task' && e.reason === 'created');
     const started = evs.filter((e) => e.type === 'task' && e.reason === 'turn_started');
     assert.ok(started.length >= 3, `at least three turns ran: ${started.length}`);
@@ -118,7 +81,7 @@ describe('cron mode', () => {
     assert.ok(done.length >= 2);
     for (const e of done) assert.equal(e.outcome, 'completed');
     // Tick turns run the spec (execute): the model sees only the prompt, no message.
-    for (const req of model(h).requests) {
+    for (const req of fakeModel(h).requests) {
       const users = (req.body.messages ?? []).filter((m) => m.role === 'user').map((m) => m.content);
       assert.ok(users.includes(PROMPT));
     }
@@ -129,40 +92,42 @@ describe('cron mode', () => {
   });
 
   it('continue, execute and prompt messages are 409 task_in_cron_mode, which wins over task_executing; ticks during a turn are recorded as skipped; stop keeps the schedule', async (t) => {
-    const h = await setup(t);
-    model(h).setResponder(() => ({ hang: true }));
+    const h = await startTestHarness(t);
+    fakeModel(h).setResponder(() => ({ hang: true }));
     const task = await createCron(h);
-    await model(h).waitForRequests(1);
-    const running = await state(h, task.task_id);
+    await fakeModel(h).waitForRequests(1);
+    const running = await taskState(h, task.task_id);
     assert.equal(running.active, true);
     const turnId = running.turn.id;
 
     await assertRefusesMessages(h, task.task_id, 'task_in_cron_mode');
-    assert.equal((await state(h, task.task_id)).queued_messages, 0, 'nothing was queued');
+    assert.equal((await taskState(h, task.task_id)).queued_messages, 0, 'nothing was queued');
 
-    const skipped = await until('a cron_tick_skipped event', async () =>
-      (await events(h, task.task_id)).find((e) => e.type === 'task' && e.reason === 'cron_tick_skipped'),
+    const skipped = await until(
+      'a cron_tick_skipped event',
+      async () => (await taskEvents(h, task.task_id)).find((e) => e.type === 'task' && e.reason === 'cron_tick_skipped'),
+      TICK_WAIT,
     );
     assert.equal(skipped.turn_id, turnId, 'the skipped tick names the turn still running');
-    assert.equal((await state(h, task.task_id)).turn?.id, turnId, 'the running turn goes on');
+    assert.equal((await taskState(h, task.task_id)).turn?.id, turnId, 'the running turn goes on');
 
     const stopped = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(stopped.status, 200, stopped.text);
     assertCron(stopped.body, EVERY_SECOND, 'UTC');
-    await until('the model call to be aborted', () => model(h).pending() === 0 || model(h).requests.length > 1);
-    const outcomes = (await events(h, task.task_id)).filter((e) => e.type === 'done').map((e) => e.outcome);
+    await until('the model call to be aborted', () => fakeModel(h).pending() === 0 || fakeModel(h).requests.length > 1, TICK_WAIT);
+    const outcomes = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'done').map((e) => e.outcome);
     assert.equal(outcomes[0], 'stopped');
 
     // The schedule stays: the next tick starts another turn.
-    await model(h).waitForRequests(2, 6000);
+    await fakeModel(h).waitForRequests(2, 6000);
     assertCron(await getTask(h, task.task_id), EVERY_SECOND, 'UTC');
   });
 
   it('PATCH {schedule: null} leaves cron mode (messages are accepted again)', async (t) => {
-    const h = await setup(t);
-    model(h).setResponder(() => ({ hang: true }));
+    const h = await startTestHarness(t);
+    fakeModel(h).setResponder(() => ({ hang: true }));
     const task = await createCron(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
 
     const left = await h.request('PATCH', `/task/${task.task_id}`, { body: { schedule: null } });
     assert.equal(left.status, 200, left.text);
@@ -179,16 +144,16 @@ describe('cron mode', () => {
 
     const stopped = await h.request('POST', `/task/${task.task_id}/stop`, { body: { clear_queue: true } });
     assert.equal(stopped.status, 200, stopped.text);
-    model(h).setResponder(null);
+    fakeModel(h).setResponder(null);
     const idle = await h.request('POST', `/task/${task.task_id}/execute`, { body: {} });
     assert.equal(idle.status, 200, idle.text);
     await waitIdle(h, task.task_id);
-    const reasons = (await events(h, task.task_id)).filter((e) => e.type === 'task').map((e) => e.reason);
+    const reasons = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'task').map((e) => e.reason);
     assert.ok(reasons.includes('updated'));
   });
 
   it('PATCH with a schedule enters cron mode; the task carries cron {expression, timezone, next_run_at}; ticks then run', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const res = await h.request('POST', '/task/start', { body: { task: spec() } });
     assert.equal(res.status, 200, res.text);
     const id = res.body.task_id;
@@ -212,13 +177,13 @@ describe('cron mode', () => {
     assert.deepEqual(got.spec.schedule, { cron: '0 7 * * 1', timezone: 'Europe/Berlin' });
 
     await assertRefusesMessages(h, id, 'task_in_cron_mode');
-    assert.equal(model(h).requests.length, 1, 'no refused message reached the model');
+    assert.equal(fakeModel(h).requests.length, 1, 'no refused message reached the model');
 
     const fast = await h.request('PATCH', `/task/${id}`, { body: { schedule: { cron: EVERY_SECOND } } });
     assert.equal(fast.status, 200, fast.text);
     assertCron(fast.body, EVERY_SECOND, 'UTC');
-    await model(h).waitForRequests(2, 6000);
-    const started = (await events(h, id)).filter((e) => e.type === 'task' && e.reason === 'turn_started');
+    await fakeModel(h).waitForRequests(2, 6000);
+    const started = (await taskEvents(h, id)).filter((e) => e.type === 'task' && e.reason === 'turn_started');
     assert.ok(started.length >= 2, 'a tick started a turn');
 
     const off = await h.request('PATCH', `/task/${id}`, { body: { schedule: null } });
@@ -230,7 +195,7 @@ describe('cron mode', () => {
   });
 
   it('a bad cron expression or timezone in PATCH is 422 naming schedule.cron / schedule.timezone, and changes nothing', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const res = await h.request('POST', '/task/start', { body: { task: spec() } });
     const id = res.body.task_id;
     await waitIdle(h, id);

@@ -5,16 +5,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './helpers/harness.js';
+import { createAccount, taskIds, uid, userText, waitIdleAs } from './helpers/task-api.js';
 import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
 
 // ---- helpers ---------------------------------------------------------------------------------
-
-/** Every user message the model was sent, joined: the task's prompt, messages and instructions. */
-function userText(body: FakeRequestBody): string {
-  return (body.messages ?? []).filter((m) => m.role === 'user').map((m) => String(m.content)).join('\n');
-}
 
 /** The model hangs for tasks whose prompt says `[hang]`, fails for `[fail]`, else answers "Done.". */
 function markerResponder(body: FakeRequestBody): FakeReply {
@@ -72,36 +67,11 @@ function allowOf(res: TestResponse): string[] {
   return (res.headers.get('allow') ?? '').split(',').map((m) => m.trim()).filter(Boolean);
 }
 
-async function taskIds(h: Harness, key?: string): Promise<string[]> {
-  const res = await h.request('GET', '/task?limit=200', key ? { key } : {});
-  assert.equal(res.status, 200, res.text);
-  return res.body.map((t: { task_id: string }) => t.task_id);
-}
-
-async function createAccount(h: Harness, name: string, credits: number): Promise<{ account_id: string; api_key: string }> {
-  const res = await h.request('POST', '/admin/accounts', { key: ADMIN_KEY, body: { name, credits } });
-  assert.equal(res.status, 201, res.text);
-  return res.body;
-}
-
 async function createTask(h: Harness, prompt: string, extra: Record<string, unknown> = {}, key?: string): Promise<string> {
   const res = await h.request('POST', '/task', { body: { prompt, ...extra }, ...(key ? { key } : {}) });
   assert.equal(res.status, 200, res.text);
   assert.equal(typeof res.body.task_id, 'string');
   return res.body.task_id;
-}
-
-const uid = () => randomUUID().slice(0, 8);
-
-/** Polls /state with `key` until no turn runs (bounded; a refused poll fails at once). */
-async function waitIdleAs(h: Harness, taskId: string, key: string): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (Date.now() < until) {
-    const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state?wait=5`, { key });
-    assert.equal(res.status, 200, res.text);
-    if (res.body.active === false) return;
-  }
-  assert.fail(`task ${taskId} did not become idle`);
 }
 
 // ---- the main server -----------------------------------------------------------------------

@@ -3,26 +3,17 @@
  * their queue, execute, stop, delete, patch, blocking waits, plan_only, the events a turn
  * records, tool errors sent back to the model, and a service with no model configured.
  */
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
-import type { FakeOpenAI, FakeReply, RecordedRequest } from './fake-model/fake-openai-server.js';
+import { waitIdle, type Harness } from './helpers/harness.js';
+import { until } from './helpers/bounded-waits.js';
+import { fakeModel, getTask, startTestHarness, taskEvents, taskState } from './helpers/task-api.js';
+import type { FakeReply, RecordedRequest } from './fake-model/fake-openai-server.js';
 
 // ---- helpers --------------------------------------------------------------------------------
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
-
-async function setup(t: TestContext, opts: HarnessOptions = {}): Promise<Harness> {
-  const h = await startHarness(opts);
-  t.after(() => h.close());
-  return h;
-}
-
-function model(h: Harness): FakeOpenAI {
-  assert.ok(h.model, 'the harness runs the fake model');
-  return h.model;
-}
 
 function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
@@ -36,37 +27,8 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
  */
 function holdRequests(h: Harness, held: number[]): { release(index: number, reply?: FakeReply): void } {
   const gates = new Map(held.map((i) => [i, deferred<FakeReply>()]));
-  model(h).setResponder((_body, index) => gates.get(index)?.promise ?? { text: 'Done.' });
+  fakeModel(h).setResponder((_body, index) => gates.get(index)?.promise ?? { text: 'Done.' });
   return { release: (index, reply = { text: 'Done.' }) => gates.get(index)!.resolve(reply) };
-}
-
-/** Polls `check` (bounded) until it returns a truthy value. */
-async function until<T>(what: string, check: () => T | Promise<T>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function events(h: Harness, taskId: string): Promise<Json[]> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/events?limit=1000`);
-  assert.equal(res.status, 200, res.text);
-  return res.body.events;
-}
-
-async function state(h: Harness, taskId: string): Promise<Json> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state`);
-  assert.equal(res.status, 200, res.text);
-  return res.body;
-}
-
-async function getTask(h: Harness, taskId: string): Promise<Json> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}`);
-  assert.equal(res.status, 200, res.text);
-  return res.body;
 }
 
 /** The user messages the model was sent in one request, in order. */
@@ -118,7 +80,7 @@ async function createBySpec(h: Harness, body: Json = {}): Promise<Json> {
 
 describe('create', () => {
   it('by prompt returns at once with status execute (wait in the body does not block), then plan/idle when the turn ends', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const res = await h.request('POST', '/task', { body: { prompt: PROMPT, wait: true } });
     assert.equal(res.status, 200, res.text);
@@ -131,12 +93,12 @@ describe('create', () => {
     assert.equal(task.output_url, `/task/${task.task_id}/output`);
     assert.equal(task.stream_url, `/task/${task.task_id}/stream`);
 
-    await model(h).waitForRequests(1);
-    const running = await state(h, task.task_id);
+    await fakeModel(h).waitForRequests(1);
+    const running = await taskState(h, task.task_id);
     assert.equal(running.active, true);
     assert.equal(running.status, 'execute');
     assert.equal(running.turn?.kind, 'plan');
-    assert.deepEqual(userTexts(model(h).requests[0]), [PROMPT]);
+    assert.deepEqual(userTexts(fakeModel(h).requests[0]), [PROMPT]);
 
     gate.release(0);
     await waitIdle(h, task.task_id);
@@ -144,11 +106,11 @@ describe('create', () => {
     assert.equal(done.status, 'plan');
     assert.equal(done.phase, 'plan');
     assert.equal(done.activity, 'idle');
-    assert.equal((await state(h, task.task_id)).turn, null);
+    assert.equal((await taskState(h, task.task_id)).turn, null);
   });
 
   it('by spec returns at once with status execute (phase execute), then plan/idle when the turn ends', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const task = await createBySpec(h, { wait: 30 });
     assert.equal(task.status, 'execute');
@@ -157,8 +119,8 @@ describe('create', () => {
     assert.equal(task.name, SPEC.name);
     assert.equal(task.output_count, 1);
 
-    await model(h).waitForRequests(1);
-    const running = await state(h, task.task_id);
+    await fakeModel(h).waitForRequests(1);
+    const running = await taskState(h, task.task_id);
     assert.equal(running.active, true);
     assert.equal(running.turn?.kind, 'execute');
 
@@ -171,7 +133,7 @@ describe('create', () => {
   });
 
   it('POST /task/start with a spec and an existing task_id is 409 task_exists; with a new task_id it creates under that id', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const created = await h.request('POST', '/task/start', { body: { task: SPEC, task_id: 'client-task-1' } });
     assert.equal(created.status, 200, created.text);
     assert.equal(created.body.task_id, 'client-task-1');
@@ -183,7 +145,7 @@ describe('create', () => {
     assert.equal(again.body.task_id, 'client-task-1');
     assert.equal(again.body.retryable, false);
     assert.equal((await getTask(h, 'client-task-1')).name, SPEC.name, 'the existing task is unchanged');
-    assert.equal(model(h).requests.length, 1, 'no turn was started by the refused create');
+    assert.equal(fakeModel(h).requests.length, 1, 'no turn was started by the refused create');
   });
 });
 
@@ -191,10 +153,10 @@ describe('create', () => {
 
 describe('messages while a turn runs', () => {
   it('continue answers 202 accepted with queued_messages; the messages run FIFO as user messages when turns end', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
 
     const messages = ['first follow-up', 'second follow-up', 'third follow-up'];
     for (const [i, message] of messages.entries()) {
@@ -204,32 +166,32 @@ describe('messages while a turn runs', () => {
       assert.equal(res.body.task_id, task.task_id);
       assert.equal(res.body.queued_messages, i + 1);
     }
-    const queued = await state(h, task.task_id);
+    const queued = await taskState(h, task.task_id);
     assert.equal(queued.active, true);
     assert.equal(queued.queued_messages, 3);
-    assert.equal(model(h).requests.length, 1, 'queued messages wait for the running turn');
-    const reasons = (await events(h, task.task_id)).filter((e) => e.type === 'task').map((e) => e.reason);
+    assert.equal(fakeModel(h).requests.length, 1, 'queued messages wait for the running turn');
+    const reasons = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'task').map((e) => e.reason);
     assert.equal(reasons.filter((r) => r === 'message_queued').length, 3);
 
     gate.release(0);
     await waitIdle(h, task.task_id);
-    const reqs = model(h).requests;
+    const reqs = fakeModel(h).requests;
     assert.equal(reqs.length, 4, 'one turn per queued message');
     assert.deepEqual(callerTexts(reqs[1]), [messages[0]]);
     assert.deepEqual(callerTexts(reqs[2]), [messages[0], messages[1]]);
     assert.deepEqual(callerTexts(reqs[3]), messages);
-    const after = await state(h, task.task_id);
+    const after = await taskState(h, task.task_id);
     assert.equal(after.queued_messages, 0);
     assert.equal(after.status, 'plan');
-    const done = (await events(h, task.task_id)).filter((e) => e.type === 'done');
+    const done = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => e.outcome), ['completed', 'completed', 'completed', 'completed']);
   });
 
   it('the 17th queued message is 409 task_executing (QUARRY_MAX_QUEUED_MESSAGES defaults to 16)', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     for (let i = 1; i <= 16; i++) {
       const res = await h.request('POST', `/task/${task.task_id}/continue`, { body: { message: `message ${i}` } });
       assert.equal(res.status, 202, `message ${i}: ${res.text}`);
@@ -239,14 +201,14 @@ describe('messages while a turn runs', () => {
     assertError(full, 409, 'task_executing');
     assert.equal(full.body.retryable, true);
     assert.equal(full.body.task_id, task.task_id);
-    assert.equal((await state(h, task.task_id)).queued_messages, 16);
+    assert.equal((await taskState(h, task.task_id)).queued_messages, 16);
   });
 
   it('a lower QUARRY_MAX_QUEUED_MESSAGES is honoured', async (t) => {
-    const h = await setup(t, { env: { QUARRY_MAX_QUEUED_MESSAGES: '2' } });
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_QUEUED_MESSAGES: '2' } });
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     for (const message of ['a', 'b']) {
       assert.equal((await h.request('POST', `/task/${task.task_id}/continue`, { body: { message } })).status, 202);
     }
@@ -256,15 +218,15 @@ describe('messages while a turn runs', () => {
   });
 
   it('execute while a turn runs is 409 task_executing and is never queued', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     const res = await h.request('POST', `/task/${task.task_id}/execute`, { body: { instruction: 'refresh' } });
     assertError(res, 409, 'task_executing');
     assert.equal(res.body.retryable, true);
     assert.equal(res.body.task_id, task.task_id);
-    const s = await state(h, task.task_id);
+    const s = await taskState(h, task.task_id);
     assert.equal(s.queued_messages, 0);
     assert.equal(s.active, true);
 
@@ -272,22 +234,22 @@ describe('messages while a turn runs', () => {
     const stopped = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(stopped.status, 200, stopped.text);
     assert.equal(stopped.body.status, 'plan');
-    assert.equal((await state(h, task.task_id)).active, false);
-    assert.equal(model(h).requests.length, 1);
+    assert.equal((await taskState(h, task.task_id)).active, false);
+    assert.equal(fakeModel(h).requests.length, 1);
   });
 
   it('POST /task with an existing task_id is a message (200 when idle, 202 while running); an unknown task_id is 404 with task_created false', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
 
-    model(h).script({ hang: true });
+    fakeModel(h).script({ hang: true });
     const first = await h.request('POST', '/task', { body: { prompt: 'Also add Norway.', task_id: task.task_id, wait: true } });
     assert.equal(first.status, 200, first.text);
     assert.equal(first.body.task_id, task.task_id);
     assert.equal(first.body.status, 'execute');
-    await model(h).waitForRequests(2);
-    assert.deepEqual(callerTexts(model(h).requests[1]), ['Also add Norway.']);
+    await fakeModel(h).waitForRequests(2);
+    assert.deepEqual(callerTexts(fakeModel(h).requests[1]), ['Also add Norway.']);
 
     const queued = await h.request('POST', '/task', { body: { prompt: 'And Sweden.', task_id: task.task_id } });
     assert.equal(queued.status, 202, queued.text);
@@ -300,7 +262,7 @@ describe('messages while a turn runs', () => {
     const stopped = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(stopped.status, 200);
     await waitIdle(h, task.task_id);
-    assert.deepEqual(callerTexts(model(h).requests[3]), ['Also add Norway.', 'And Sweden.', 'And Finland.']);
+    assert.deepEqual(callerTexts(fakeModel(h).requests[3]), ['Also add Norway.', 'And Sweden.', 'And Finland.']);
 
     const unknown = await h.request('POST', '/task', { body: { prompt: 'hello', task_id: 'no-such-task' } });
     assertError(unknown, 404, 'task_not_found');
@@ -312,7 +274,7 @@ describe('messages while a turn runs', () => {
 
 describe('continue and execute on an idle task', () => {
   it('continue answers 200 at once and a turn runs with the message as a user message', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -321,18 +283,18 @@ describe('continue and execute on an idle task', () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'execute');
     assert.equal(res.body.queued_messages, 0);
-    await model(h).waitForRequests(2);
-    const running = await state(h, task.task_id);
+    await fakeModel(h).waitForRequests(2);
+    const running = await taskState(h, task.task_id);
     assert.equal(running.active, true);
     assert.equal(running.turn?.kind, 'continue');
-    assert.deepEqual(callerTexts(model(h).requests[1]), ['Add capacity figures.']);
+    assert.deepEqual(callerTexts(fakeModel(h).requests[1]), ['Add capacity figures.']);
     gate.release(1);
     await waitIdle(h, task.task_id);
     assert.equal((await getTask(h, task.task_id)).status, 'plan');
   });
 
   it('execute answers 200 at once and runs the spec again, the instruction as a user message', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -340,24 +302,24 @@ describe('continue and execute on an idle task', () => {
     const res = await h.request('POST', `/task/${task.task_id}/execute`, { body: { instruction: 'Refresh the data.' } });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'execute');
-    await model(h).waitForRequests(2);
-    assert.equal((await state(h, task.task_id)).turn?.kind, 'execute');
-    assert.deepEqual(callerTexts(model(h).requests[1]), ['Refresh the data.']);
+    await fakeModel(h).waitForRequests(2);
+    assert.equal((await taskState(h, task.task_id)).turn?.kind, 'execute');
+    assert.deepEqual(callerTexts(fakeModel(h).requests[1]), ['Refresh the data.']);
     gate.release(1);
     await waitIdle(h, task.task_id);
 
     const bare = await h.request('POST', `/task/${task.task_id}/execute`, { body: {} });
     assert.equal(bare.status, 200, bare.text);
     await waitIdle(h, task.task_id);
-    assert.equal(model(h).requests.length, 3);
-    const done = (await events(h, task.task_id)).filter((e) => e.type === 'done');
+    assert.equal(fakeModel(h).requests.length, 3);
+    const done = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => e.outcome), ['completed', 'completed', 'completed']);
   });
 });
 
 describe('what the model is sent', () => {
   it('the task prompt once, then each message and instruction, as user messages (decisions §13)', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const bySpec = await createBySpec(h);
     await waitIdle(h, bySpec.task_id);
     assert.equal((await h.request('POST', `/task/${bySpec.task_id}/continue`, { body: { message: 'Add Norway.' } })).status, 200);
@@ -370,7 +332,7 @@ describe('what the model is sent', () => {
     assert.equal((await h.request('POST', `/task/${byPrompt.body.task_id}/continue`, { body: { message: 'Add Sweden.' } })).status, 200);
     await waitIdle(h, byPrompt.body.task_id);
 
-    const sent = model(h).requests.map(userTexts);
+    const sent = fakeModel(h).requests.map(userTexts);
     assert.deepEqual(sent, [
       [PROMPT],
       [PROMPT, 'Add Norway.'],
@@ -385,40 +347,40 @@ describe('what the model is sent', () => {
 
 describe('stop', () => {
   it('abandons the running turn at once (the model call is aborted), keeps the rows written and returns to plan/idle', async (t) => {
-    const h = await setup(t);
-    model(h).script(
+    const h = await startTestHarness(t);
+    fakeModel(h).script(
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'makers', rows: [{ company: 'Northvolt' }, { company: 'ACC' }], sources: [SOURCE] } }] },
       { hang: true },
     );
     const task = await createBySpec(h);
-    await model(h).waitForRequests(2);
-    await until('the hanging model call', () => model(h).pending() === 1);
+    await fakeModel(h).waitForRequests(2);
+    await until('the hanging model call', () => fakeModel(h).pending() === 1);
 
     const res = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'plan');
     assert.equal(res.body.phase, 'plan');
     assert.equal(res.body.activity, 'idle');
-    await until('the model call to be aborted', () => model(h).pending() === 0, 3000);
+    await until('the model call to be aborted', () => fakeModel(h).pending() === 0, { timeoutMs: 3000 });
 
-    const s = await state(h, task.task_id);
+    const s = await taskState(h, task.task_id);
     assert.equal(s.active, false);
     assert.equal(s.turn, null);
     const output = await h.request('GET', `/task/${task.task_id}/output`);
     assert.equal(output.status, 200, output.text);
     assert.equal(output.body.total, 2);
     assert.deepEqual(output.body.rows.map((r: Json) => r.company), ['Northvolt', 'ACC']);
-    const done = (await events(h, task.task_id)).filter((e) => e.type === 'done');
+    const done = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'done');
     assert.equal(done.length, 1);
     assert.equal(done[0].outcome, 'stopped');
-    assert.equal(model(h).requests.length, 2);
+    assert.equal(fakeModel(h).requests.length, 2);
   });
 
   it('then starts the next queued message', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     assert.equal((await h.request('POST', `/task/${task.task_id}/continue`, { body: { message: 'queued one' } })).status, 202);
 
     const res = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
@@ -426,17 +388,17 @@ describe('stop', () => {
     assert.equal(res.body.status, 'execute', 'the queued message has already started');
     assert.equal(res.body.queued_messages, 0);
     await waitIdle(h, task.task_id);
-    assert.equal(model(h).requests.length, 2);
-    assert.deepEqual(callerTexts(model(h).requests[1]), ['queued one']);
-    const outcomes = (await events(h, task.task_id)).filter((e) => e.type === 'done').map((e) => e.outcome);
+    assert.equal(fakeModel(h).requests.length, 2);
+    assert.deepEqual(callerTexts(fakeModel(h).requests[1]), ['queued one']);
+    const outcomes = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'done').map((e) => e.outcome);
     assert.deepEqual(outcomes, ['stopped', 'completed']);
   });
 
   it('with {clear_queue: true} drops the queued messages', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     for (const message of ['dropped one', 'dropped two']) {
       assert.equal((await h.request('POST', `/task/${task.task_id}/continue`, { body: { message } })).status, 202);
     }
@@ -445,41 +407,41 @@ describe('stop', () => {
     assert.equal(res.body.status, 'plan');
     assert.equal(res.body.activity, 'idle');
     assert.equal(res.body.queued_messages, 0);
-    const s = await state(h, task.task_id);
+    const s = await taskState(h, task.task_id);
     assert.equal(s.active, false);
     assert.equal(s.queued_messages, 0);
 
     // The dropped messages never reach the model, not even in a later turn's history.
     assert.equal((await h.request('POST', `/task/${task.task_id}/execute`, { body: { instruction: 'go' } })).status, 200);
     await waitIdle(h, task.task_id);
-    assert.equal(model(h).requests.length, 2);
-    assert.deepEqual(callerTexts(model(h).requests[1]), ['go']);
+    assert.equal(fakeModel(h).requests.length, 2);
+    assert.deepEqual(callerTexts(fakeModel(h).requests[1]), ['go']);
   });
 
   it('on an idle task is a 200 no-op', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
-    const before = await state(h, task.task_id);
+    const before = await taskState(h, task.task_id);
     const res = await h.request('POST', `/task/${task.task_id}/stop`, { body: {} });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.status, 'plan');
     assert.equal(res.body.activity, 'idle');
-    const after = await state(h, task.task_id);
+    const after = await taskState(h, task.task_id);
     assert.equal(after.active, false);
     assert.equal(after.last_event_id, before.last_event_id, 'nothing was recorded');
-    assert.equal(model(h).requests.length, 1);
+    assert.equal(fakeModel(h).requests.length, 1);
   });
 
   it('takes no body (interface §4: request "none"), on a running and on an idle task', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     const running = await h.request('POST', `/task/${task.task_id}/stop`);
     assert.equal(running.status, 200, running.text);
     assert.equal(running.body.status, 'plan');
-    assert.equal((await state(h, task.task_id)).active, false);
+    assert.equal((await taskState(h, task.task_id)).active, false);
     const idle = await h.request('POST', `/task/${task.task_id}/stop`);
     assert.equal(idle.status, 200, idle.text);
     assert.equal(idle.body.status, 'plan');
@@ -490,7 +452,7 @@ describe('stop', () => {
 
 describe('patch and delete', () => {
   it('PATCH sets name and pinned; pinned tasks list first', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const a = await createBySpec(h);
     await waitIdle(h, a.task_id);
     const b = await createBySpec(h);
@@ -518,16 +480,16 @@ describe('patch and delete', () => {
     assert.equal(unpinned.status, 200, unpinned.text);
     assert.equal(unpinned.body.pinned, false);
     assert.equal(unpinned.body.name, null);
-    const reasons = (await events(h, a.task_id)).filter((e) => e.type === 'task').map((e) => e.reason);
+    const reasons = (await taskEvents(h, a.task_id)).filter((e) => e.type === 'task').map((e) => e.reason);
     assert.equal(reasons.filter((r) => r === 'updated').length, 2);
   });
 
   it('DELETE stops the running turn; the task is deleted in GET /task/{id}, 404 elsewhere and absent from the list', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     const other = await createBySpec(h);
-    await model(h).waitForRequests(2);
+    await fakeModel(h).waitForRequests(2);
     const id = task.task_id;
     assert.equal((await h.request('POST', `/task/${id}/continue`, { body: { message: 'queued' } })).status, 202);
 
@@ -535,7 +497,7 @@ describe('patch and delete', () => {
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.task_id, id);
     assert.equal(res.body.status, 'deleted');
-    await until('the deleted task\'s model call to be aborted', () => model(h).pending() === 0, 3000);
+    await until('the deleted task\'s model call to be aborted', () => fakeModel(h).pending() === 0, { timeoutMs: 3000 });
 
     const got = await getTask(h, id);
     assert.equal(got.status, 'deleted');
@@ -569,7 +531,7 @@ describe('patch and delete', () => {
     const list = await h.request('GET', '/task');
     assert.deepEqual(list.body.map((x: Json) => x.task_id), [other.task_id]);
     // The queued message never ran and nothing else was sent to the model for the deleted task.
-    assert.equal(model(h).requests.length, 2);
+    assert.equal(fakeModel(h).requests.length, 2);
     assert.equal((await getTask(h, id)).status, 'deleted');
   });
 });
@@ -578,15 +540,15 @@ describe('patch and delete', () => {
 
 describe('waits', () => {
   it('continue with wait: true blocks until the turn ends', async (t) => {
-    const h = await setup(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
 
     let settled = false;
     const pending = h.request('POST', `/task/${task.task_id}/continue`, { body: { message: 'block please', wait: true } }).finally(() => (settled = true));
-    await model(h).waitForRequests(2);
-    await state(h, task.task_id); // one more round trip, so an early answer would have arrived
+    await fakeModel(h).waitForRequests(2);
+    await taskState(h, task.task_id); // one more round trip, so an early answer would have arrived
     assert.equal(settled, false, 'continue with wait: true answered while its turn still ran');
     gate.release(1);
     const res = await pending;
@@ -596,14 +558,14 @@ describe('waits', () => {
   });
 
   it('continue with an integer wait blocks until the turn ends: it is not a timeout in seconds (interface §4.1, decisions §4)', async (t) => {
-    const h = await setup(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
 
     let settled = false;
     const pending = h.request('POST', `/task/${task.task_id}/continue`, { body: { message: 'block for the turn', wait: 2 } }).finally(() => (settled = true));
-    await model(h).waitForRequests(2);
+    await fakeModel(h).waitForRequests(2);
     // The turn is held; let more than the integer's worth of seconds pass on the server's own clock.
     const poll = await h.request('GET', `/task/${task.task_id}/state?wait=4`);
     assert.equal(poll.body.active, true);
@@ -617,13 +579,13 @@ describe('waits', () => {
   });
 
   it('execute with wait: true blocks until the turn ends', async (t) => {
-    const h = await setup(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
 
     const pending = h.request('POST', `/task/${task.task_id}/execute`, { body: { wait: true } });
-    await model(h).waitForRequests(2);
+    await fakeModel(h).waitForRequests(2);
     gate.release(1);
     const res = await pending;
     assert.equal(res.status, 200, res.text);
@@ -632,10 +594,10 @@ describe('waits', () => {
   });
 
   it('GET /task/{id}?wait=N and /state?wait=N return when the turn ends', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
 
     let settled = 0;
     const detail = h.request('GET', `/task/${task.task_id}?wait=30`).finally(() => settled++);
@@ -655,10 +617,10 @@ describe('waits', () => {
   });
 
   it('GET /task/{id}?wait=1 and /state?wait=1 return after about a second when the turn goes on', async (t) => {
-    const h = await setup(t);
-    model(h).script({ hang: true });
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
 
     let started = Date.now();
     const d = await h.request('GET', `/task/${task.task_id}?wait=1`);
@@ -680,8 +642,8 @@ describe('waits', () => {
 
 describe('turns', () => {
   it('plan_only: true ends the turn after planning; execute then runs the plan', async (t) => {
-    const h = await setup(t);
-    model(h).script(
+    const h = await startTestHarness(t);
+    fakeModel(h).script(
       { toolCalls: [{ name: 'update_spec', arguments: { name: 'EU makers', outputs: [MAKERS] } }] },
       { text: 'Planned.' },
     );
@@ -698,14 +660,14 @@ describe('turns', () => {
     assert.equal(planned.name, 'EU makers');
     const empty = await h.request('GET', `/task/${id}/output`);
     assert.equal(empty.body.total, 0, 'no rows after planning');
-    assert.equal(model(h).requests.length, 2, 'the turn ended after planning');
-    for (const req of model(h).requests) {
+    assert.equal(fakeModel(h).requests.length, 2, 'the turn ended after planning');
+    for (const req of fakeModel(h).requests) {
       assert.deepEqual((req.body.tools ?? []).map((x) => x.function.name), ['update_spec'], 'a planning-only turn offers only update_spec');
     }
-    const outcomes = (await events(h, id)).filter((e) => e.type === 'done').map((e) => e.outcome);
+    const outcomes = (await taskEvents(h, id)).filter((e) => e.type === 'done').map((e) => e.outcome);
     assert.deepEqual(outcomes, ['completed']);
 
-    model(h).script(
+    fakeModel(h).script(
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'makers', rows: [{ company: 'Northvolt', capacity_gwh: 16 }], sources: [SOURCE] } }] },
       { text: 'Written.' },
     );
@@ -715,13 +677,13 @@ describe('turns', () => {
     const rows = await h.request('GET', `/task/${id}/output`);
     assert.equal(rows.body.total, 1);
     assert.equal(rows.body.rows[0].company, 'Northvolt');
-    assert.ok((model(h).requests[2]?.body.tools ?? []).some((x) => x.function.name === 'write_rows'));
+    assert.ok((fakeModel(h).requests[2]?.body.tools ?? []).some((x) => x.function.name === 'write_rows'));
   });
 
   it('a turn that plans, writes sourced rows and ends records phase and activity events in order, then done completed', async (t) => {
-    const h = await setup(t);
+    const h = await startTestHarness(t);
     const rows = [{ company: 'Northvolt', capacity_gwh: 16 }, { company: 'ACC', capacity_gwh: 13.4 }];
-    model(h).script(
+    fakeModel(h).script(
       { toolCalls: [{ name: 'update_spec', arguments: { name: 'EU makers', outputs: [MAKERS] } }] },
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'makers', rows, sources: [SOURCE] } }] },
       { text: 'All rows written.' },
@@ -731,7 +693,7 @@ describe('turns', () => {
     const id = res.body.task_id;
     await waitIdle(h, id);
 
-    const evs = await events(h, id);
+    const evs = await taskEvents(h, id);
     assert.deepEqual(evs.map((e) => e.seq), evs.map((_e, i) => i + 1), 'gap-free sequence numbers');
     for (const e of evs) assert.equal(e.task_id, id);
     const labels = evs.filter((e) => e.type !== 'text').map((e) => {
@@ -783,8 +745,8 @@ describe('turns', () => {
   });
 
   it('invalid tool arguments go back to the model as tool errors and the turn continues', async (t) => {
-    const h = await setup(t);
-    model(h).script(
+    const h = await startTestHarness(t);
+    fakeModel(h).script(
       { toolCalls: [{ name: 'write_rows', arguments: '{"output": "makers", "rows": [' }] },
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'nope', rows: [{ company: 'X' }], sources: [SOURCE] } }] },
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'makers', rows: [{ capacity_gwh: 'lots' }], sources: [SOURCE] } }] },
@@ -794,7 +756,7 @@ describe('turns', () => {
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
 
-    const reqs = model(h).requests;
+    const reqs = fakeModel(h).requests;
     assert.equal(reqs.length, 5, 'the turn went on after each tool error');
     const errorFor = (i: number) => {
       const results = toolMessages(reqs[i + 1]);
@@ -807,7 +769,7 @@ describe('turns', () => {
     assert.match(errorFor(2), /company/);
     assert.doesNotMatch(errorFor(3), /^error/i);
 
-    const evs = await events(h, task.task_id);
+    const evs = await taskEvents(h, task.task_id);
     const toolEnds = evs.filter((e) => e.type === 'tool' && e.state !== 'started').map((e) => e.state);
     assert.deepEqual(toolEnds, ['failed', 'failed', 'failed', 'finished']);
     assert.ok(!evs.some((e) => e.type === 'error'), 'no error event: the turn did not fail');
@@ -819,13 +781,13 @@ describe('turns', () => {
   });
 
   it('with no model configured the turn ends with an error event saying what to set, then done failed', async (t) => {
-    const h = await setup(t, { model: false });
+    const h = await startTestHarness(t, { model: false });
     const res = await h.request('POST', '/task', { body: { prompt: PROMPT } });
     assert.equal(res.status, 200, res.text);
     const id = res.body.task_id;
     await waitIdle(h, id);
 
-    const evs = await events(h, id);
+    const evs = await taskEvents(h, id);
     const errorAt = evs.findIndex((e) => e.type === 'error');
     assert.ok(errorAt >= 0, 'an error event was recorded');
     assert.match(evs[errorAt].message, /QUARRY_MODEL_BASE_URL/);

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '../src/agent/providers/openai-compatible.js';
-import { ModelProviderError, type ModelRequest } from '../src/agent/providers/model-provider.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
+import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
 
 const MODEL = 'fake-model-1';
 
@@ -20,65 +20,7 @@ function provider(opts: Partial<OpenAICompatibleOptions> = {}) {
   return createOpenAICompatibleProvider({ baseUrl: fake.url, model: MODEL, ...opts });
 }
 
-function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return { messages: [{ role: 'user', content: 'Hi' }], tools: [], signal: new AbortController().signal, ...overrides };
-}
-
-/** A fetch that answers every call with this body, given as byte pieces to cut events anywhere. */
-function fetchAnswering(pieces: Uint8Array[], contentType: string): typeof fetch {
-  return async () =>
-    new Response(
-      new ReadableStream<Uint8Array>({
-        start(controller) {
-          for (const piece of pieces) controller.enqueue(piece);
-          controller.close();
-        },
-      }),
-      { status: 200, headers: { 'content-type': contentType } },
-    );
-}
-
-function bytes(text: string): Uint8Array[] {
-  return [new TextEncoder().encode(text)];
-}
-
-/** Fails instead of hanging the suite when a promise does not settle in time. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function waitUntil(condition: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-function isProviderError(expected: { status?: number; retryable: boolean; message?: RegExp }) {
-  return (err: unknown) => {
-    assert.ok(err instanceof ModelProviderError, `expected a ModelProviderError, got ${String(err)}`);
-    assert.equal(err.status, expected.status);
-    assert.equal(err.retryable, expected.retryable);
-    if (expected.message) assert.match(err.message, expected.message);
-    return true;
-  };
-}
-
-function isAbortError(err: unknown): boolean {
-  assert.ok(err instanceof Error);
-  assert.equal(err.name, 'AbortError');
-  assert.ok(!(err instanceof ModelProviderError));
-  return true;
-}
+const subject: ProviderUnderTest = { fake: () => fake, provider, bareProvider: (baseUrl) => createOpenAICompatibleProvider({ baseUrl, model: MODEL }) };
 
 describe('openai-compatible provider', () => {
   it('streams text: onTextDelta gets each piece and the pieces join into the answer', async () => {
@@ -214,15 +156,7 @@ describe('openai-compatible provider', () => {
     });
   });
 
-  it('estimates tokens as ceil(chars / 4) when the server reports no usage', async () => {
-    const sse = 'data: {"choices":[{"index":0,"delta":{"content":"abcde"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
-
-    const response = await provider({ fetch: fetchAnswering(bytes(sse), 'text/event-stream') }).generate(
-      request({ messages: [{ role: 'system', content: 'x'.repeat(6) }, { role: 'user', content: 'y'.repeat(7) }] }),
-    );
-
-    assert.deepEqual(response.usage, { inputTokens: 4, outputTokens: 2 });
-  });
+  tokenEstimateCase(subject, 'data: {"choices":[{"index":0,"delta":{"content":"abcde"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n');
 
   it('accepts a plain completion to a streaming request, and gives id-less tool calls an id', async () => {
     const completion = JSON.stringify({
@@ -257,120 +191,19 @@ describe('openai-compatible provider', () => {
     }
   });
 
-  for (const status of [429, 500]) {
-    it(`answers ${status} with a retryable ModelProviderError carrying the provider's message`, async () => {
-      fake.script({ status, errorMessage: 'Slow down, quarry.' });
-
-      await assert.rejects(
-        provider().generate(request()),
-        isProviderError({ status, retryable: true, message: /HTTP \d+: Slow down, quarry\./ }),
-      );
-    });
-  }
-
-  it('answers 400 with a ModelProviderError that is not retryable', async () => {
-    fake.script({ status: 400, errorMessage: "'messages' must not be empty." });
-
-    await assert.rejects(
-      provider().generate(request()),
-      isProviderError({ status: 400, retryable: false, message: /'messages' must not be empty\./ }),
-    );
+  statusCases(subject, {
+    retryable: [429, 500],
+    retryableMessage: /HTTP \d+: Slow down, quarry\./,
+    permanent: [400],
+    permanentError: "'messages' must not be empty.",
+    permanentMessage: /'messages' must not be empty\./,
   });
 
-  it('rejects at once with AbortError when aborted during a hanging call, and drops the connection', async () => {
-    fake.script({ hang: true });
-    const controller = new AbortController();
-    const pending = provider().generate(request({ signal: controller.signal }));
-    await fake.waitForRequests(1);
-    assert.equal(fake.pending(), 1);
+  abortAndFailureCases(subject, { chunkDelayMs: 400 });
 
-    controller.abort();
-
-    await assert.rejects(within(pending, 500), isAbortError);
-    await waitUntil(() => fake.pending() === 0, 1000);
-  });
-
-  it('rejects with AbortError when aborted in the middle of a stream', async () => {
-    // The text comes in four deltas 400 ms apart: aborting after the first must not wait for the next.
-    fake.script({ text: 'a'.repeat(400), chunkDelayMs: 400 });
-    const controller = new AbortController();
-    const deltas: string[] = [];
-    let firstDelta!: () => void;
-    const gotFirstDelta = new Promise<void>((resolve) => (firstDelta = resolve));
-
-    const pending = provider().generate(
-      request({
-        signal: controller.signal,
-        onTextDelta: (d) => {
-          deltas.push(d);
-          firstDelta();
-        },
-      }),
-    );
-    await gotFirstDelta;
-    controller.abort();
-
-    await assert.rejects(within(pending, 200), isAbortError);
-    assert.equal(deltas.length, 1);
-    await waitUntil(() => fake.pending() === 0, 1000);
-  });
-
-  it('passes on no delta after onTextDelta aborts, even within one network chunk', async () => {
-    fake.script({ text: 'Several deltas, all written at once.' });
-    const controller = new AbortController();
-    const deltas: string[] = [];
-
-    await assert.rejects(
-      provider().generate(
-        request({
-          signal: controller.signal,
-          onTextDelta: (d) => {
-            deltas.push(d);
-            controller.abort();
-          },
-        }),
-      ),
-      isAbortError,
-    );
-    assert.equal(deltas.length, 1);
-  });
-
-  it('sends nothing when the signal is already aborted', async () => {
-    await assert.rejects(provider().generate(request({ signal: AbortSignal.abort() })), isAbortError);
-    assert.equal(fake.requests.length, 0);
-  });
-
-  it('turns requestTimeoutMs into a retryable ModelProviderError, not an AbortError', async () => {
-    fake.script({ hang: true });
-
-    await assert.rejects(
-      within(provider({ requestTimeoutMs: 50 }).generate(request()), 1000),
-      isProviderError({ retryable: true, message: /within 50 ms/ }),
-    );
-  });
-
-  it('reports a refused connection as a retryable ModelProviderError', async () => {
-    const { url } = fake;
-    await fake.close();
-
-    await assert.rejects(
-      createOpenAICompatibleProvider({ baseUrl: url, model: MODEL }).generate(request()),
-      isProviderError({ retryable: true, message: /ECONNREFUSED/ }),
-    );
-  });
-
-  it('reports a malformed answer as a ModelProviderError that is not retryable', async () => {
-    const cases: [string, OpenAICompatibleOptions['fetch'], boolean][] = [
-      ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
-      ['a stream event that is not JSON', fetchAnswering(bytes('data: {"choices": [\n\n'), 'text/event-stream'), true],
-      ['a completion without choices', fetchAnswering(bytes('{"object":"chat.completion"}'), 'application/json'), false],
-    ];
-    for (const [what, fetchImpl, stream] of cases) {
-      await assert.rejects(
-        provider({ fetch: fetchImpl, stream }).generate(request()),
-        isProviderError({ retryable: false, message: /malformed answer/ }),
-        what,
-      );
-    }
-  });
+  malformedAnswerCase(subject, [
+    ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
+    ['a stream event that is not JSON', fetchAnswering(bytes('data: {"choices": [\n\n'), 'text/event-stream'), true],
+    ['a completion without choices', fetchAnswering(bytes('{"object":"chat.completion"}'), 'application/json'), false],
+  ]);
 });

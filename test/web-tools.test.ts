@@ -10,6 +10,7 @@ import type { Lookup, ResolvedAddress } from '../src/agent/web/safe-fetch.js';
 import { createSearchProvider, searchConfigProblem, type SearchConfig } from '../src/agent/web/search.js';
 import { BRAVE_KEY, startFakeSearch, TAVILY_KEY, type FakeSearch } from './fixtures/fake-search-server.js';
 import { ARTICLE_FACT, BOILERPLATE, CSV, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
+import { within } from './helpers/bounded-waits.js';
 
 let web: FixtureWeb;
 let search: FakeSearch;
@@ -33,18 +34,6 @@ function toolCtx(signal: AbortSignal = new AbortController().signal): ToolContex
 
 async function fetchUrl(url: string, opts: FetchUrlToolOptions = { allowPrivate: true }, signal?: AbortSignal): Promise<ToolResult> {
   return createFetchUrlTool({ timeoutMs: 5000, ...opts }).run({ url }, toolCtx(signal));
-}
-
-async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The text after the header lines. */

@@ -82,7 +82,9 @@ export async function postToProvider<T>(
   };
 
   try {
-    const response = await endpoint.fetch(endpoint.url, { method: 'POST', headers: endpoint.headers, body: json, signal: http.signal }).catch((err: unknown) => {
+    // Called unbound, as the global fetch expects to be.
+    const { fetch: fetchImpl } = endpoint;
+    const response = await fetchImpl(endpoint.url, { method: 'POST', headers: endpoint.headers, body: json, signal: http.signal }).catch((err: unknown) => {
       throw ioFailure(err);
     });
     const text = () =>

@@ -1,0 +1,210 @@
+/**
+ * What the fake model servers share, whatever API they speak: one POST route, replies scripted
+ * in advance (a FIFO queue) or computed by a responder, every request recorded, delays and
+ * hangs that end when the client leaves, and answers as one JSON body or as server-sent events.
+ * Each fake supplies its wire format as a ModelProtocol.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startLoopbackServer } from './loopback-server.js';
+
+/** The parts of a scripted reply that mean the same in every wire format. */
+export interface FakeModelReply {
+  text?: string;
+  /** Wait this long before answering. */
+  delayMs?: number;
+  /** Never answer; the request ends only when the client gives up. */
+  hang?: boolean;
+  /**
+   * With `status` or `errorMessage`, answer the API's error body with that status (default 500)
+   * instead of an answer.
+   */
+  status?: number;
+  errorMessage?: string;
+  /** Pause between stream events (streaming requests only). */
+  chunkDelayMs?: number;
+}
+
+/** The request body as the client sent it. */
+export interface FakeModelRequestBody {
+  model?: string;
+  tool_choice?: unknown;
+  stream?: boolean;
+  [field: string]: unknown;
+}
+
+export interface RecordedModelRequest<Body> {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Body;
+}
+
+/** `index` is the request's position in `requests`. */
+export type FakeModelResponder<Reply, Body> = (body: Body, index: number) => Reply | Promise<Reply>;
+
+export interface FakeModelServer<Reply, Body> {
+  readonly url: string;
+  /** Every well-formed request, in order of arrival. */
+  readonly requests: RecordedModelRequest<Body>[];
+  /** Appends replies to the queue; each request takes the first one. */
+  script(...replies: Reply[]): void;
+  /** When set, answers every request instead of the queue. */
+  setResponder(responder: FakeModelResponder<Reply, Body> | null): void;
+  /** Requests being answered right now (a hanging request counts until the client leaves). */
+  pending(): number;
+  /** Resolves once at least `n` requests have been recorded; rejects after `timeoutMs`. */
+  waitForRequests(n: number, timeoutMs?: number): Promise<void>;
+  /** Stops the server and drops open connections, hanging requests included. */
+  close(): Promise<void>;
+}
+
+/** One API's side of a fake model server. */
+export interface ModelProtocol<Reply extends FakeModelReply, Body extends FakeModelRequestBody> {
+  /** Names the fake in errors, e.g. `OpenAI`. */
+  name: string;
+  /** The one route, served for POST. */
+  path: string;
+  /** The API's error body; `reply` is the scripted reply that asked for it, if one did. */
+  errorBody(status: number, message: string, reply?: Reply): object;
+  /** A request the real API refuses, as [status, message]: checked before the request is recorded. */
+  refusal?(headers: IncomingHttpHeaders, body: Body): [number, string] | undefined;
+  /** Whether the reply is answered with the error body. Default: when it has a status or an error message. */
+  answersWithError?(reply: Reply): boolean;
+  /** The answer to a request that did not ask for a stream. */
+  json(reply: Reply, body: Body, index: number): object;
+  /** The server-sent events, each a complete event text, of a streamed answer. */
+  events(reply: Reply, body: Body, index: number): string[];
+}
+
+export async function startFakeModelServer<Reply extends FakeModelReply, Body extends FakeModelRequestBody>(
+  protocol: ModelProtocol<Reply, Body>,
+): Promise<FakeModelServer<Reply, Body>> {
+  const requests: RecordedModelRequest<Body>[] = [];
+  const queue: Reply[] = [];
+  let responder: FakeModelResponder<Reply, Body> | null = null;
+  let active = 0;
+  const waiters = new Set<{ n: number; resolve: () => void }>();
+  const sendError = (res: ServerResponse, status: number, message: string, reply?: Reply) => sendJson(res, status, protocol.errorBody(status, message, reply));
+  const answersWithError = protocol.answersWithError ?? ((reply: Reply) => reply.status !== undefined || reply.errorMessage !== undefined);
+
+  async function handle(req: IncomingMessage, res: ServerResponse, gone: AbortSignal): Promise<void> {
+    const path = req.url?.split('?')[0];
+    if (req.method !== 'POST' || path !== protocol.path) {
+      req.resume();
+      return sendError(res, 404, `No route ${req.method} ${req.url} (the fake serves POST ${protocol.path}).`);
+    }
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+    } catch {
+      return; // the client left while sending
+    }
+    let body: Body;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Body;
+    } catch {
+      return sendError(res, 400, 'The body is not valid JSON.');
+    }
+    const refused = protocol.refusal?.(req.headers, body);
+    if (refused) return sendError(res, ...refused);
+    const index = requests.push({ path, headers: req.headers, body }) - 1;
+    for (const waiter of waiters) {
+      if (requests.length >= waiter.n) {
+        waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+
+    let reply: Reply;
+    try {
+      // Every field of a reply is optional, so these two are replies of any protocol.
+      reply = responder ? await responder(body, index) : (queue.shift() ?? ({ text: 'Done.' } as Reply));
+    } catch (err) {
+      reply = { status: 500, errorMessage: `The fake responder threw: ${String(err)}` } as Reply;
+    }
+
+    if (reply.delayMs) await pause(reply.delayMs, gone);
+    if (reply.hang && !gone.aborted) await once(gone, 'abort');
+    if (gone.aborted) return;
+
+    if (answersWithError(reply)) {
+      const status = reply.status ?? 500;
+      return sendError(res, status, reply.errorMessage ?? `Fake error ${status}.`, reply);
+    }
+    if (body.stream !== true) return sendJson(res, 200, protocol.json(reply, body, index));
+
+    const events = protocol.events(reply, body, index);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (!reply.chunkDelayMs) {
+      res.end(events.join('')); // one write: the benchmarks send thousands of requests
+      return;
+    }
+    for (const [i, event] of events.entries()) {
+      if (i > 0) await pause(reply.chunkDelayMs, gone);
+      if (gone.aborted) return;
+      res.write(event);
+    }
+    res.end();
+  }
+
+  const server = await startLoopbackServer((req, res) => {
+    active += 1;
+    const gone = new AbortController();
+    // Fires when the answer is complete or the client went away; it ends any delay or hang.
+    res.once('close', () => {
+      active -= 1;
+      gone.abort();
+    });
+    handle(req, res, gone.signal).catch((err: unknown) => {
+      // A reply the fake cannot encode (say, circular arguments) fails its request, not the process.
+      if (res.headersSent) res.destroy();
+      else sendError(res, 500, `The fake server failed: ${String(err)}`);
+    });
+  });
+
+  return {
+    url: server.url,
+    requests,
+    script: (...replies) => void queue.push(...replies),
+    setResponder: (fn) => void (responder = fn),
+    pending: () => active,
+    waitForRequests(n, timeoutMs = 5000) {
+      if (requests.length >= n) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const waiter = {
+          n,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`The fake ${protocol.name} server got ${requests.length} requests within ${timeoutMs} ms, not ${n}.`));
+        }, timeoutMs);
+        waiters.add(waiter);
+      });
+    },
+    close: server.close,
+  };
+}
+
+/** Cuts text into at most `parts` pieces, never inside a character. */
+export function split(text: string, parts: number): string[] {
+  const chars = Array.from(text);
+  const size = Math.ceil(chars.length / parts);
+  const pieces: string[] = [];
+  for (let i = 0; i < chars.length; i += size) pieces.push(chars.slice(i, i + size).join(''));
+  return pieces;
+}
+
+function sendJson(res: ServerResponse, status: number, body: object): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+/** Waits `ms`, or less if the signal fires first. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return sleep(ms, undefined, { signal }).catch(() => undefined);
+}

@@ -1,0 +1,37 @@
+/**
+ * Waits with a limit, so that a test fails instead of hanging the suite when what it waits for
+ * never happens.
+ */
+
+/** Fails instead of hanging the suite when a promise does not settle in time. */
+export async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Checks `condition` every 5 ms until it holds; throws after `ms`. */
+export async function waitUntil(condition: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Polls `check` (bounded) until it returns a truthy value, and returns that value. */
+export async function until<T>(what: string, check: () => T | Promise<T>, { timeoutMs = 5000, pollMs = 10 } = {}): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}

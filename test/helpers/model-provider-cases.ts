@@ -1,0 +1,195 @@
+/**
+ * What every model provider must do alike, whatever its wire format: test cases that each
+ * provider's test file runs against its own fake server, and the helpers those files share.
+ */
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { ModelProviderError, type ModelProvider, type ModelRequest } from '../../src/agent/providers/model-provider.js';
+import type { HttpProviderOptions } from '../../src/agent/providers/provider-http.js';
+import type { FakeModelReply, FakeModelServer } from '../fake-model/fake-model-server.js';
+import { waitUntil, within } from './bounded-waits.js';
+
+/** A request with one user message and no tools; `overrides` replaces any part. */
+export function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
+  return { messages: [{ role: 'user', content: 'Hi' }], tools: [], signal: new AbortController().signal, ...overrides };
+}
+
+/** A fetch that answers every call with this body, given as byte pieces to cut events anywhere. */
+export function fetchAnswering(pieces: Uint8Array[], contentType: string): typeof fetch {
+  return async () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (const piece of pieces) controller.enqueue(piece);
+          controller.close();
+        },
+      }),
+      { status: 200, headers: { 'content-type': contentType } },
+    );
+}
+
+export function bytes(text: string): Uint8Array[] {
+  return [new TextEncoder().encode(text)];
+}
+
+export function isProviderError(expected: { status?: number; retryable: boolean; message?: RegExp }) {
+  return (err: unknown) => {
+    assert.ok(err instanceof ModelProviderError, `expected a ModelProviderError, got ${String(err)}`);
+    assert.equal(err.status, expected.status);
+    assert.equal(err.retryable, expected.retryable);
+    if (expected.message) assert.match(err.message, expected.message);
+    return true;
+  };
+}
+
+export function isAbortError(err: unknown): boolean {
+  assert.ok(err instanceof Error);
+  assert.equal(err.name, 'AbortError');
+  assert.ok(!(err instanceof ModelProviderError));
+  return true;
+}
+
+/** A provider and the fake server it talks to, as one test file sets them up. */
+export interface ProviderUnderTest {
+  /** The fake server of the running test. */
+  fake(): FakeModelServer<FakeModelReply, unknown>;
+  /** The provider pointed at the fake, with `opts` on top of the file's own options. */
+  provider(opts?: HttpProviderOptions & { stream?: boolean }): ModelProvider;
+  /** The provider with nothing but a base URL and a model. */
+  bareProvider(baseUrl: string): ModelProvider;
+}
+
+/**
+ * The server reports no usage: the token counts are estimated from six characters of system
+ * prompt and seven of user message (4 tokens), and from the answer's five characters (2 tokens).
+ * `stream` is a complete streamed answer of the text `abcde` that carries no usage.
+ */
+export function tokenEstimateCase(subject: ProviderUnderTest, stream: string): void {
+  it('estimates tokens as ceil(chars / 4) when the server reports no usage', async () => {
+    const response = await subject.provider({ fetch: fetchAnswering(bytes(stream), 'text/event-stream') }).generate(
+      request({ messages: [{ role: 'system', content: 'x'.repeat(6) }, { role: 'user', content: 'y'.repeat(7) }] }),
+    );
+
+    assert.deepEqual(response.usage, { inputTokens: 4, outputTokens: 2 });
+  });
+}
+
+/**
+ * HTTP errors: each of `retryable` (the scripted message must match `retryableMessage`) and each
+ * of `permanent` (answered with `permanentError`, which `permanentMessage` must match).
+ */
+export function statusCases(
+  subject: ProviderUnderTest,
+  cases: { retryable: number[]; retryableMessage: RegExp; permanent: number[]; permanentError: string; permanentMessage: RegExp },
+): void {
+  for (const status of cases.retryable) {
+    it(`answers ${status} with a retryable ModelProviderError carrying the provider's message`, async () => {
+      subject.fake().script({ status, errorMessage: 'Slow down, quarry.' });
+
+      await assert.rejects(subject.provider().generate(request()), isProviderError({ status, retryable: true, message: cases.retryableMessage }));
+    });
+  }
+
+  for (const status of cases.permanent) {
+    it(`answers ${status} with a ModelProviderError that is not retryable`, async () => {
+      subject.fake().script({ status, errorMessage: cases.permanentError });
+
+      await assert.rejects(subject.provider().generate(request()), isProviderError({ status, retryable: false, message: cases.permanentMessage }));
+    });
+  }
+}
+
+/**
+ * Aborts, the time limit and a refused connection. `chunkDelayMs` spaces the stream events of
+ * the mid-stream abort: aborting after the first must not wait for the next.
+ */
+export function abortAndFailureCases(subject: ProviderUnderTest, { chunkDelayMs }: { chunkDelayMs: number }): void {
+  it('rejects at once with AbortError when aborted during a hanging call, and drops the connection', async () => {
+    const fake = subject.fake();
+    fake.script({ hang: true });
+    const controller = new AbortController();
+    const pending = subject.provider().generate(request({ signal: controller.signal }));
+    await fake.waitForRequests(1);
+    assert.equal(fake.pending(), 1);
+
+    controller.abort();
+
+    await assert.rejects(within(pending, 500), isAbortError);
+    await waitUntil(() => fake.pending() === 0, 1000);
+  });
+
+  it('rejects with AbortError when aborted in the middle of a stream', async () => {
+    const fake = subject.fake();
+    fake.script({ text: 'a'.repeat(400), chunkDelayMs });
+    const controller = new AbortController();
+    const deltas: string[] = [];
+    let firstDelta!: () => void;
+    const gotFirstDelta = new Promise<void>((resolve) => (firstDelta = resolve));
+
+    const pending = subject.provider().generate(
+      request({
+        signal: controller.signal,
+        onTextDelta: (d) => {
+          deltas.push(d);
+          firstDelta();
+        },
+      }),
+    );
+    await gotFirstDelta;
+    controller.abort();
+
+    await assert.rejects(within(pending, 200), isAbortError);
+    assert.equal(deltas.length, 1);
+    await waitUntil(() => fake.pending() === 0, 1000);
+  });
+
+  it('passes on no delta after onTextDelta aborts, even within one network chunk', async () => {
+    subject.fake().script({ text: 'Several deltas, all written at once.' });
+    const controller = new AbortController();
+    const deltas: string[] = [];
+
+    await assert.rejects(
+      subject.provider().generate(
+        request({
+          signal: controller.signal,
+          onTextDelta: (d) => {
+            deltas.push(d);
+            controller.abort();
+          },
+        }),
+      ),
+      isAbortError,
+    );
+    assert.equal(deltas.length, 1);
+  });
+
+  it('sends nothing when the signal is already aborted', async () => {
+    await assert.rejects(subject.provider().generate(request({ signal: AbortSignal.abort() })), isAbortError);
+    assert.equal(subject.fake().requests.length, 0);
+  });
+
+  it('turns requestTimeoutMs into a retryable ModelProviderError, not an AbortError', async () => {
+    subject.fake().script({ hang: true });
+
+    await assert.rejects(
+      within(subject.provider({ requestTimeoutMs: 50 }).generate(request()), 1000),
+      isProviderError({ retryable: true, message: /within 50 ms/ }),
+    );
+  });
+
+  it('reports a refused connection as a retryable ModelProviderError', async () => {
+    const { url } = subject.fake();
+    await subject.fake().close();
+
+    await assert.rejects(subject.bareProvider(url).generate(request()), isProviderError({ retryable: true, message: /ECONNREFUSED/ }));
+  });
+}
+
+/** Answers that break the wire format, each as [what it is, a fetch serving it, whether a stream is asked for]. */
+export function malformedAnswerCase(subject: ProviderUnderTest, cases: [string, typeof fetch, boolean][]): void {
+  it('reports a malformed answer as a ModelProviderError that is not retryable', async () => {
+    for (const [what, fetchImpl, stream] of cases) {
+      await assert.rejects(subject.provider({ fetch: fetchImpl, stream }).generate(request()), isProviderError({ retryable: false, message: /malformed answer/ }), what);
+    }
+  });
+}
