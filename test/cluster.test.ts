@@ -108,7 +108,7 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
     // The first node migrates the empty schema and creates the starter account; the rest join it.
     api1 = await startNode('api-1', 'api', schema, model);
     nodes.push(api1);
-    key = /starter api key: (\S+)/.exec(api1.output.join(''))![1]!;
+    key = await until('the starter key', async () => /starter api key: (\S+)/.exec(api1.output.join(''))?.[1]);
     const rest = await Promise.all([
       startNode('api-2', 'api', schema, model),
       startNode('worker-1', 'worker', schema, model),
