@@ -176,3 +176,25 @@ describe('the Anthropic provider, configured by environment', () => {
     assert.equal(anthropic.requests[0]!.body.model, 'claude-test');
   });
 });
+
+describe('turn limits', () => {
+  it('a turn running past spec.limits.max_turn_seconds ends with limit_reached and keeps its rows', async (t) => {
+    const h = await startHarness();
+    t.after(() => h.close());
+    h.model!.script(
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'items', rows: [{ name: 'kept' }], sources: [{ url: 'https://example.com/' }] } }] },
+      { hang: true },
+    );
+    const start = await h.request('POST', '/task/start', {
+      body: { task: { prompt: 'slow', limits: { max_turn_seconds: 1 }, outputs: [{ id: 'items', kind: 'table', columns: [{ name: 'name', type: 'string' }] }] } },
+    });
+    await waitIdle(h, start.body.task_id, 15_000);
+    const events = (await h.request('GET', `/task/${start.body.task_id}/events?limit=1000`)).body.events as { type: string; error?: string; message?: string; outcome?: string }[];
+    const error = events.find((e) => e.type === 'error')!;
+    assert.equal(error.error, 'limit_reached');
+    assert.match(error.message!, /max_turn_seconds/);
+    assert.equal(events.at(-1)!.outcome, 'failed');
+    assert.equal(h.model!.pending(), 0, 'the hanging model call was abandoned');
+    assert.equal((await h.request('GET', `/task/${start.body.task_id}/output`)).body.total, 1);
+  });
+});
