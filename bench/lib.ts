@@ -1,0 +1,416 @@
+/**
+ * Shared pieces of the benchmark harness: child processes (each server under test runs in its
+ * own, with a raised open-files limit), small HTTP helpers over 127.0.0.1, and statistics.
+ * Every wait here is bounded; every child is killed when the harness exits.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const BENCH_DIR = path.join(ROOT, 'bench');
+export const OUT_DIR = path.join(ROOT, '.bench');
+
+/** Raise the soft open-files limit as far as allowed (65535, else the hard limit), then run the command. */
+const RAISE_FD_LIMIT = 'ulimit -n 65535 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"';
+
+const children = new Set<ChildProcess>();
+
+function killAll(): void {
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null && child.pid) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+process.on('exit', killAll);
+// Ctrl-C or a kill of the harness still ends its children (through the exit handlers).
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(130));
+
+export interface Child {
+  proc: ChildProcess;
+  name: string;
+  /** Every stdout line so far. */
+  lines: string[];
+  /** Resolves with the first stdout line (past or future) matching `re`; rejects on timeout or exit. */
+  waitForLine(re: RegExp, timeoutMs: number): Promise<RegExpExecArray>;
+  /** Resolves when the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` to this child (by its pid) and waits, bounded, for it to exit; SIGKILL if it does not. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<void>;
+  stderr(): string;
+}
+
+export interface SpawnOptions {
+  env?: Record<string, string>;
+  /** Node flags before the script (e.g. --cpu-prof). */
+  nodeArgs?: string[];
+}
+
+/** Starts `node --import tsx <script> ...args` in its own process with a raised fd limit. */
+export function spawnNode(name: string, script: string, args: string[], opts: SpawnOptions = {}): Child {
+  const nodeArgs = ['--import', 'tsx', ...(opts.nodeArgs ?? []), script, ...args];
+  // `exec` keeps the pid: the pid we hold is node's own, so SIGKILL reaches the server itself.
+  const proc = spawn('bash', ['-c', RAISE_FD_LIMIT, 'bench-child', process.execPath, ...nodeArgs], {
+    cwd: ROOT,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(proc);
+  const lines: string[] = [];
+  let stderr = '';
+  const waiters = new Set<{ re: RegExp; resolve: (m: RegExpExecArray) => void }>();
+  let partial = '';
+  proc.stdout!.setEncoding('utf8');
+  proc.stdout!.on('data', (chunk: string) => {
+    partial += chunk;
+    let nl: number;
+    while ((nl = partial.indexOf('\n')) >= 0) {
+      const line = partial.slice(0, nl);
+      partial = partial.slice(nl + 1);
+      lines.push(line);
+      for (const w of waiters) {
+        const m = w.re.exec(line);
+        if (m) {
+          waiters.delete(w);
+          w.resolve(m);
+        }
+      }
+    }
+  });
+  proc.stderr!.setEncoding('utf8');
+  proc.stderr!.on('data', (chunk: string) => {
+    stderr += chunk;
+    if (stderr.length > 200_000) stderr = stderr.slice(-100_000);
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    proc.once('exit', (code, signal) => {
+      children.delete(proc);
+      resolve({ code, signal });
+    });
+  });
+
+  const child: Child = {
+    proc,
+    name,
+    lines,
+    exited,
+    stderr: () => stderr,
+    waitForLine(re, timeoutMs) {
+      for (const line of lines) {
+        const m = re.exec(line);
+        if (m) return Promise.resolve(m);
+      }
+      return new Promise<RegExpExecArray>((resolve, reject) => {
+        const waiter = {
+          re,
+          resolve: (m: RegExpExecArray) => {
+            clearTimeout(timer);
+            resolve(m);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`${name}: no output line matching ${re} within ${timeoutMs} ms.\nstdout tail: ${lines.slice(-5).join('\n')}\nstderr tail: ${stderr.slice(-2000)}`));
+        }, timeoutMs);
+        waiters.add(waiter);
+        void exited.then(({ code, signal }) => {
+          if (!waiters.has(waiter)) return;
+          waiters.delete(waiter);
+          clearTimeout(timer);
+          reject(new Error(`${name} exited (code ${code}, signal ${signal}) before printing ${re}.\nstderr tail: ${stderr.slice(-2000)}`));
+        });
+      });
+    },
+    async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
+      if (proc.exitCode !== null || proc.signalCode !== null || !proc.pid) return;
+      try {
+        process.kill(proc.pid, signal);
+      } catch {
+        return;
+      }
+      const timer = setTimeout(() => {
+        try {
+          if (proc.pid) process.kill(proc.pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }, timeoutMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  return child;
+}
+
+const dataDirs: string[] = [];
+
+/** A new temporary data dir; every one is removed when the harness exits (BENCH_KEEP_DATA=1 keeps them). */
+export function freshDataDir(label: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `quarry-bench-${label}-`));
+  dataDirs.push(dir);
+  return dir;
+}
+
+process.on('exit', () => {
+  if (process.env.BENCH_KEEP_DATA === '1') return;
+  for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+export interface QuarryProcess {
+  url: string;
+  key: string;
+  dataDir: string;
+  child: Child;
+}
+
+export interface QuarryStartOptions {
+  dataDir: string;
+  modelUrl?: string;
+  /** The key from the first start (a restart over the same store prints none). */
+  key?: string;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  label?: string;
+}
+
+/** Runs `quarry serve` (src/cli/quarry.ts) in a child process on a free loopback port. */
+export async function startQuarry(opts: QuarryStartOptions): Promise<QuarryProcess> {
+  const env: Record<string, string> = {
+    QUARRY_HOST: '127.0.0.1',
+    QUARRY_PORT: '0',
+    QUARRY_DATA_DIR: opts.dataDir,
+    QUARRY_RATE_LIMIT_PER_MIN: '1000000000',
+    QUARRY_STARTER_CREDITS: '1000000000',
+    QUARRY_LOG_LEVEL: 'warn',
+    QUARRY_SANDBOX: 'off',
+    QUARRY_MODEL_BASE_URL: opts.modelUrl ?? '',
+    QUARRY_MODEL: 'fake-model',
+    ...opts.env,
+  };
+  const child = spawnNode(opts.label ?? 'quarry', 'src/cli/quarry.ts', ['serve'], { env, nodeArgs: opts.nodeArgs });
+  const url = (await child.waitForLine(/^quarry listening on (http:\/\/\S+)/, 30_000))[1]!;
+  const key = opts.key ?? (await child.waitForLine(/^starter api key: (\S+)/, 10_000))[1]!;
+  return { url, key, dataDir: opts.dataDir, child };
+}
+
+/** The bare node:http baseline server (bench/baseline-server.ts) in its own process. */
+export async function startBaseline(): Promise<{ url: string; child: Child }> {
+  const child = spawnNode('baseline', 'bench/baseline-server.ts', []);
+  const url = (await child.waitForLine(/^baseline listening on (http:\/\/\S+)/, 30_000))[1]!;
+  return { url, child };
+}
+
+export interface JsonResponse {
+  status: number;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+}
+
+/** One request with fetch (for set-up and checks, not for measuring). */
+export async function request(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<JsonResponse> {
+  const headers: Record<string, string> = {};
+  if (opts.key) headers['x-api-key'] = opts.key;
+  let body: string | undefined;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] = 'application/json';
+  }
+  const res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000) });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, text, body: parsed };
+}
+
+export async function expectOk(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<JsonResponse> {
+  const res = await request(method, url, opts);
+  if (res.status < 200 || res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${res.text.slice(0, 500)}`);
+  return res;
+}
+
+/** Polls /state (long-poll, bounded) until the task has no running turn. */
+export async function waitIdle(q: QuarryProcess, taskId: string, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const res = await expectOk('GET', `${q.url}/task/${encodeURIComponent(taskId)}/state?wait=5`, { key: q.key });
+    if (res.body.active === false) return;
+  }
+  throw new Error(`task ${taskId} still has a running turn after ${timeoutMs} ms`);
+}
+
+/**
+ * A timed GET with node:http over a keep-alive socket: ms from sending the request to the last
+ * byte of the body, plus the status and body size.
+ */
+export function timedGet(url: string, agent: http.Agent, headers: Record<string, string>, timeoutMs = 30_000): Promise<{ ms: number; status: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const req = http.get(url, { agent, headers, timeout: timeoutMs }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+      });
+      res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, status: res.statusCode ?? 0, bytes }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+  });
+}
+
+/** Runs `fn` over `items` with at most `concurrency` in flight. */
+export async function mapLimit<T, R>(items: readonly T[], concurrency: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  });
+  await Promise.all(workers);
+  return results;
+}
+
+/** Nearest-rank percentile of an unsorted list (sorts a copy). */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+/** Percentile of a histogram given as counts per integer millisecond. */
+export function histogramPercentile(hist: Map<number, number>, p: number): number {
+  let total = 0;
+  for (const n of hist.values()) total += n;
+  if (total === 0) return NaN;
+  const rank = Math.max(1, Math.ceil((p / 100) * total));
+  let seen = 0;
+  for (const ms of [...hist.keys()].sort((a, b) => a - b)) {
+    seen += hist.get(ms)!;
+    if (seen >= rank) return ms;
+  }
+  return NaN;
+}
+
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** Pids of this harness and its live children (servers, load generators). */
+export function ourPids(): number[] {
+  return [process.pid, ...[...children].map((c) => c.pid).filter((pid): pid is number => pid !== undefined)];
+}
+
+function readJiffies(): { busy: number; steal: number; total: number } {
+  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  return { busy: user + nice + system + irq + softirq, steal, total: user + nice + system + idle + iowait + irq + softirq + steal };
+}
+
+function pidJiffies(pid: number): number | undefined {
+  try {
+    // Fields after the command name (which may contain spaces): utime is the 12th, stime the 13th.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[11]) + Number(rest[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system, all threads) one process uses over a window; NaN where /proc is missing or the process is gone. */
+export function processCpu(pid: number | undefined): { stop(): number } {
+  const j0 = pid === undefined ? undefined : pidJiffies(pid);
+  return {
+    stop() {
+      const j1 = pid === undefined ? undefined : pidJiffies(pid);
+      return j0 === undefined || j1 === undefined ? NaN : (j1 - j0) / 100;
+    },
+  };
+}
+
+export interface CpuUse {
+  /** CPU cores busy on the whole machine, on average over the window. */
+  machine_cores: number;
+  /** Of which this harness and its children. */
+  ours_cores: number;
+  /** Of which other processes on the machine (other users' work competes with the benchmark). */
+  foreign_cores: number;
+  steal_cores: number;
+}
+
+/**
+ * Measures CPU use over a window from /proc (Linux): how much of the machine this benchmark
+ * used and how much other processes did, so a noisy run can be told from a slow one.
+ */
+export function cpuWindow(): { stop(): CpuUse } {
+  const clkTck = 100;
+  const t0 = process.hrtime.bigint();
+  const m0 = fs.existsSync('/proc/stat') ? readJiffies() : undefined;
+  const pids = ourPids();
+  const p0 = new Map(pids.map((pid) => [pid, pidJiffies(pid)]));
+  return {
+    stop() {
+      const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+      if (!m0 || seconds <= 0) return { machine_cores: NaN, ours_cores: NaN, foreign_cores: NaN, steal_cores: NaN };
+      const m1 = readJiffies();
+      let ours = 0;
+      // A process that exited within the window is not counted (stop windows before children exit).
+      for (const pid of new Set([...pids, ...ourPids()])) {
+        const now = pidJiffies(pid);
+        if (now !== undefined) ours += now - (p0.get(pid) ?? 0);
+      }
+      const cores = (j: number) => round(j / clkTck / seconds, 2);
+      const busy = m1.busy - m0.busy;
+      return { machine_cores: cores(busy), ours_cores: cores(ours), foreign_cores: cores(Math.max(0, busy - ours)), steal_cores: cores(m1.steal - m0.steal) };
+    },
+  };
+}
+
+/**
+ * Waits (bounded) until other processes use less than `maxForeignCores` over a one-second sample,
+ * so the benchmark does not start in the middle of someone else's burst. Returns the last sample.
+ */
+export async function waitForQuiet(maxForeignCores: number, maxWaitMs: number): Promise<{ waited_ms: number; foreign_cores: number }> {
+  const started = Date.now();
+  let foreign = NaN;
+  do {
+    const w = cpuWindow();
+    await sleep(1000);
+    foreign = w.stop().foreign_cores;
+    if (!(foreign > maxForeignCores)) break;
+  } while (Date.now() - started < maxWaitMs);
+  return { waited_ms: Date.now() - started, foreign_cores: foreign };
+}
+
+export function round(n: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}

@@ -1,0 +1,803 @@
+/**
+ * `npm run bench`: measures Quarry against a bare node:http baseline measured in the same run on
+ * the same machine, and prints the ratios. Quarry (`quarry serve`), the baseline server and the
+ * SSE load generators each run in their own process; everything talks over 127.0.0.1 only.
+ * Every loop is bounded in count and time, and a watchdog ends the run if anything hangs.
+ *
+ *   1. state   GET /task/{id}/state requests/s (autocannon) vs the same JSON from a bare server.
+ *   2. creates POST /task creates/s, each stored before it is answered; then kill -9, restart
+ *              over the same data dir, and check that every acknowledged task_id is there.
+ *   3. output  GET /task/{id}/output?limit=50000 of a 50,000 × 10 table: ms per request vs the
+ *              bare server sending a pre-built body of the same bytes.
+ *   4. sse     5,000 concurrent GET /task/{id}/stream clients: latency from an event's stored
+ *              `at` to its arrival, vs the bare server pushing the same frames at the same times.
+ *
+ * Results: a table on stdout and .bench/latest.json. Environment knobs (all optional):
+ *   BENCH_ONLY=state,creates,output,sse   run a subset
+ *   BENCH_ROUNDS=3 BENCH_ROUND_S=5        autocannon: rounds per server (alternating), seconds each
+ *   BENCH_SSE_WINDOW_S=10                 how long the SSE benchmark's turn emits events
+ *   BENCH_CONNECTIONS=50                  autocannon connections
+ *   BENCH_SSE_CLIENTS=5000                SSE clients (split over BENCH_SSE_PROCS=2 processes)
+ *   BENCH_QUIET_WAIT_S=15                 before each benchmark, wait up to this long for other
+ *                                         processes to use < 0.5 core (they skew every figure)
+ *   BENCH_CPU_PROF=1                      run Quarry with --cpu-prof (profiles in .bench/prof/<bench>/;
+ *                                         summarize with bench/profile-summary.ts)
+ */
+import autocannon from 'autocannon';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
+import {
+  OUT_DIR, cpuWindow, expectOk, processCpu, waitForQuiet, freshDataDir, histogramPercentile, log, mapLimit, percentile, request, round, sleep, spawnNode,
+  startBaseline, startQuarry, timedGet, waitIdle, withTimeout, type Child, type CpuUse, type QuarryProcess,
+} from './lib.js';
+
+const ALL = ['state', 'creates', 'output', 'sse'] as const;
+type BenchName = (typeof ALL)[number];
+const ONLY = new Set((process.env.BENCH_ONLY ?? ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUND_S = Number(process.env.BENCH_ROUND_S ?? 5);
+const SSE_WINDOW_S = Number(process.env.BENCH_SSE_WINDOW_S ?? 10);
+const WARMUP_S = 2;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const SSE_CLIENTS = Number(process.env.BENCH_SSE_CLIENTS ?? 5000);
+const SSE_PROCS = Number(process.env.BENCH_SSE_PROCS ?? 2);
+const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
+const QUIET_WAIT_S = Number(process.env.BENCH_QUIET_WAIT_S ?? 15);
+const OUTPUT_ROWS = 50_000;
+const ROWS_PER_CALL = 5_000;
+const OUTPUT_REQUESTS = 20;
+const OUTPUT_WARMUP = 3;
+/** Ends the whole run if it is still going (it normally takes 2–4 minutes). */
+const WATCHDOG_MS = 12 * 60_000;
+
+interface Result {
+  bench: BenchName;
+  metric: string;
+  unit: string;
+  quarry: number;
+  baseline: number;
+  /** quarry / baseline for rates; baseline / quarry for times, so < 1 always means "slower than the baseline". */
+  ratio: number;
+  target: string;
+  met: boolean;
+  details: Record<string, unknown>;
+}
+
+const results: Result[] = [];
+const failures: { bench: BenchName; error: string }[] = [];
+
+function profArgs(name: string): string[] {
+  if (!CPU_PROF) return [];
+  // One directory per benchmark: node writes one profile per thread (tsx's loader runs on its
+  // own thread); the main thread's is the largest file.
+  const dir = path.join(OUT_DIR, 'prof', name);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
+async function cannon(opts: autocannon.Options): Promise<autocannon.Result> {
+  return withTimeout(autocannon({ timeout: 10, ...opts }), (Number(opts.duration ?? 10) + 30) * 1000, `autocannon ${opts.url}`);
+}
+
+function rate(r: autocannon.Result): number {
+  return r['2xx'] / r.duration;
+}
+
+interface Side {
+  runs: autocannon.Result[];
+  cpu: CpuUse[];
+  /** CPU seconds the server process itself used in each round. */
+  serverCpuS: number[];
+}
+
+/**
+ * Runs autocannon against Quarry and the baseline in alternating rounds (Q, B, Q, B, …), so that
+ * whatever else the machine is doing weighs on both alike. `afterQuarry` runs after each Quarry round.
+ */
+async function alternate(
+  quarry: { opts: autocannon.Options; pid: number | undefined },
+  baseline: { opts: autocannon.Options; pid: number | undefined },
+  afterQuarry?: (round: number) => Promise<void>,
+): Promise<{ quarry: Side; baseline: Side }> {
+  const out = { quarry: { runs: [], cpu: [], serverCpuS: [] } as Side, baseline: { runs: [], cpu: [], serverCpuS: [] } as Side };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [side, target] of [['quarry', quarry], ['baseline', baseline]] as const) {
+      const cpu = cpuWindow();
+      const server = processCpu(target.pid);
+      out[side].runs.push(await cannon({ ...target.opts, duration: ROUND_S }));
+      out[side].serverCpuS.push(server.stop());
+      out[side].cpu.push(cpu.stop());
+      if (side === 'quarry') await afterQuarry?.(round);
+    }
+  }
+  return out;
+}
+
+/** Server CPU microseconds per successful request: a cost that other load on the machine skews far less than a rate. */
+function cpuPerRequestUs(side: Side): number {
+  const ok = side.runs.reduce((n, r) => n + r['2xx'], 0);
+  return (side.serverCpuS.reduce((n, s) => n + s, 0) * 1e6) / ok;
+}
+
+function sideRate(side: Side): number {
+  return side.runs.reduce((n, r) => n + r['2xx'], 0) / side.runs.reduce((n, r) => n + r.duration, 0);
+}
+
+function sideSummary(side: Side) {
+  return {
+    requests_per_s: round(sideRate(side)),
+    per_round_per_s: side.runs.map((r) => round(rate(r))),
+    server_cpu_us_per_request: round(cpuPerRequestUs(side)),
+    server_cpu_cores_per_round: side.serverCpuS.map((s, i) => round(s / side.runs[i]!.duration, 2)),
+    ok_2xx: side.runs.reduce((n, r) => n + r['2xx'], 0),
+    non_2xx: side.runs.reduce((n, r) => n + r.non2xx, 0),
+    errors: side.runs.reduce((n, r) => n + r.errors, 0),
+    timeouts: side.runs.reduce((n, r) => n + r.timeouts, 0),
+    latency_ms: {
+      p50_median_of_rounds: percentile(side.runs.map((r) => r.latency.p50), 50),
+      p99_worst_round: Math.max(...side.runs.map((r) => r.latency.p99)),
+      max: Math.max(...side.runs.map((r) => r.latency.max)),
+    },
+    cpu_per_round: side.cpu,
+  };
+}
+
+function sideErrors(side: Side): number {
+  return side.runs.reduce((n, r) => n + r.errors + r.timeouts, 0);
+}
+
+// ---- 1. GET /task/{id}/state ------------------------------------------------------------------
+
+async function benchState(): Promise<void> {
+  const q = await startQuarry({ dataDir: freshDataDir('state'), nodeArgs: profArgs('state'), label: 'quarry-state' });
+  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
+  try {
+    b = await startBaseline();
+    const created = await expectOk('POST', `${q.url}/task`, { key: q.key, body: { prompt: 'Benchmark the state route.' } });
+    const id = created.body.task_id as string;
+    await waitIdle(q, id, 15_000);
+    const statePath = `/task/${encodeURIComponent(id)}/state`;
+    const stateBody = (await expectOk('GET', q.url + statePath, { key: q.key })).text;
+    await expectOk('POST', `${b.url}/_bench/config`, { body: { statePath, stateBody } });
+    if ((await expectOk('GET', b.url + statePath)).text !== stateBody) throw new Error('the baseline state body differs from Quarry’s');
+
+    const quarryOpts = { url: q.url + statePath, connections: CONNECTIONS, headers: { 'x-api-key': q.key } };
+    const baseOpts = { url: b.url + statePath, connections: CONNECTIONS, headers: { 'x-api-key': q.key } };
+    log(`state: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${CONNECTIONS} connections`);
+    await cannon({ ...quarryOpts, duration: WARMUP_S });
+    await cannon({ ...baseOpts, duration: WARMUP_S });
+    const run = await alternate({ opts: quarryOpts, pid: q.child.proc.pid }, { opts: baseOpts, pid: b.child.proc.pid });
+
+    const quarry = sideRate(run.quarry);
+    const baseline = sideRate(run.baseline);
+    const ratio = quarry / baseline;
+    results.push({
+      bench: 'state',
+      metric: 'GET /task/{id}/state',
+      unit: 'req/s',
+      quarry,
+      baseline,
+      ratio,
+      target: '≥ 50% of baseline',
+      met: ratio >= 0.5 && sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0),
+      details: {
+        body_bytes: Buffer.byteLength(stateBody),
+        connections: CONNECTIONS,
+        per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
+        cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
+        quarry: sideSummary(run.quarry),
+        baseline: sideSummary(run.baseline),
+      },
+    });
+  } finally {
+    await q.child.stop('SIGTERM');
+    await b?.child.stop('SIGTERM');
+  }
+}
+
+// ---- 2. POST /task ----------------------------------------------------------------------------
+
+async function benchCreates(): Promise<void> {
+  const dataDir = freshDataDir('creates');
+  // Turns do run: no model is configured, so each create's turn is claimed, started and fails at
+  // once with an `error` event (decisions §4) — the cheapest honest setup; every create still
+  // stores its task, its turn and its events before it is answered.
+  let q: QuarryProcess = await startQuarry({ dataDir, label: 'quarry-creates' });
+  const key = q.key;
+  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
+  const body = JSON.stringify({ prompt: 'Find every company making Li-ion cells in the EU, with plant location and capacity.' });
+  const acknowledged: string[] = [];
+  let unparsed = 0;
+  let createBody = '';
+  const onResponse = (status: number, text: string) => {
+    if (status !== 200) return;
+    try {
+      acknowledged.push((JSON.parse(text) as { task_id: string }).task_id);
+      if (!createBody) createBody = text;
+    } catch {
+      unparsed++;
+    }
+  };
+  const opts = (url: string, collect: boolean): autocannon.Options => ({
+    url,
+    connections: CONNECTIONS,
+    requests: [{
+      method: 'POST',
+      path: '/task',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body,
+      ...(collect ? { onResponse } : {}),
+    }],
+  });
+  let checked = 0;
+  let missing = 0;
+  let killedAfter = 0;
+  const statuses: Record<string, number> = {};
+  try {
+    b = await startBaseline();
+    log(`creates: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${CONNECTIONS} connections`);
+    await cannon({ ...opts(q.url, true), duration: WARMUP_S });
+    await expectOk('POST', `${b.url}/_bench/config`, { body: { createBody } });
+    await cannon({ ...opts(b.url, false), duration: WARMUP_S });
+    const run = await alternate({ opts: opts(q.url, true), pid: q.child.proc.pid }, { opts: opts(b.url, false), pid: b.child.proc.pid }, async (round) => {
+      if (round !== ROUNDS - 1) return;
+      // Durability: kill -9 right after the last answer of the last Quarry round.
+      await q.child.stop('SIGKILL');
+      killedAfter = acknowledged.length;
+    });
+    log(`creates: Quarry was killed with SIGKILL after ${killedAfter} acknowledged creates; restarting over the same data dir`);
+    q = await startQuarry({ dataDir, key, label: 'quarry-creates-restart' });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+    const restarted = q;
+    await withTimeout(
+      mapLimit(acknowledged, 32, async (id) => {
+        const res = await getTaskStatus(`${restarted.url}/task/${encodeURIComponent(id)}`, agent, key);
+        checked++;
+        if (res.status !== 200) missing++;
+        else statuses[res.taskStatus] = (statuses[res.taskStatus] ?? 0) + 1;
+      }),
+      180_000,
+      'durability check',
+    );
+    agent.destroy();
+
+    const quarry = sideRate(run.quarry);
+    const baseline = sideRate(run.baseline);
+    results.push({
+      bench: 'creates',
+      metric: 'POST /task (stored before answered)',
+      unit: 'creates/s',
+      quarry,
+      baseline,
+      ratio: quarry / baseline,
+      target: '≥ 2,000 creates/s; every 200 survives kill -9',
+      met: quarry >= 2000 && missing === 0 && checked === acknowledged.length && sideErrors(run.quarry) === 0,
+      details: {
+        turns: 'run; no model is configured, so each turn is claimed, started and fails at once with an error event',
+        connections: CONNECTIONS,
+        per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
+        cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
+        quarry: sideSummary(run.quarry),
+        baseline: sideSummary(run.baseline),
+        durability: {
+          acknowledged: acknowledged.length,
+          checked_after_kill_9: checked,
+          missing,
+          unparsed_answers: unparsed,
+          task_status_after_restart: statuses,
+        },
+      },
+    });
+  } finally {
+    await q.child.stop('SIGTERM');
+    await b?.child.stop('SIGTERM');
+  }
+}
+
+function getTaskStatus(url: string, agent: http.Agent, key: string): Promise<{ status: number; taskStatus: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { agent, headers: { 'x-api-key': key }, timeout: 30_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        let field = '?';
+        try {
+          field = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { status?: string }).status);
+        } catch {
+          // counted by its HTTP status
+        }
+        resolve({ status: res.statusCode ?? 0, taskStatus: field });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+// ---- 3. GET /task/{id}/output?limit=50000 -------------------------------------------------------
+
+const COLUMNS = [
+  { name: 'company', type: 'string', required: true },
+  { name: 'country', type: 'string' },
+  { name: 'city', type: 'string' },
+  { name: 'capacity_gwh', type: 'number' },
+  { name: 'employees', type: 'integer' },
+  { name: 'operational', type: 'boolean' },
+  { name: 'opened', type: 'date' },
+  { name: 'source_url', type: 'url' },
+  { name: 'notes', type: 'string' },
+  { name: 'score', type: 'number' },
+];
+const COUNTRIES = ['Germany', 'France', 'Poland', 'Hungary', 'Sweden', 'Spain', 'Italy', 'Czechia'];
+
+function benchRow(i: number): Record<string, unknown> {
+  return {
+    company: `Company ${i}`,
+    country: COUNTRIES[i % COUNTRIES.length],
+    city: `City ${i % 500}`,
+    capacity_gwh: (i % 1000) / 10,
+    employees: 100 + (i % 5000),
+    operational: i % 3 !== 0,
+    opened: `20${10 + (i % 15)}-0${1 + (i % 9)}-1${i % 9}`,
+    source_url: `https://example.com/plants/${i}`,
+    notes: 'Cell manufacturing plant; capacity from the annual report.',
+    score: ((i * 7919) % 1000) / 1000,
+  };
+}
+
+async function benchOutput(): Promise<void> {
+  // The fake model answers the turn's first call with 10 write_rows calls of 5,000 rows each,
+  // then ends the turn: the rows go through the real tool, validation and store.
+  const fake = await startFakeOpenAI();
+  fake.setResponder((_body, index): FakeReply => {
+    if (index > 0) return { text: 'All rows written.' };
+    const toolCalls = [];
+    for (let first = 0; first < OUTPUT_ROWS; first += ROWS_PER_CALL) {
+      const rows = Array.from({ length: ROWS_PER_CALL }, (_, j) => benchRow(first + j + 1));
+      toolCalls.push({ name: 'write_rows', arguments: { output: 'plants', rows, sources: [{ url: 'https://example.com/registry', title: 'EU battery plant registry' }] } });
+    }
+    return { toolCalls };
+  });
+  const q = await startQuarry({ dataDir: freshDataDir('output'), modelUrl: fake.url, nodeArgs: profArgs('output'), label: 'quarry-output' });
+  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
+  const bodyFile = path.join(OUT_DIR, 'output-body.json');
+  const qAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const bAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    b = await startBaseline();
+    const spec = {
+      name: 'EU battery plants (benchmark)',
+      prompt: 'Write the plant table.',
+      outputs: [{ id: 'plants', kind: 'table', columns: COLUMNS }],
+      limits: { max_steps: 10, max_turn_seconds: 600, max_credits_per_turn: 1e9 },
+      tools: [],
+    };
+    const fillStarted = Date.now();
+    const created = await expectOk('POST', `${q.url}/task/start`, { key: q.key, body: { task: spec } });
+    const id = created.body.task_id as string;
+    log(`output: filling ${OUTPUT_ROWS} rows × ${COLUMNS.length} columns through write_rows`);
+    await waitIdle(q, id, 180_000);
+    const fillMs = Date.now() - fillStarted;
+    const outputs = await expectOk('GET', `${q.url}/task/${encodeURIComponent(id)}/outputs`, { key: q.key });
+    const count = outputs.body.outputs?.[0]?.row_count;
+    if (count !== OUTPUT_ROWS) {
+      const last = (await request('GET', `${q.url}/task/${encodeURIComponent(id)}`, { key: q.key })).body?.events?.slice(-3);
+      throw new Error(`expected ${OUTPUT_ROWS} rows, the output has ${count}; last events: ${JSON.stringify(last).slice(0, 2000)}`);
+    }
+    const outputPath = `/task/${encodeURIComponent(id)}/output`;
+    const query = `?limit=${OUTPUT_ROWS}`;
+    const full = await expectOk('GET', q.url + outputPath + query, { key: q.key, timeoutMs: 60_000 });
+    if (full.body?.total !== OUTPUT_ROWS || full.body?.rows?.length !== OUTPUT_ROWS) throw new Error('the output page does not hold every row');
+    fs.mkdirSync(OUT_DIR, { recursive: true });
+    fs.writeFileSync(bodyFile, full.text);
+    const bytes = Buffer.byteLength(full.text);
+    await expectOk('POST', `${b.url}/_bench/config`, { body: { outputPath, outputBodyFile: bodyFile } });
+
+    log(`output: ${OUTPUT_WARMUP} warm-up + ${OUTPUT_REQUESTS} timed requests each of ${(bytes / 1e6).toFixed(1)} MB, alternating Quarry and baseline`);
+    const quarryTimes: number[] = [];
+    const baseTimes: number[] = [];
+    const cpu = cpuWindow();
+    const qCpu = processCpu(q.child.proc.pid);
+    const bCpu = processCpu(b.child.proc.pid);
+    for (let i = 0; i < OUTPUT_WARMUP + OUTPUT_REQUESTS; i++) {
+      const tq = await timedOk(q.url + outputPath + query, qAgent, q.key, bytes);
+      const tb = await timedOk(b.url + outputPath + query, bAgent, q.key, bytes);
+      if (i >= OUTPUT_WARMUP) {
+        quarryTimes.push(tq);
+        baseTimes.push(tb);
+      }
+    }
+    const cpuUse = cpu.stop();
+    const n = OUTPUT_WARMUP + OUTPUT_REQUESTS;
+    const qCpuMs = (qCpu.stop() * 1000) / n;
+    const bCpuMs = (bCpu.stop() * 1000) / n;
+
+    const qMed = percentile(quarryTimes, 50);
+    const qP95 = percentile(quarryTimes, 95);
+    const bMed = percentile(baseTimes, 50);
+    const bP95 = percentile(baseTimes, 95);
+    results.push({
+      bench: 'output',
+      metric: `GET /task/{id}/output?limit=${OUTPUT_ROWS} (${OUTPUT_ROWS} rows × ${COLUMNS.length} cols)`,
+      unit: 'ms (median)',
+      quarry: qMed,
+      baseline: bMed,
+      ratio: bMed / qMed,
+      target: '< 250 ms (p95)',
+      met: qP95 < 250,
+      details: {
+        body_bytes: bytes,
+        requests: OUTPUT_REQUESTS,
+        fill_ms: fillMs,
+        quarry_ms: { median: round(qMed), p95: round(qP95), min: round(Math.min(...quarryTimes)), max: round(Math.max(...quarryTimes)) },
+        baseline_ms: { median: round(bMed), p95: round(bP95), min: round(Math.min(...baseTimes)), max: round(Math.max(...baseTimes)) },
+        server_cpu_ms_per_request: { quarry: round(qCpuMs), baseline: round(bCpuMs) },
+        cpu: cpuUse,
+      },
+    });
+  } finally {
+    qAgent.destroy();
+    bAgent.destroy();
+    await q.child.stop('SIGTERM');
+    await b?.child.stop('SIGTERM');
+    await fake.close();
+    fs.rmSync(bodyFile, { force: true });
+  }
+}
+
+async function timedOk(url: string, agent: http.Agent, key: string, expectBytes: number): Promise<number> {
+  const r = await timedGet(url, agent, { 'x-api-key': key }, 30_000);
+  if (r.status !== 200 || r.bytes !== expectBytes) throw new Error(`GET ${url}: status ${r.status}, ${r.bytes} bytes (expected ${expectBytes})`);
+  return r.ms;
+}
+
+// ---- 4. 5,000 SSE clients on one task -----------------------------------------------------------
+
+interface ClientResult {
+  reason: string;
+  connected: number;
+  failed: number;
+  ended: number;
+  frames: number;
+  pings: number;
+  unparsable: number;
+  minFramesPerClient: number;
+  maxFramesPerClient: number;
+  hist: [number, number][];
+  histByType: [string, [number, number][]][];
+  perEvent: [number, number, number, string][];
+  wallMs: number;
+}
+
+interface SseRun {
+  clients: number;
+  events: number;
+  frames: number;
+  expectedFrames: number;
+  minFramesPerClient: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  perEventMaxP50: number;
+  perEventMaxP99: number;
+  byType: Record<string, { events: number; p50_ms: number; p99_ms: number; p99_of_last_delivery_ms: number }>;
+  endReasons: string[];
+  cpu?: CpuUse;
+  /** CPU seconds the server process used from the first event to the last delivery. */
+  serverCpuS: number;
+}
+
+/** Starts the client processes and resolves once every one has its connections open. */
+async function connectClients(url: string, key: string, deadlineMs: number, minId: number): Promise<Child[]> {
+  const per = Math.ceil(SSE_CLIENTS / SSE_PROCS);
+  const procs: Child[] = [];
+  for (let i = 0; i < SSE_PROCS; i++) {
+    const count = Math.min(per, SSE_CLIENTS - i * per);
+    procs.push(spawnNode(`sse-clients-${i}`, 'bench/sse-clients.ts', ['--url', url, '--count', String(count), '--key', key, '--deadline-ms', String(deadlineMs), '--min-id', String(minId)]));
+  }
+  let ok = 0;
+  let failed = 0;
+  for (const p of procs) {
+    const m = await p.waitForLine(/^connected (\d+) (\d+)/, 120_000);
+    ok += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  if (ok !== SSE_CLIENTS) throw new Error(`only ${ok} of ${SSE_CLIENTS} SSE clients connected (${failed} failed)`);
+  return procs;
+}
+
+async function collect(procs: Child[], timeoutMs: number, expectedEvents: number, cpu: { stop(): CpuUse }, server: { stop(): number }): Promise<SseRun> {
+  const outs: ClientResult[] = [];
+  for (const p of procs) {
+    const m = await p.waitForLine(/^result (.*)$/, timeoutMs);
+    outs.push(JSON.parse(m[1]!) as ClientResult);
+  }
+  // Before the client processes exit, so that their CPU time is counted.
+  const cpuUse = cpu.stop();
+  const serverCpuS = server.stop();
+  for (const p of procs) await p.stop('SIGTERM', 5000);
+  const hist = new Map<number, number>();
+  const histByType = new Map<string, Map<number, number>>();
+  const perEvent = new Map<number, { max: number; n: number; type: string }>();
+  for (const o of outs) {
+    for (const [ms, n] of o.hist) hist.set(ms, (hist.get(ms) ?? 0) + n);
+    for (const [type, h] of o.histByType) {
+      let th = histByType.get(type);
+      if (!th) histByType.set(type, (th = new Map()));
+      for (const [ms, n] of h) th.set(ms, (th.get(ms) ?? 0) + n);
+    }
+    for (const [id, max, n, type] of o.perEvent) {
+      const e = perEvent.get(id);
+      if (e) {
+        e.max = Math.max(e.max, max);
+        e.n += n;
+      } else perEvent.set(id, { max, n, type });
+    }
+  }
+  const frames = outs.reduce((s, o) => s + o.frames, 0);
+  const maxes = [...perEvent.values()].map((e) => e.max);
+  const byType: SseRun['byType'] = {};
+  for (const e of perEvent.values()) {
+    const t = (byType[e.type] ??= { events: 0, p50_ms: NaN, p99_ms: NaN, p99_of_last_delivery_ms: 0 });
+    t.events++;
+  }
+  for (const type of Object.keys(byType)) {
+    byType[type]!.p99_of_last_delivery_ms = percentile([...perEvent.values()].filter((e) => e.type === type).map((e) => e.max), 99);
+    byType[type]!.p50_ms = histogramPercentile(histByType.get(type) ?? new Map(), 50);
+    byType[type]!.p99_ms = histogramPercentile(histByType.get(type) ?? new Map(), 99);
+  }
+  return {
+    clients: outs.reduce((s, o) => s + o.connected, 0),
+    events: perEvent.size,
+    frames,
+    expectedFrames: expectedEvents * SSE_CLIENTS,
+    minFramesPerClient: Math.min(...outs.map((o) => o.minFramesPerClient)),
+    p50: histogramPercentile(hist, 50),
+    p90: histogramPercentile(hist, 90),
+    p99: histogramPercentile(hist, 99),
+    max: Math.max(...hist.keys()),
+    perEventMaxP50: percentile(maxes, 50),
+    perEventMaxP99: percentile(maxes, 99),
+    byType,
+    endReasons: outs.map((o) => o.reason),
+    cpu: cpuUse,
+    serverCpuS,
+  };
+}
+
+async function benchSse(): Promise<void> {
+  // The turn is kept running by the fake model: its first call waits until every client is
+  // connected; then each call streams a sentence of text slowly (chunkDelayMs) and asks for a
+  // tool (an unknown one, so the tool fails fast) until the window ends, then the turn completes.
+  // Per step Quarry stores and streams task (activity), text, and tool started/failed events.
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let stopAt = Infinity;
+  let steps = 0;
+  const maxSteps = 400;
+  const fake = await startFakeOpenAI();
+  fake.setResponder(async (_body, index): Promise<FakeReply> => {
+    if (index === 0) await gate;
+    steps++;
+    if (Date.now() >= stopAt || steps >= maxSteps) return { text: 'Finished the checks.' };
+    return {
+      text: `Step ${steps}: compared the plant list with the registry and noted two capacity changes; checking the next source now.`,
+      toolCalls: [{ name: 'bench_tick', arguments: { step: steps } }],
+      chunkDelayMs: 100,
+    };
+  });
+  const q = await startQuarry({ dataDir: freshDataDir('sse'), modelUrl: fake.url, nodeArgs: profArgs('sse'), label: 'quarry-sse' });
+  let quarryRun: SseRun;
+  let frames: { offsetMs: number; id: number; type: string; data: string }[] = [];
+  let taskId: string;
+  try {
+    const spec = {
+      name: 'SSE fan-out (benchmark)',
+      prompt: 'Keep checking sources.',
+      limits: { max_steps: 1000, max_turn_seconds: 600, max_credits_per_turn: 1e9 },
+      tools: [],
+    };
+    const created = await expectOk('POST', `${q.url}/task/start`, { key: q.key, body: { task: spec } });
+    taskId = created.body.task_id as string;
+    await fake.waitForRequests(1, 15_000);
+    await sleep(200);
+    const afterSeq = (await expectOk('GET', `${q.url}/task/${encodeURIComponent(taskId)}/state`, { key: q.key })).body.last_event_id as number;
+    log(`sse: opening ${SSE_CLIENTS} streams to Quarry (${SSE_PROCS} client processes)`);
+    const deadline = (SSE_WINDOW_S + 120) * 1000;
+    // Resume one event back: Quarry sends the response headers with the first frame, so a stream
+    // with nothing to replay would not look connected until the next event.
+    const procs = await connectClients(`${q.url}/task/${encodeURIComponent(taskId)}/stream?after=${afterSeq - 1}`, q.key, deadline, afterSeq + 1);
+    await sleep(500);
+    log(`sse: releasing the turn; events for ${SSE_WINDOW_S} s`);
+    const cpu = cpuWindow();
+    const serverCpu = processCpu(q.child.proc.pid);
+    stopAt = Date.now() + SSE_WINDOW_S * 1000;
+    release();
+    await waitIdle(q, taskId, (SSE_WINDOW_S + 60) * 1000);
+    // What Quarry stored during the window, to replay through the baseline.
+    const events: { seq: number; type: string; at: string; raw: string }[] = [];
+    let after = afterSeq;
+    for (let page = 0; page < 100; page++) {
+      const res = await expectOk('GET', `${q.url}/task/${encodeURIComponent(taskId)}/events?after=${after}&limit=1000`, { key: q.key });
+      for (const e of res.body.events as { seq: number; type: string; at: string }[]) events.push({ seq: e.seq, type: e.type, at: e.at, raw: JSON.stringify(e) });
+      if (res.body.next_after === null) break;
+      after = res.body.next_after as number;
+    }
+    quarryRun = await collect(procs, 60_000, events.length, cpu, serverCpu);
+    const t0 = Date.parse(events[0]!.at);
+    frames = events.map((e) => ({ offsetMs: Date.parse(e.at) - t0, id: e.seq, type: e.type, data: e.raw }));
+  } finally {
+    await q.child.stop('SIGTERM');
+    await fake.close();
+  }
+
+  const b = await startBaseline();
+  let baseRun: SseRun;
+  try {
+    log(`sse: opening ${SSE_CLIENTS} streams to the baseline; replaying the same ${frames.length} frames at the same times`);
+    const procs = await connectClients(`${b.url}/task/${encodeURIComponent(taskId)}/stream`, '', (SSE_WINDOW_S + 120) * 1000, 0);
+    await sleep(500);
+    const cpu = cpuWindow();
+    const serverCpu = processCpu(b.child.proc.pid);
+    await expectOk('POST', `${b.url}/_bench/replay`, { body: { frames } });
+    baseRun = await collect(procs, (SSE_WINDOW_S + 60) * 1000, frames.length, cpu, serverCpu);
+  } finally {
+    await b.child.stop('SIGTERM');
+  }
+
+  const complete = quarryRun.frames === quarryRun.expectedFrames && quarryRun.minFramesPerClient === frames.length;
+  results.push({
+    bench: 'sse',
+    metric: `${SSE_CLIENTS} SSE clients, stored → received latency`,
+    unit: 'ms (p99)',
+    quarry: quarryRun.p99,
+    baseline: baseRun.p99,
+    ratio: baseRun.p99 / quarryRun.p99,
+    target: 'p99 < 100 ms',
+    met: quarryRun.p99 < 100 && complete,
+    details: {
+      events: frames.length,
+      event_types: Object.fromEntries(Object.entries(quarryRun.byType).map(([t, v]) => [t, v.events])),
+      frame_bytes_avg: Math.round(frames.reduce((s, f) => s + f.data.length, 0) / Math.max(1, frames.length)),
+      window_s: SSE_WINDOW_S,
+      model_steps: steps,
+      all_frames_delivered: complete,
+      quarry: summarizeSse(quarryRun),
+      baseline: summarizeSse(baseRun),
+    },
+  });
+}
+
+function summarizeSse(r: SseRun) {
+  return {
+    clients: r.clients,
+    frames_received: r.frames,
+    frames_expected: r.expectedFrames,
+    min_frames_per_client: r.minFramesPerClient,
+    latency_ms: { p50: r.p50, p90: r.p90, p99: r.p99, max: r.max },
+    last_delivery_per_event_ms: { p50: r.perEventMaxP50, p99: r.perEventMaxP99 },
+    by_type: r.byType,
+    client_end: r.endReasons,
+    server_cpu_s: round(r.serverCpuS, 2),
+    server_cpu_us_per_frame: round((r.serverCpuS * 1e6) / Math.max(1, r.frames), 2),
+    cpu: r.cpu,
+  };
+}
+
+// ---- report -----------------------------------------------------------------------------------
+
+function fmt(n: number, unit: string): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (unit.startsWith('ms')) return `${round(n, 1)} ms`;
+  return `${Math.round(n).toLocaleString('en-US')}/s`;
+}
+
+/** The code measured: HEAD and whether src/ has uncommitted changes (read-only git; no index refresh). */
+function revision(): { head: string; src_dirty: boolean } | null {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['--no-optional-locks', 'status', '--porcelain', '--', 'src'], { encoding: 'utf8' }).trim() !== '';
+    return { head, src_dirty: dirty };
+  } catch {
+    return null;
+  }
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpus: cpus.length,
+    cpu_model: cpus[0]?.model ?? 'unknown',
+    memory_gb: round(os.totalmem() / 2 ** 30, 1),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+  };
+}
+
+function printTable(): void {
+  const rows = [
+    ['benchmark', 'Quarry', 'baseline', 'ratio', 'target', 'met'],
+    ...results.map((r) => [r.bench, fmt(r.quarry, r.unit), fmt(r.baseline, r.unit), `${round(r.ratio * 100, 0)}%`, r.target, r.met ? 'yes' : 'NO']),
+  ];
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  const line = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ');
+  process.stdout.write(`\n${line(rows[0]!)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n`);
+  for (const r of rows.slice(1)) process.stdout.write(`${line(r)}\n`);
+  process.stdout.write('\nratio: Quarry ÷ baseline for rates, baseline ÷ Quarry for times (100% = as fast as the bare server)\n');
+  for (const r of results) {
+    const foreign = r.details.foreign_cores_before_start;
+    if (typeof foreign === 'number' && foreign > 0.5) process.stdout.write(`${r.bench}: other processes were using ${foreign} of ${os.cpus().length} cores when it started: figures are skewed (see cpu_* in the JSON)\n`);
+    if (r.bench === 'state' || r.bench === 'creates') {
+      const d = r.details as { quarry: { server_cpu_us_per_request: number }; baseline: { server_cpu_us_per_request: number } };
+      process.stdout.write(`${r.bench}: server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs\n`);
+    }
+    if (r.bench === 'creates') {
+      const d = r.details.durability as { acknowledged: number; checked_after_kill_9: number; missing: number };
+      process.stdout.write(`creates: ${d.acknowledged} acknowledged, ${d.checked_after_kill_9} checked after kill -9 + restart, ${d.missing} missing\n`);
+    }
+    if (r.bench === 'output') {
+      const d = r.details as { quarry_ms: { median: number; p95: number }; baseline_ms: { median: number; p95: number }; body_bytes: number };
+      process.stdout.write(`output: Quarry median ${d.quarry_ms.median} ms / p95 ${d.quarry_ms.p95} ms; baseline median ${d.baseline_ms.median} ms / p95 ${d.baseline_ms.p95} ms; ${(d.body_bytes / 1e6).toFixed(1)} MB\n`);
+      const c = (r.details as { server_cpu_ms_per_request: { quarry: number; baseline: number } }).server_cpu_ms_per_request;
+      process.stdout.write(`output: server CPU per request: Quarry ${c.quarry} ms, baseline ${c.baseline} ms\n`);
+    }
+    if (r.bench === 'sse') {
+      const d = r.details as { events: number; quarry: { latency_ms: { p50: number; p99: number } }; baseline: { latency_ms: { p50: number; p99: number } }; all_frames_delivered: boolean };
+      process.stdout.write(`sse: ${d.events} events × ${SSE_CLIENTS} clients; Quarry p50 ${d.quarry.latency_ms.p50} ms / p99 ${d.quarry.latency_ms.p99} ms; baseline p50 ${d.baseline.latency_ms.p50} ms / p99 ${d.baseline.latency_ms.p99} ms; every frame delivered: ${d.all_frames_delivered}\n`);
+      const c = r.details as { quarry: { server_cpu_us_per_frame: number }; baseline: { server_cpu_us_per_frame: number } };
+      process.stdout.write(`sse: server CPU per delivered frame: Quarry ${c.quarry.server_cpu_us_per_frame} µs, baseline ${c.baseline.server_cpu_us_per_frame} µs\n`);
+    }
+  }
+  for (const f of failures) process.stdout.write(`FAILED ${f.bench}: ${f.error}\n`);
+}
+
+async function main(): Promise<void> {
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: still running after ${WATCHDOG_MS / 60_000} min; giving up\n`);
+    process.exit(2);
+  }, WATCHDOG_MS);
+  watchdog.unref();
+  const started = new Date();
+  const loadAtStart = os.loadavg().map((n) => round(n, 2));
+  if (loadAtStart[0]! > 0.5) log(`note: load average ${loadAtStart.join(' ')} at start: other work on this machine competes with the benchmark`);
+  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, creates: benchCreates, output: benchOutput, sse: benchSse };
+  for (const name of ALL) {
+    if (!ONLY.has(name)) continue;
+    const quiet = await waitForQuiet(0.5, QUIET_WAIT_S * 1000);
+    if (quiet.foreign_cores > 0.5) log(`${name}: other processes still use ${quiet.foreign_cores} cores after waiting ${round(quiet.waited_ms / 1000)} s; running anyway`);
+    const t = Date.now();
+    const before = results.length;
+    try {
+      await benches[name]();
+      for (const r of results.slice(before)) r.details.foreign_cores_before_start = quiet.foreign_cores;
+      log(`${name}: done in ${round((Date.now() - t) / 1000)} s`);
+    } catch (err) {
+      failures.push({ bench: name, error: (err as Error).stack ?? String(err) });
+      log(`${name}: FAILED: ${(err as Error).message}`);
+    }
+  }
+  printTable();
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  const report = {
+    started_at: started.toISOString(),
+    finished_at: new Date().toISOString(),
+    machine: machine(),
+    revision: revision(),
+    load_average_at_start: loadAtStart,
+    settings: { rounds: ROUNDS, round_s: ROUND_S, sse_window_s: SSE_WINDOW_S, warmup_s: WARMUP_S, connections: CONNECTIONS, sse_clients: SSE_CLIENTS, sse_client_processes: SSE_PROCS, cpu_prof: CPU_PROF },
+    results: results.map((r) => ({ ...r, quarry: round(r.quarry, 2), baseline: round(r.baseline, 2), ratio: round(r.ratio, 3) })),
+    failures,
+  };
+  fs.writeFileSync(path.join(OUT_DIR, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\nwritten: ${path.relative(process.cwd(), path.join(OUT_DIR, 'latest.json'))}\n`);
+  process.exit(failures.length > 0 ? 1 : 0);
+}
+
+void main();

@@ -1,0 +1,177 @@
+/**
+ * A load-generator process for the SSE benchmark: opens `--count` concurrent GET …/stream
+ * connections to one URL (node:http, one socket each), and for every event frame records
+ * receive time − the event's `at` (both clocks are this machine's). Prints
+ *   `connected <ok> <failed>` once every connection has its response headers (Quarry sends them
+ *   with the first frame, so the harness asks it to replay one stored event; `--min-id` keeps
+ *   such replayed frames out of the figures), then
+ *   `result <json>` once every stream has ended (or at the deadline).
+ */
+import http from 'node:http';
+
+function arg(name: string, fallback?: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? process.argv[i + 1] : fallback;
+  if (v === undefined) throw new Error(`missing --${name}`);
+  return v;
+}
+
+const url = new URL(arg('url'));
+const count = Number(arg('count'));
+const key = arg('key', '');
+const deadlineMs = Number(arg('deadline-ms', '120000'));
+const connectConcurrency = Number(arg('connect-concurrency', '100'));
+/** Frames with a lower id are replayed history (sent so the response headers go out); not measured. */
+const minId = Number(arg('min-id', '0'));
+
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity, maxTotalSockets: Infinity });
+/** Counts per whole millisecond of latency. */
+const hist = new Map<number, number>();
+/** The same, per event type (`text`, `task`, `tool`, …). */
+const histByType = new Map<string, Map<number, number>>();
+/** Per event (by its id): the latest delivery to any client, and how many clients got it. */
+const perEvent = new Map<number, { max: number; n: number; type: string }>();
+let connected = 0;
+let failed = 0;
+let ended = 0;
+let frames = 0;
+let pings = 0;
+let unparsable = 0;
+let replayed = 0;
+let minFramesPerClient = Infinity;
+let maxFramesPerClient = 0;
+const requests: http.ClientRequest[] = [];
+const startedAt = Date.now();
+
+function record(frame: string, now: number): boolean {
+  if (frame.startsWith(':')) {
+    pings++;
+    return false;
+  }
+  let id = -1;
+  let type = '';
+  let at = -1;
+  for (const line of frame.split('\n')) {
+    if (line.startsWith('id: ')) id = Number(line.slice(4));
+    else if (line.startsWith('event: ')) type = line.slice(7);
+    else if (line.startsWith('data: ')) {
+      const i = line.indexOf('"at":"');
+      if (i >= 0) at = Date.parse(line.slice(i + 6, line.indexOf('"', i + 6)));
+    }
+  }
+  if (id >= 0 && id < minId) {
+    replayed++;
+    return false;
+  }
+  if (Number.isNaN(at) || at < 0) {
+    unparsable++;
+    return false;
+  }
+  const ms = Math.max(0, now - at);
+  hist.set(ms, (hist.get(ms) ?? 0) + 1);
+  let th = histByType.get(type);
+  if (!th) histByType.set(type, (th = new Map()));
+  th.set(ms, (th.get(ms) ?? 0) + 1);
+  const e = perEvent.get(id);
+  if (e) {
+    e.n++;
+    if (ms > e.max) e.max = ms;
+  } else {
+    perEvent.set(id, { max: ms, n: 1, type });
+  }
+  frames++;
+  return true;
+}
+
+function openOne(): Promise<void> {
+  return new Promise((resolve) => {
+    const req = http.get(
+      { host: url.hostname, port: url.port, path: url.pathname + url.search, agent, headers: { 'x-api-key': key, accept: 'text/event-stream' } },
+      (res) => {
+        if (res.statusCode !== 200) {
+          failed++;
+          res.resume();
+          resolve();
+          return;
+        }
+        connected++;
+        resolve();
+        res.setEncoding('utf8');
+        let buffer = '';
+        let mine = 0;
+        res.on('data', (chunk: string) => {
+          const now = Date.now();
+          buffer += chunk;
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            if (record(buffer.slice(0, end), now)) mine++;
+            buffer = buffer.slice(end + 2);
+          }
+        });
+        const finish = () => {
+          ended++;
+          minFramesPerClient = Math.min(minFramesPerClient, mine);
+          maxFramesPerClient = Math.max(maxFramesPerClient, mine);
+          maybeDone();
+        };
+        res.once('end', finish);
+        res.once('error', () => undefined);
+        res.once('aborted', () => undefined);
+      },
+    );
+    req.on('error', () => {
+      failed++;
+      resolve();
+    });
+    requests.push(req);
+  });
+}
+
+let reported = false;
+function report(reason: string): void {
+  if (reported) return;
+  reported = true;
+  const result = {
+    reason,
+    connected,
+    failed,
+    ended,
+    frames,
+    pings,
+    unparsable,
+    replayed,
+    minFramesPerClient: minFramesPerClient === Infinity ? 0 : minFramesPerClient,
+    maxFramesPerClient,
+    hist: [...hist.entries()],
+    histByType: [...histByType.entries()].map(([type, h]) => [type, [...h.entries()]]),
+    perEvent: [...perEvent.entries()].map(([id, e]) => [id, e.max, e.n, e.type]),
+    wallMs: Date.now() - startedAt,
+  };
+  process.stdout.write(`result ${JSON.stringify(result)}\n`, () => {
+    for (const req of requests) req.destroy();
+    process.exit(0);
+  });
+}
+
+function maybeDone(): void {
+  if (connected > 0 && ended >= connected) report('all streams ended');
+}
+
+setTimeout(() => report('deadline'), deadlineMs).unref();
+process.on('SIGTERM', () => report('SIGTERM'));
+
+async function main(): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(connectConcurrency, count) }, async () => {
+      while (next < count) {
+        next++;
+        await openOne();
+      }
+    }),
+  );
+  process.stdout.write(`connected ${connected} ${failed}\n`);
+  if (connected === 0) report('no connection succeeded');
+}
+
+void main();
