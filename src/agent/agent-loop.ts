@@ -76,6 +76,7 @@ export interface AgentOptions {
 const CHARS_PER_TOKEN = 4;
 
 const INPUT_CAP = 2_000;
+const INPUT_ARRAY_CAP = 100;
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validators = new Map<string, ValidateFunction>();
 
@@ -91,7 +92,8 @@ function validatorFor(tool: AgentTool<unknown>): ValidateFunction {
 /** Cuts long strings in a tool's input for the event (the model's full input stays in the step). */
 export function capStrings(value: unknown): unknown {
   if (typeof value === 'string') return value.length > INPUT_CAP ? `${value.slice(0, INPUT_CAP)}…` : value;
-  if (Array.isArray(value)) return value.map(capStrings);
+  // A long array (e.g. thousands of rows) keeps its head and says how much was left out.
+  if (Array.isArray(value)) return value.length > INPUT_ARRAY_CAP ? [...value.slice(0, INPUT_ARRAY_CAP).map(capStrings), `… ${value.length - INPUT_ARRAY_CAP} more`] : value.map(capStrings);
   if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, capStrings(v)]));
   return value;
 }
