@@ -140,9 +140,25 @@ export class Agent {
       }
     }
     const limits = spec.limits;
+    // The model answered without a tool call: the turn ends, or a plan turn goes on to execute.
+    // Also the state a resumed turn is in when its last checkpoint is such an answer.
+    const lastStep = ctx.steps.at(-1);
+    let answered = lastStep?.type === 'model' && lastStep.toolCalls.length === 0;
 
     while (true) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (answered) {
+        answered = false;
+        // A plan turn that finished planning goes on to carry the plan out in the same turn.
+        if (phase === 'plan' && !ctx.planOnly && ctx.spec().outputs.length > 0) {
+          phase = 'execute';
+          step++;
+          await ctx.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
+          history.push({ role: 'user', content: CARRY_OUT_PLAN });
+          continue;
+        }
+        return { outcome: 'completed' };
+      }
       if (pendingCalls.length === 0) {
         if (step >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
         await ctx.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
@@ -161,15 +177,8 @@ export class Agent {
         const over = this.overBudget(charge, limits.max_credits_per_turn);
         if (over) return over;
         if (reply.toolCalls.length === 0) {
-          // A plan turn that finished planning goes on to carry the plan out in the same turn.
-          if (phase === 'plan' && !ctx.planOnly && ctx.spec().outputs.length > 0) {
-            phase = 'execute';
-            step++;
-            await ctx.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
-            history.push({ role: 'user', content: CARRY_OUT_PLAN });
-            continue;
-          }
-          return { outcome: 'completed' };
+          answered = true;
+          continue;
         }
         pendingCalls = reply.toolCalls;
       }

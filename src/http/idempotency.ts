@@ -7,6 +7,8 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../errors.js';
+import { COMMITTED_MARK } from '../tasks/task-service.js';
+import { toTaskView } from '../tasks/task-view.js';
 
 const WINDOW_MS = 24 * 60 * 60 * 1000;
 
@@ -31,7 +33,14 @@ export async function withIdempotency(request: FastifyRequest, reply: FastifyRep
   const seen = await store.getIdempotency(request.accountId, key, new Date(Date.now() - WINDOW_MS).toISOString());
   if (seen) {
     if (seen.requestHash !== requestHash) throw refuse('was already used with a different request; use a new key');
-    return reply.code(seen.status).header('Idempotent-Replayed', 'true').type('application/json; charset=utf-8').send(seen.body);
+    reply.code(seen.status).header('Idempotent-Replayed', 'true').type('application/json; charset=utf-8');
+    if (!seen.body.startsWith(COMMITTED_MARK)) return reply.send(seen.body);
+    // The change committed but its answer was never sent (the process died in between): answer
+    // with the task as it stands now.
+    const task = await request.server.deps.tasks.getTask(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
+    const view = toTaskView(task);
+    if (seen.status === 202) view.status = 'accepted';
+    return reply.send(view);
   }
   request.idempotency = { key, requestHash };
   return handle();

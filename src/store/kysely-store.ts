@@ -351,7 +351,7 @@ export class KyselyOps implements StoreOps {
     if (ids.length === 0) return [];
     const rows = await this.db
       .updateTable('turns')
-      .set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil, started_at: sql<string>`coalesce(started_at, ${now})` })
+      .set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil })
       .where('id', 'in', ids)
       .returningAll()
       .execute();

@@ -176,6 +176,7 @@ export interface StoreOps {
   /**
    * Gives up to `limit` pending turns to `owner` until `leaseUntil`, oldest first, and returns them.
    * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too.
+   * A turn's started_at is set when its start is recorded, so a claimed turn that has one is resumed.
    */
   claimTurns(owner: string, limit: number, now: string, leaseUntil: string): Promise<TurnRecord[]>;
   /** Extends a lease; false when the turn is no longer running under this owner. */

@@ -25,6 +25,15 @@ export interface TaskServiceOptions {
   clock?: () => Date;
 }
 
+/**
+ * An Idempotency-Key to record with a change, in the change's own transaction: a crash between
+ * commit and answer must not let a retry under the same key make the change twice.
+ */
+export interface IdempotencyMark {
+  key: string;
+  requestHash: string;
+}
+
 /** What a route answers with after a change: 200 with the task, or 202 when a message was queued. */
 export interface TaskReply {
   statusCode: 200 | 202;
@@ -48,6 +57,13 @@ export type TaskEventReason =
   | 'deleted';
 
 const PENDING_RECOUNT_MS = 1000;
+
+/** The body of an idempotency record whose change committed but whose answer was not stored yet. */
+export const COMMITTED_MARK = '@committed-task:';
+
+async function markCommitted(tx: StoreOps, accountId: string, mark: IdempotencyMark, status: number, taskId: string, at: string): Promise<void> {
+  await tx.putIdempotency(accountId, mark.key, { requestHash: mark.requestHash, status, body: `${COMMITTED_MARK}${taskId}`, createdAt: at });
+}
 
 /** Where a turn of each kind starts: a plan turn plans first, the others execute. */
 function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivity } {
@@ -171,7 +187,7 @@ export class TaskService {
   // ---- creates and messages -------------------------------------------------------------------
 
   /** Creates a task and its first turn (a plan turn from a prompt, an execute turn from a spec). */
-  async create(accountId: string, input: { taskId?: string; spec: TaskSpec; kind: 'plan' | 'execute'; planOnly?: boolean }): Promise<TaskReply> {
+  async create(accountId: string, input: { taskId?: string; spec: TaskSpec; kind: 'plan' | 'execute'; planOnly?: boolean }, idempotency?: IdempotencyMark): Promise<TaskReply> {
     const taskId = input.taskId ?? newId('tsk');
     const result = await this.store.transaction(async (tx) => {
       if (await tx.getTask(taskId, { lock: true })) {
@@ -210,6 +226,7 @@ export class TaskService {
       unit.control({ type: 'wake' });
       await unit.taskEvent('created', turn.id);
       await unit.flush();
+      if (idempotency) await markCommitted(tx, accountId, idempotency, 200, taskId, now);
       return { unit, turn };
     });
     crashPoint('create.committed');
@@ -222,8 +239,8 @@ export class TaskService {
    * A message to an existing task (continue, or a prompt sent with a task_id): starts a turn
    * when the task is idle, queues it (202) while a turn runs.
    */
-  async message(accountId: string, taskId: string, text: string, opts: { viaPrompt?: boolean } = {}): Promise<TaskReply> {
-    return this.changeTask(accountId, taskId, opts.viaPrompt ? { task_created: false } : {}, async (unit) => {
+  async message(accountId: string, taskId: string, text: string, opts: { viaPrompt?: boolean; idempotency?: IdempotencyMark } = {}): Promise<TaskReply> {
+    return this.changeTask(accountId, taskId, opts.viaPrompt ? { task_created: false } : {}, opts.idempotency, async (unit) => {
       this.refuseCron(unit.task);
       const now = unit.now;
       if (unit.task.currentTurnId) {
@@ -241,8 +258,8 @@ export class TaskService {
   }
 
   /** Runs the current spec again. Never queued: refused while a turn runs. */
-  async execute(accountId: string, taskId: string, instruction: string | null): Promise<TaskReply> {
-    return this.changeTask(accountId, taskId, {}, async (unit) => {
+  async execute(accountId: string, taskId: string, instruction: string | null, idempotency?: IdempotencyMark): Promise<TaskReply> {
+    return this.changeTask(accountId, taskId, {}, idempotency, async (unit) => {
       this.refuseCron(unit.task);
       if (unit.task.currentTurnId) {
         throw new QuarryError('task_executing', 'A turn is running and execute is never queued: poll /state until active is false, then resend.', { task_id: taskId });
@@ -254,7 +271,7 @@ export class TaskService {
   /** Ends the running turn at once, keeping its rows; the next queued message then starts unless the queue is cleared. */
   async stop(accountId: string, taskId: string, clearQueue: boolean): Promise<TaskReply> {
     let stopped: string | null = null;
-    const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
+    const reply = await this.changeTask(accountId, taskId, {}, undefined, async (unit) => {
       if (clearQueue && unit.task.queuedCount > 0) {
         await unit.tx.cancelQueuedTurns(taskId, unit.now);
         unit.set({ queuedCount: 0 });
@@ -274,7 +291,7 @@ export class TaskService {
   async patch(accountId: string, taskId: string, patch: { name?: string | null; pinned?: boolean; schedule?: { cron: string; timezone?: string } | null }): Promise<TaskReply> {
     // Validate before taking the lock so a bad schedule never half-applies.
     const schedule = patch.schedule ? normalizeSchedule(patch.schedule, 'schedule') : patch.schedule;
-    return this.changeTask(accountId, taskId, {}, async (unit) => {
+    return this.changeTask(accountId, taskId, {}, undefined, async (unit) => {
       const change: TaskPatch = {};
       if (patch.name !== undefined) change.name = patch.name;
       if (patch.pinned !== undefined) change.pinned = patch.pinned;
@@ -294,7 +311,7 @@ export class TaskService {
   /** Marks the task deleted, stops its turn and drops its queue. */
   async delete(accountId: string, taskId: string): Promise<TaskReply> {
     let stopped: string | null = null;
-    const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
+    const reply = await this.changeTask(accountId, taskId, {}, undefined, async (unit) => {
       if (unit.task.queuedCount > 0) await unit.tx.cancelQueuedTurns(taskId, unit.now);
       const turnId = unit.task.currentTurnId;
       if (turnId) {
@@ -373,6 +390,7 @@ export class TaskService {
         await unit.flush();
         return { unit, start: false };
       }
+      await tx.updateTurn(turn.id, { startedAt: unit.now });
       unit.set(startingState(turn.kind));
       await unit.taskEvent('turn_started', turn.id);
       await unit.flush();
@@ -516,6 +534,7 @@ export class TaskService {
     accountId: string,
     taskId: string,
     notFoundExtras: { task_created?: false },
+    idempotency: IdempotencyMark | undefined,
     fn: (unit: TaskUnit) => Promise<{ statusCode: 200 | 202; turnId: string | null }>,
   ): Promise<TaskReply> {
     const result = await this.store.transaction(async (tx) => {
@@ -525,6 +544,7 @@ export class TaskService {
       const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       const answer = await fn(unit);
       await unit.flush();
+      if (idempotency) await markCommitted(tx, accountId, idempotency, answer.statusCode, taskId, unit.now);
       return { unit, answer, fromSeq };
     });
     crashPoint('message.committed');

@@ -140,7 +140,7 @@ export class TurnRunner {
       const claimedAt = now.toISOString();
       const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
       const turns = await store.transaction((tx) => tx.claimTurns(config.workerId, free, claimedAt, leaseUntil));
-      for (const turn of turns) this.launch(turn, turn.startedAt !== claimedAt);
+      for (const turn of turns) this.launch(turn, turn.startedAt !== null);
       // Fewer than asked for: nothing else is ready now (a wake or the poll brings the next ones).
       if (turns.length < free) return;
     }

@@ -81,14 +81,14 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     checkClientTaskId(body.task_id);
     if (body.task) {
       const spec = await specFromRequest(request.accountId, body);
-      return created(request, await tasks.create(request.accountId, { taskId: body.task_id, spec, kind: 'execute' }));
+      return created(request, await tasks.create(request.accountId, { taskId: body.task_id, spec, kind: 'execute' }, request.idempotency));
     }
     if (body.prompt === undefined) {
       throw QuarryError.validation('prompt', 'prompt is required when task is absent', [{ type: 'missing', loc: ['body', 'prompt'], msg: 'is required' }]);
     }
     const prompt = checkedText(body.prompt, 'prompt');
-    if (body.task_id) return tasks.message(request.accountId, body.task_id, prompt, { viaPrompt: true });
-    return created(request, await tasks.create(request.accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only }));
+    if (body.task_id) return tasks.message(request.accountId, body.task_id, prompt, { viaPrompt: true, idempotency: request.idempotency });
+    return created(request, await tasks.create(request.accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only }, request.idempotency));
   }
 
   /** Remembers the new task so a failure after this point tells the caller it exists (500 with task_id). */
@@ -232,13 +232,13 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
 
   async function continueTask(request: FastifyRequest): Promise<TaskReply> {
     const { task_id } = request.params as Params;
-    return tasks.message(request.accountId, task_id, checkedText((request.body as ContinueBody).message, 'message'));
+    return tasks.message(request.accountId, task_id, checkedText((request.body as ContinueBody).message, 'message'), { idempotency: request.idempotency });
   }
 
   async function executeTask(request: FastifyRequest): Promise<TaskReply> {
     const { task_id } = request.params as Params;
     const body = request.body as ExecuteBody;
-    return tasks.execute(request.accountId, task_id, body.instruction === undefined ? null : checkedText(body.instruction, 'instruction'));
+    return tasks.execute(request.accountId, task_id, body.instruction === undefined ? null : checkedText(body.instruction, 'instruction'), request.idempotency);
   }
 
   /** `wait: true` blocks until the turn ends (legacy); the answer is the task as it then stands. */
