@@ -86,7 +86,3 @@ export class QuarryError extends Error {
     return new QuarryError('task_not_found', `No task with task_id "${taskId}".`, { task_id: taskId, ...extras });
   }
 }
-
-export function isQuarryError(err: unknown): err is QuarryError {
-  return err instanceof QuarryError;
-}

@@ -77,10 +77,9 @@ function toQuarryError(err: FastifyError & { validation?: AjvError[]; validation
   if (err.validation) return validationError(err.validation, err.validationContext ?? 'body');
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new QuarryError('unsupported_media_type', 'The body must be JSON with Content-Type: application/json.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? new QuarryError('unsupported_media_type', 'The body must be JSON with Content-Type: application/json.')
-        : new QuarryError('invalid_request', 'Content-Length does not match the body.');
+      return new QuarryError('invalid_request', 'Content-Length does not match the body.');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new QuarryError('payload_too_large', 'The body is larger than the server accepts: send large inputs via POST /upload-url.');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -3,8 +3,6 @@
  * meaning: times are ISO-8601 UTC text (they sort as text), booleans are 0/1 integers,
  * JSON is text. Keeping the types identical keeps one query code path for both.
  */
-import type { Generated } from 'kysely';
-
 export interface AccountsTable {
   id: string;
   name: string;
@@ -158,5 +156,3 @@ export interface Database {
   upload_chunks: UploadChunksTable;
 }
 
-// Generated is re-exported so migrations and adapters share one import site.
-export type { Generated };
