@@ -56,6 +56,17 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
   const store = config.databaseUrl
     ? await openPostgresStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, applicationName: `quarry ${config.workerId}` })
     : openSqliteStore(config.dataDir);
+  try {
+    return await assemble(config, opts, logger, store);
+  } catch (err) {
+    // A start that fails half way leaves no connection open, so the process can exit.
+    await store.close().catch((closeErr) => logger.warn({ err: closeErr }, 'closing the store failed'));
+    throw err;
+  }
+}
+
+/** Everything a Quarry runs on, built on an opened store. */
+async function assemble(config: Config, opts: QuarryOptions, logger: Logger, store: Store): Promise<Quarry> {
   await store.migrate();
 
   const bus = new EventBus();
@@ -90,6 +101,8 @@ export async function createQuarry(config: Config, opts: QuarryOptions = {}): Pr
   }
   const relay = new ClusterRelay({
     store, bus, origin: config.workerId, logger,
+    // A worker serves no streams or long-polls, so other processes' events are nothing to it.
+    relayEvents: config.role !== 'worker',
     onControl: (message) => {
       if (message.type === 'wake') runner?.wake();
       else if (message.type === 'cancel') runner?.cancel(message.turnId);

@@ -232,6 +232,7 @@ describe('quarry CLI', () => {
 
     const cases: [string, string[], Record<string, string | undefined>, number, RegExp][] = [
       ['help', ['--help'], {}, 0, /^$/],
+      ['help among combined short options', ['task', 'continue', '-fh'], {}, 0, /^$/],
       ['no command', [], {}, 2, /usage: quarry <command>/],
       ['unknown command', ['frobnicate'], {}, 2, /unknown command "frobnicate"/],
       ['missing prompt', ['task', 'create'], {}, 2, /missing PROMPT/],
@@ -254,6 +255,7 @@ describe('quarry CLI', () => {
       assert.match(runs[i]!.stderr, stderr, what);
     });
     assert.match(runs[0]!.stdout, /Exit codes:/);
+    assert.match(runs[1]!.stdout, /Exit codes:/, '-fh prints the usage rather than running the command without its arguments');
 
     const asJson = await quarry(['task', 'create', 'no credits', '--json'], { QUARRY_API_KEY: broke.apiKey });
     assert.equal(asJson.code, 6);

@@ -8,8 +8,9 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
-import type { FakeOpenAI, FakeReply } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
+import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs as waitIdleWithKey } from './helpers/task-api.js';
+import type { FakeReply } from './fake-model/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
@@ -23,14 +24,7 @@ const PRICES = {
 };
 
 async function setup(t: TestContext, opts: HarnessOptions = {}): Promise<Harness> {
-  const h = await startHarness({ ...opts, env: { ...PRICES, ...opts.env } });
-  t.after(() => h.close());
-  return h;
-}
-
-function model(h: Harness): FakeOpenAI {
-  assert.ok(h.model, 'the harness runs the fake model');
-  return h.model;
+  return startTestHarness(t, { ...opts, env: { ...PRICES, ...opts.env } });
 }
 
 interface Account {
@@ -39,10 +33,9 @@ interface Account {
 }
 
 async function createAccount(h: Harness, credits: number): Promise<Account> {
-  const res = await h.request('POST', '/admin/accounts', { body: { name: `acct-${credits}`, credits }, key: ADMIN_KEY });
-  assert.equal(res.status, 201, res.text);
-  assert.equal(res.body.balance, credits);
-  return { id: res.body.account_id, key: res.body.api_key };
+  const created = await createNamedAccount(h, `acct-${credits}`, credits);
+  assert.equal(created.balance, credits);
+  return { id: created.account_id, key: created.api_key };
 }
 
 async function adminAccount(h: Harness, account: Account): Promise<Json> {
@@ -68,20 +61,12 @@ function as(h: Harness, account: Account) {
   return (method: string, path: string, body?: unknown) => h.request(method, path, { key: account.key, ...(body === undefined ? {} : { body }) });
 }
 
-async function waitIdleAs(h: Harness, account: Account, taskId: string): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (Date.now() < until) {
-    const res = await as(h, account)('GET', `/task/${taskId}/state?wait=5`);
-    assert.equal(res.status, 200, res.text);
-    if (res.body.active === false) return;
-  }
-  throw new Error(`task ${taskId} did not become idle`);
+function waitIdleAs(h: Harness, account: Account, taskId: string): Promise<void> {
+  return waitIdleWithKey(h, taskId, account.key);
 }
 
-async function events(h: Harness, account: Account, taskId: string): Promise<Json[]> {
-  const res = await as(h, account)('GET', `/task/${taskId}/events?limit=1000`);
-  assert.equal(res.status, 200, res.text);
-  return res.body.events;
+function events(h: Harness, account: Account, taskId: string): Promise<Json[]> {
+  return taskEvents(h, taskId, account.key);
 }
 
 function assertError(res: { status: number; body: Json; text: string }, status: number, error: string): void {
@@ -172,7 +157,7 @@ describe('credits', () => {
     assert.equal(refusedSpec.body.task_created, false);
     assertError(await call('GET', '/task/never-created'), 404, 'task_not_found');
     assert.deepEqual((await call('GET', '/task')).body.map((x: Json) => x.task_id), [id]);
-    assert.equal(model(h).requests.length, 1, 'only the first turn reached the model');
+    assert.equal(fakeModel(h).requests.length, 1, 'only the first turn reached the model');
 
     // Credits arrive: the refused task does not resume by itself. A new task runs to its end,
     // by which time the runner has looked for work at least once.
@@ -184,7 +169,7 @@ describe('credits', () => {
     assert.equal(after.active, false);
     assert.equal(after.status, 'plan');
     assert.equal(after.last_event_id, lastEvent);
-    assert.equal(model(h).requests.length, 2, 'only the new task reached the model');
+    assert.equal(fakeModel(h).requests.length, 2, 'only the new task reached the model');
 
     // And now that there are credits, a message runs.
     const ok = await call('POST', `/task/${id}/continue`, { message: 'Add Norway.' });
@@ -196,7 +181,7 @@ describe('credits', () => {
     const h = await setup(t);
     const account = await createAccount(h, 100);
     const call = as(h, account);
-    model(h).script(
+    fakeModel(h).script(
       toolStep('Priced', { prompt_tokens: 1000, completion_tokens: 250 }), // 1 + 0.5
       { text: 'Done.', usage: { prompt_tokens: 2000, completion_tokens: 500 } }, // 2 + 1
     );
@@ -224,7 +209,7 @@ describe('credits', () => {
     assert.equal(usage[0].tool_calls, 1);
 
     // Turn 2: 0.5 + 1 = 1.5 credits; the task's total is the sum of its turns.
-    model(h).script({ text: 'Refreshed.', usage: { prompt_tokens: 500, completion_tokens: 500 } });
+    fakeModel(h).script({ text: 'Refreshed.', usage: { prompt_tokens: 500, completion_tokens: 500 } });
     assert.equal((await call('POST', `/task/${id}/execute`, {})).status, 200);
     await waitIdleAs(h, account, id);
     task = (await call('GET', `/task/${id}`)).body;
@@ -250,7 +235,7 @@ describe('credits', () => {
     const h = await setup(t);
     const account = await createAccount(h, 5);
     const call = as(h, account);
-    model(h).script(
+    fakeModel(h).script(
       toolStep('first', { prompt_tokens: 1000, completion_tokens: 500 }), // 2, then 0.5 for the call: 2.5 left
       toolStep('second', { prompt_tokens: 1000, completion_tokens: 500 }), // 2, then 0.5 for the call: 0 left
       toolStep('third', { prompt_tokens: 1000, completion_tokens: 500 }),
@@ -261,7 +246,7 @@ describe('credits', () => {
     const id = created.body.task_id;
     await waitIdleAs(h, account, id);
 
-    assert.equal(model(h).requests.length, 2, 'no model call after the balance reached zero');
+    assert.equal(fakeModel(h).requests.length, 2, 'no model call after the balance reached zero');
     const evs = await events(h, account, id);
     const { error, done } = assertFailedWith(evs, 'out_of_credits');
     assert.equal(error.retryable, false);
@@ -281,7 +266,7 @@ describe('credits', () => {
     const h = await setup(t);
     const account = await createAccount(h, 0.001);
     const call = as(h, account);
-    model(h).script(
+    fakeModel(h).script(
       toolStep('first', { prompt_tokens: 50_000, completion_tokens: 10_000 }),
       toolStep('second', { prompt_tokens: 50_000, completion_tokens: 10_000 }),
       { text: 'Done.', usage: { prompt_tokens: 50_000, completion_tokens: 10_000 } },
@@ -290,7 +275,7 @@ describe('credits', () => {
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
     await waitIdleAs(h, account, id);
-    assert.equal(model(h).requests.length, 1);
+    assert.equal(fakeModel(h).requests.length, 1);
     assertFailedWith(await events(h, account, id), 'out_of_credits');
     assert.equal((await adminAccount(h, account)).balance, 0);
     const task = (await call('GET', `/task/${id}`)).body;
@@ -304,17 +289,17 @@ describe('credits', () => {
     const call = as(h, account);
     let release!: (reply: FakeReply) => void;
     const held = new Promise<FakeReply>((r) => (release = r));
-    model(h).setResponder((_body, index) => (index === 0 ? held : { text: 'Done.', usage: { prompt_tokens: 1000, completion_tokens: 500 } }));
+    fakeModel(h).setResponder((_body, index) => (index === 0 ? held : { text: 'Done.', usage: { prompt_tokens: 1000, completion_tokens: 500 } }));
     const created = await call('POST', '/task/start', { task: SPEC });
     const id = created.body.task_id;
-    await model(h).waitForRequests(1);
+    await fakeModel(h).waitForRequests(1);
     const queued = await call('POST', `/task/${id}/continue`, { message: 'Queued while credits last.' });
     assert.equal(queued.status, 202, queued.text);
 
     release(toolStep('costly', { prompt_tokens: 2000, completion_tokens: 1000 })); // 4 credits > 2
     await waitIdleAs(h, account, id);
     assert.equal((await adminAccount(h, account)).balance, 0);
-    const sent = model(h).requests.slice(1).filter((r) => (r.body.messages ?? []).some((m) => m.content === 'Queued while credits last.'));
+    const sent = fakeModel(h).requests.slice(1).filter((r) => (r.body.messages ?? []).some((m) => m.content === 'Queued while credits last.'));
     assert.equal(sent.length, 0, 'the model was called for the queued message although the account had no credits left');
     const s = (await call('GET', `/task/${id}/state`)).body;
     assert.equal(s.status, 'plan');
@@ -327,14 +312,14 @@ describe('turn limits', () => {
     const h = await setup(t);
     const account = await createAccount(h, 100);
     const call = as(h, account);
-    model(h).setResponder(() => toolStep('again', { prompt_tokens: 1000, completion_tokens: 1000 })); // 3 per model step
+    fakeModel(h).setResponder(() => toolStep('again', { prompt_tokens: 1000, completion_tokens: 1000 })); // 3 per model step
     const created = await call('POST', '/task/start', { task: { ...SPEC, limits: { max_credits_per_turn: 2 } } });
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
     await waitIdleAs(h, account, id);
 
     const { done } = assertFailedWith(await events(h, account, id), null, /max_credits_per_turn/);
-    assert.equal(model(h).requests.length, 1, 'no model call after the turn went over its limit');
+    assert.equal(fakeModel(h).requests.length, 1, 'no model call after the turn went over its limit');
     assert.ok(done.credits_used >= 2 && done.credits_used <= 3.5, `credits_used ${done.credits_used}`);
     const task = (await call('GET', `/task/${id}`)).body;
     assert.equal(task.status, 'plan');
@@ -344,7 +329,7 @@ describe('turn limits', () => {
 
   it('max_steps ends the turn with an error event, then done failed', async (t) => {
     const h = await setup(t);
-    model(h).setResponder(() => toolStep('again', { prompt_tokens: 10, completion_tokens: 10 }));
+    fakeModel(h).setResponder(() => toolStep('again', { prompt_tokens: 10, completion_tokens: 10 }));
     const created = await h.request('POST', '/task/start', { body: { task: { ...SPEC, limits: { max_steps: 3 } } } });
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
@@ -352,7 +337,7 @@ describe('turn limits', () => {
 
     const res = await h.request('GET', `/task/${id}/events?limit=1000`);
     assertFailedWith(res.body.events, null, /max_steps/);
-    const calls = model(h).requests.length;
+    const calls = fakeModel(h).requests.length;
     assert.ok(calls >= 1 && calls <= 3, `the model was called ${calls} times with max_steps 3`);
     const task = (await h.request('GET', `/task/${id}`)).body;
     assert.equal(task.status, 'plan');

@@ -1,13 +1,175 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import pino from 'pino';
+import type { Agent } from '../src/agent/agent-loop.js';
+import { loadConfig } from '../src/config.js';
+import { createQuarry } from '../src/server.js';
+import { EventBus } from '../src/events/event-bus.js';
+import { Accounts } from '../src/accounts/accounts.js';
+import { emptySpec } from '../src/tasks/spec.js';
+import { TaskService } from '../src/tasks/task-service.js';
+import { TurnRunner } from '../src/tasks/turn-runner.js';
+import type { Uploads } from '../src/uploads/uploads.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
-import { skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { until } from './helpers/bounded-waits.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
 import { runStoreCases } from './store/store-cases.js';
 
 const schema = `t_store_${process.pid}_${Date.now()}`;
+const skip = await skipWithoutPostgres();
 
-runStoreCases('postgres', async () => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema }), async () => {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await client.connect();
-  await client.query(`drop schema if exists "${schema}" cascade`);
-  await client.end();
-}, { skip: await skipWithoutPostgres() });
+runStoreCases('postgres', async () => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema }), () => dropSchemas(schema), { skip });
+
+test('installs in two schemas of one database each hold their own named lock (each runs its own cron scheduler)', { skip }, async () => {
+  const schemas = [`t_lock_a_${process.pid}`, `t_lock_b_${process.pid}`];
+  const stores = await Promise.all(schemas.map((s) => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: s })));
+  try {
+    const locks = await Promise.all(stores.map((s) => s.tryLock('quarry:cron-scheduler')));
+    assert.ok(locks[0]?.held, 'the first install got its lock');
+    assert.ok(locks[1]?.held, 'the second install got its lock although the first holds a lock of the same name');
+    assert.equal(await stores[0]!.tryLock('quarry:cron-scheduler'), null, 'within one install the lock is still exclusive');
+    for (const lock of locks) await lock?.release();
+  } finally {
+    for (const store of stores) await store.close();
+    await dropSchemas(...schemas);
+  }
+});
+
+test('a store migrates while other schemas of the same database are being created and dropped', { skip }, async () => {
+  // Migrations read the catalog of the whole database; a schema dropped mid-read must not fail them.
+  const churn = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await churn.connect();
+  let churning = true;
+  const churned = (async () => {
+    for (let i = 0; churning; i++) {
+      const other = `t_churn_${process.pid}_${i}`;
+      await churn.query(`create schema "${other}"; create table "${other}".t (id serial primary key, a int, b text)`);
+      await churn.query(`drop schema "${other}" cascade`);
+    }
+  })();
+  const opened: string[] = [];
+  try {
+    for (let i = 0; i < 20; i++) {
+      const mine = `t_migrate_${process.pid}_${i}`;
+      opened.push(mine);
+      const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: mine });
+      try {
+        await store.migrate();
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    churning = false;
+    await churned;
+    await churn.end();
+    await dropSchemas(...opened);
+  }
+});
+
+test('a start that fails half way (here: a migration) closes the database connections it opened', { skip }, async () => {
+  const broken = `t_broken_${process.pid}_${Date.now()}`;
+  const workerId = `broken-start-${process.pid}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-broken-'));
+  try {
+    // A view where the first migration creates a table: that migration fails.
+    await admin.query(`create schema "${broken}"; create view "${broken}".tasks as select 1 as one`);
+    const config = loadConfig({ QUARRY_DATA_DIR: dataDir, QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: broken, QUARRY_WORKER_ID: workerId, QUARRY_SANDBOX: 'off' });
+    await assert.rejects(createQuarry(config, { logger: pino({ level: 'silent' }) }), /tasks/);
+    // A closed connection's backend leaves pg_stat_activity a moment later; an idle pooled
+    // connection that was never closed would stay for the pool's 10 s idle timeout.
+    await until('no connection of the failed start is left open', async () => {
+      const open = await admin.query('select count(*)::int as n from pg_stat_activity where application_name = $1', [`quarry ${workerId}`]);
+      return open.rows[0].n === 0;
+    }, { timeoutMs: 3000 });
+  } finally {
+    await admin.end();
+    await dropSchemas(broken);
+  }
+});
+
+type PostgresStore = Awaited<ReturnType<typeof openPostgresStore>>;
+
+/**
+ * Starts a worker on `store` with one of the store's methods slowed down (long enough to stop
+ * the worker while that call is under way), stops it at once, and waits for the slowed call to
+ * finish: the state the worker leaves behind is then final.
+ */
+async function stopWhileBusy(
+  store: PostgresStore,
+  slowed: 'tryLock' | 'transaction',
+  opts: { cronIntervalMs: number; agent?: Agent },
+): Promise<void> {
+  const slowStore = Object.create(store) as PostgresStore;
+  const call = store[slowed].bind(store) as (...args: unknown[]) => Promise<unknown>;
+  (slowStore as unknown as Record<string, unknown>)[slowed] = async (...args: unknown[]) => {
+    await sleep(300);
+    return call(...args);
+  };
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-stop-'));
+  try {
+    const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
+    const runner = new TurnRunner({
+      store: slowStore,
+      service: new TaskService({ store: slowStore, bus: new EventBus(), config }),
+      // Unless the test gives one, no turn may run: the agent is never called. No turn has inputs.
+      agent: opts.agent ?? ({} as Agent),
+      uploads: {} as Uploads,
+      config,
+      logger: pino({ level: 'silent' }),
+      pollIntervalMs: 60_000,
+      cronIntervalMs: opts.cronIntervalMs,
+    });
+    await runner.start();
+    await sleep(100);
+    await runner.shutdown();
+    await sleep(500);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+test('a worker that stops while it is taking the scheduler lock lets go of the lock', { skip }, async () => {
+  const lockSchema = `t_sched_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: lockSchema });
+  const other = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: lockSchema });
+  try {
+    await store.migrate();
+    await stopWhileBusy(store, 'tryLock', { cronIntervalMs: 20 });
+    const lock = await other.tryLock('quarry:cron-scheduler');
+    assert.ok(lock?.held, 'the scheduler lock is free once the worker has stopped');
+    await lock.release();
+  } finally {
+    await store.close();
+    await other.close();
+    await dropSchemas(lockSchema);
+  }
+});
+
+test('a worker that stops while it is claiming turns starts none of them and leaves them pending', { skip }, async () => {
+  const claimSchema = `t_claim_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema });
+  try {
+    await store.migrate();
+    const service = new TaskService({ store, bus: new EventBus(), config: loadConfig({}) });
+    const accountId = (await new Accounts(store).createAccount('claims', 100)).account.id;
+    const created = await service.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
+    let agentCalls = 0;
+    const agent = { runTurn: async () => { agentCalls++; return { outcome: 'completed' }; } } as unknown as Agent;
+    await stopWhileBusy(store, 'transaction', { cronIntervalMs: 0, agent });
+    const turn = await store.getTurn(created.turnId!);
+    assert.equal(turn?.status, 'pending', 'the claimed turn was handed back');
+    assert.equal(turn?.startedAt, null, 'and never started');
+    assert.equal(agentCalls, 0);
+  } finally {
+    await store.close();
+    await dropSchemas(claimSchema);
+  }
+});

@@ -5,7 +5,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
+import { taskState } from './helpers/task-api.js';
 import type { FakeOpenAI, FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
 import { openSse, parseRawResponse, parseSseText, readSse, stalledGet, type SseEvent, type SseStream } from './sse-client.js';
 
@@ -114,12 +116,6 @@ function range(from: number, to: number): number[] {
   return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
 }
 
-async function stateOf(h: Harness, taskId: string): Promise<any> {
-  const res = await h.request('GET', `/task/${taskId}/state`);
-  assert.equal(res.status, 200, res.text);
-  return res.body;
-}
-
 async function startTask(h: Harness, prompt: string, extra: Record<string, unknown> = {}): Promise<string> {
   const res = await h.request('POST', '/task/start', { body: { task: { name: prompt, prompt, outputs: [ITEMS], ...extra } } });
   assert.equal(res.status, 200, res.text);
@@ -209,7 +205,7 @@ describe('event streams', () => {
     assert.deepEqual(tools.filter((t) => t.name === 'update_spec').map((t) => t.state), ['started', 'finished']);
 
     assert.deepEqual(s.events.map((e) => e.json), await history(h, taskId), 'the stream carries exactly the stored events');
-    assert.equal((await stateOf(h, taskId)).active, false);
+    assert.equal((await taskState(h, taskId)).active, false);
   });
 
   it('POST /task/start/stream streams the execute turn of a spec and ends after its done', async () => {
@@ -236,7 +232,7 @@ describe('event streams', () => {
     const prompt = 'Stream-messages: a task to talk to.';
     const taskId = await startTask(h, prompt);
     await waitIdle(h, taskId);
-    const before1 = (await stateOf(h, taskId)).last_event_id as number;
+    const before1 = (await taskState(h, taskId)).last_event_id as number;
 
     router.script(prompt, { text: 'Continuing as asked.' });
     const c = await post(h, `/task/${taskId}/continue/stream`, { message: 'Add more, please.' });
@@ -245,7 +241,7 @@ describe('event streams', () => {
     await c.finished(15_000);
     assert.ok(c.completed);
     for (const e of c.events) checkStored(e, taskId);
-    const afterContinue = (await stateOf(h, taskId)).last_event_id as number;
+    const afterContinue = (await taskState(h, taskId)).last_event_id as number;
     assert.deepEqual(seqs(c.events), range(before1 + 1, afterContinue), 'exactly the events of this turn, in order');
     const cDone = c.events.at(-1)!;
     assert.equal(cDone.event, 'done');
@@ -259,7 +255,7 @@ describe('event streams', () => {
     await x.finished(15_000);
     assert.ok(x.completed);
     for (const e of x.events) checkStored(e, taskId);
-    const afterExecute = (await stateOf(h, taskId)).last_event_id as number;
+    const afterExecute = (await taskState(h, taskId)).last_event_id as number;
     assert.deepEqual(seqs(x.events), range(afterContinue + 1, afterExecute));
     const xDone = x.events.at(-1)!;
     assert.equal(xDone.event, 'done');
@@ -285,7 +281,7 @@ describe('event streams', () => {
     assert.equal(typeof error.json.retryable, 'boolean');
     assert.ok(Number(error.id) < Number(s.events.at(-1)!.id), 'the error comes before the done');
     assert.equal(s.events.at(-1)!.json.outcome, 'failed');
-    const state = await stateOf(h, taskId);
+    const state = await taskState(h, taskId);
     assert.equal(state.active, false);
     assert.equal(state.status, 'plan');
   });
@@ -310,7 +306,7 @@ describe('event streams', () => {
     const s = await post(h, `/task/${taskId}/continue/stream`, { message: 'Queued message.' });
     assert.equal(s.status, 200);
     const queued = await s.waitFor((e) => e.event === 'task' && e.json.reason === 'message_queued', 10_000, 'the message_queued event');
-    const firstTurn = (await stateOf(h, taskId)).turn.id as string;
+    const firstTurn = (await taskState(h, taskId)).turn.id as string;
     const queuedTurn = queued.json.turn_id as string;
     assert.notEqual(queuedTurn, firstTurn);
 
@@ -358,7 +354,7 @@ describe('event streams', () => {
     assert.equal(s.status, 200);
     assert.match(String(s.headers['content-type']), /^text\/event-stream/);
     await s.waitFor((e) => e.event === 'task' && e.json.reason === 'message_queued', 10_000, 'the queued message');
-    const firstTurn = (await stateOf(h, taskId)).turn.id as string;
+    const firstTurn = (await taskState(h, taskId)).turn.id as string;
     assert.equal(s.ended, false, 'the stream stays open while a turn runs');
 
     assert.equal((await h.request('POST', `/task/${taskId}/stop`, { body: {} })).status, 200);
@@ -372,7 +368,7 @@ describe('event streams', () => {
     assert.equal(dones[1]!.json.outcome, 'completed');
     assert.equal(s.events.at(-1), dones[1], 'it ended after the last turn\'s done');
     assert.ok(s.events.some((e) => e.event === 'text' && String(e.json.text).includes('Second turn text.')));
-    const state = await stateOf(h, taskId);
+    const state = await taskState(h, taskId);
     assert.equal(state.active, false);
     assert.equal(state.queued_messages, 0);
     assert.equal(Number(s.events.at(-1)!.id), state.last_event_id, 'nothing was left unsent');
@@ -395,7 +391,7 @@ describe('event streams', () => {
         const taskId = await startTask(h, prompt);
         const s1 = await openSse(h.url, `/task/${taskId}/stream`, { key: h.key });
         await router.waitForCalls(prompt, 2); // held at gate 1: no event happens meanwhile
-        const seenUpTo = (await stateOf(h, taskId)).last_event_id as number;
+        const seenUpTo = (await taskState(h, taskId)).last_event_id as number;
         await s1.waitFor((e) => Number(e.id) === seenUpTo, 10_000, `event ${seenUpTo}`);
         s1.close();
         const lastId = Number(s1.events.at(-1)!.id);
@@ -403,7 +399,7 @@ describe('event streams', () => {
 
         g1.open();
         await router.waitForCalls(prompt, 3); // step two is stored; held at gate 2
-        const storedUpTo = (await stateOf(h, taskId)).last_event_id as number;
+        const storedUpTo = (await taskState(h, taskId)).last_event_id as number;
         assert.ok(storedUpTo > lastId, 'events happened while disconnected');
 
         const s2 = mode === 'Last-Event-ID'
@@ -493,7 +489,7 @@ describe('event streams', () => {
     await router.waitForCalls(busyPrompt, 1);
     const r1 = await expectRefusal(await post(h, `/task/${busy}/execute/stream`, { instruction: 'again' }), 'task_executing', true);
     assert.equal(r1.error.json.task_id, busy);
-    assert.equal((await stateOf(h, busy)).active, true, 'the running turn was not touched');
+    assert.equal((await taskState(h, busy)).active, true, 'the running turn was not touched');
     await h.request('POST', `/task/${busy}/stop`, { body: {} });
     await waitIdle(h, busy);
 
@@ -553,7 +549,37 @@ describe('event streams', () => {
       assert.equal(s.body?.error, c.error, `${c.name}: ${JSON.stringify(s.body)}`);
       if (c.param) assert.equal(s.body.param, c.param, `${c.name}: param`);
     }
-    assert.equal((await stateOf(h, idle)).active, false, 'nothing started');
+    assert.equal((await taskState(h, idle)).active, false, 'nothing started');
+  });
+
+  it('speaks HTTP/1.1 chunks to an HTTP/1.1 client and a plain body to an HTTP/1.0 client, both whole', async () => {
+    const taskId = await startTask(h, 'Say one thing.');
+    await waitIdle(h, taskId, 10_000);
+    // Resumed after the first event: the rest of the history, then the stream ends.
+    const path = `/task/${taskId}/stream?after=1`;
+    const expected = (await history(h, taskId, 1)).map((e) => e.seq);
+    for (const version of ['1.1', '1.0']) {
+      const bytes = await new Promise<Buffer>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(h.url).port), '127.0.0.1', () => {
+          socket.write(`GET ${path} HTTP/${version}\r\nHost: 127.0.0.1\r\nX-API-Key: ${h.key}\r\nConnection: close\r\n\r\n`);
+        });
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('close', () => resolve(Buffer.concat(chunks)));
+        socket.on('error', reject);
+        socket.setTimeout(10_000, () => socket.destroy(new Error(`HTTP/${version}: no end of stream`)));
+      });
+      const raw = parseRawResponse(bytes);
+      assert.equal(raw.status, 200, `HTTP/${version}`);
+      if (version === '1.1') assert.ok(raw.complete, 'the chunked body ended with its last chunk');
+      else assert.doesNotMatch(raw.head, /transfer-encoding/i, 'no chunks for HTTP/1.0');
+      // Without chunks, parseRawResponse gives the body as it came.
+      const body = raw.body;
+      assert.doesNotMatch(body, /^[0-9a-f]+\r?$/m, `HTTP/${version}: no chunk framing left in the body`);
+      const events = parseSseText(body).events;
+      assert.deepEqual(events.filter((e) => e.id !== undefined).map((e) => Number(e.id)), expected, `HTTP/${version}: every stored event once, in order`);
+      assert.equal(events.at(-1)?.event, 'done');
+    }
   });
 });
 
@@ -609,7 +635,7 @@ describe('event streams: slow clients (QUARRY_SSE_MAX_BUFFER_BYTES=2048)', () =>
     assert.equal((await h.request('POST', `/task/${taskId}/continue`, { body: { message: 'Now write it all out.' } })).status, 202);
     const slow = await stalledGet(h.url, `/task/${taskId}/stream`, { 'x-api-key': h.key });
     try {
-      assert.equal((await stateOf(h, taskId)).active, true);
+      assert.equal((await taskState(h, taskId)).active, true);
       assert.equal((await h.request('POST', `/task/${taskId}/stop`, { body: {} })).status, 200);
       await h.model!.waitForRequests(2);
       await waitIdle(h, taskId, 30_000);
@@ -659,7 +685,7 @@ describe('event streams: slow clients (QUARRY_SSE_MAX_BUFFER_BYTES=2048)', () =>
     await s.finished(10_000);
     assert.ok(s.completed, `the stream was cut off after ${s.events.length} events`);
     assert.equal(s.events.at(-1)?.event, 'done');
-    const state = await stateOf(h, taskId);
+    const state = await taskState(h, taskId);
     assert.deepEqual(seqs(s.events), range(1, state.last_event_id));
   });
 });

@@ -16,7 +16,16 @@ export function hashKey(apiKey: string): string {
   return crypto.createHash('sha256').update(apiKey).digest('hex');
 }
 
+export interface VerifiedKey {
+  accountId: string;
+  keyId: string;
+}
+
 export class Accounts {
+  /**
+   * Recent verdicts by the key as sent, so a cached key costs no hash. The keys are already in
+   * this process's memory with every request that carries one.
+   */
   private readonly keyCache = new Map<string, { accountId: string | null; keyId: string | null; at: number }>();
 
   constructor(
@@ -46,11 +55,11 @@ export class Accounts {
    * The account a key belongs to, or null for an unknown or revoked key. A store failure is
    * 503 auth_unavailable: the key may be fine, we just cannot tell.
    */
-  async verifyKey(apiKey: string): Promise<{ accountId: string; keyId: string } | null> {
+  async verifyKey(apiKey: string): Promise<VerifiedKey | null> {
+    const cached = this.cachedKey(apiKey);
+    if (cached !== undefined) return cached;
     const hash = hashKey(apiKey);
     const now = Date.now();
-    const cached = this.keyCache.get(hash);
-    if (cached && now - cached.at < KEY_CACHE_MS) return cached.accountId ? { accountId: cached.accountId, keyId: cached.keyId! } : null;
     let key: ApiKeyRecord | undefined;
     try {
       key = await this.store.findApiKeyByHash(hash);
@@ -59,8 +68,15 @@ export class Accounts {
     }
     const valid = key && !key.revokedAt ? key : undefined;
     if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-    this.keyCache.set(hash, { accountId: valid?.accountId ?? null, keyId: valid?.id ?? null, at: now });
+    this.keyCache.set(apiKey, { accountId: valid?.accountId ?? null, keyId: valid?.id ?? null, at: now });
     return valid ? { accountId: valid.accountId, keyId: valid.id } : null;
+  }
+
+  /** The verdict on a key verified in the last few seconds (null: invalid), or undefined when there is none. */
+  cachedKey(apiKey: string): VerifiedKey | null | undefined {
+    const cached = this.keyCache.get(apiKey);
+    if (!cached || Date.now() - cached.at >= KEY_CACHE_MS) return undefined;
+    return cached.accountId ? { accountId: cached.accountId, keyId: cached.keyId! } : null;
   }
 
   async getAccount(accountId: string): Promise<AccountRecord> {
@@ -102,7 +118,7 @@ export class Accounts {
 
   /** Drops every cached verdict for a key, so it is checked against the store again. */
   forgetKey(keyId: string): void {
-    for (const [hash, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(hash);
+    for (const [apiKey, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(apiKey);
   }
 
   async usage(accountId: string, limit = 1000): Promise<TurnRecord[]> {

@@ -4,7 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { QuarryClient } from '../../packages/client/src/index.js';
-import { ExitCode, UsageError, type ExitCodeValue } from './exit-codes.js';
+import { ExitCode, HelpRequested, UsageError, type ExitCodeValue } from './exit-codes.js';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
@@ -13,7 +13,7 @@ export interface CliIo {
   env: NodeJS.ProcessEnv;
 }
 
-export const DEFAULT_URL = 'http://127.0.0.1:8080';
+const DEFAULT_URL = 'http://127.0.0.1:8080';
 
 export class CliContext {
   constructor(
@@ -59,6 +59,9 @@ export class CliContext {
   }
 }
 
+/** A client command: parses its arguments, runs, and resolves with the exit code. */
+export type Command = (ctx: CliContext, args: string[]) => Promise<ExitCodeValue>;
+
 /** Credentials are not configured: nothing was sent (exit 3). */
 export class MissingCredentials extends Error {
   readonly name = 'MissingCredentials';
@@ -73,7 +76,7 @@ const GLOBAL_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies OptionSpec;
 
-export interface Parsed<O extends OptionSpec> {
+interface Parsed<O extends OptionSpec> {
   values: { [K in keyof (O & typeof GLOBAL_OPTIONS)]?: (O & typeof GLOBAL_OPTIONS)[K] extends { type: 'boolean' } ? boolean : string };
   positionals: string[];
 }
@@ -100,10 +103,9 @@ export function parseCommand<O extends OptionSpec>(
   }
   parsed.positionals = parsed.positionals.map((p) => (p.startsWith(SHIELD) ? p.slice(SHIELD.length) : p));
   const values = parsed.values as Parsed<O>['values'];
-  if (!values.help) {
-    if (parsed.positionals.length < positionals.min) throw new UsageError(`missing ${positionals.names}`);
-    if (parsed.positionals.length > positionals.max) throw new UsageError(`unexpected argument "${parsed.positionals[positionals.max]}"`);
-  }
+  if (values.help) throw new HelpRequested();
+  if (parsed.positionals.length < positionals.min) throw new UsageError(`missing ${positionals.names}`);
+  if (parsed.positionals.length > positionals.max) throw new UsageError(`unexpected argument "${parsed.positionals[positionals.max]}"`);
   return { values, positionals: parsed.positionals };
 }
 

@@ -36,6 +36,11 @@ export class UsageError extends Error {
   readonly name = 'UsageError';
 }
 
+/** `-h` found while parsing a command's options (e.g. in `-fh`): usage is printed and the CLI exits 0. */
+export class HelpRequested extends Error {
+  readonly name = 'HelpRequested';
+}
+
 /** The exit code for an error thrown by a command. */
 export function exitCodeFor(err: unknown): ExitCodeValue {
   if (err instanceof UsageError) return ExitCode.usage;

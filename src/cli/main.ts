@@ -2,15 +2,13 @@
  * The client commands of `quarry`: finds the command, runs it, and turns whatever it threw into a
  * message and an exit code (see exit-codes.ts). `serve` is dispatched before this module loads.
  */
-import { QuarryError } from '../../packages/client/src/index.js';
+import { QuarryError, type ErrorFacts } from '../../packages/client/src/index.js';
 import { ACCOUNT_COMMANDS, CREDIT_COMMANDS, KEY_COMMANDS } from './commands/admin-commands.js';
 import { TASK_COMMANDS } from './commands/task-commands.js';
 import { uploadCommand } from './commands/upload-command.js';
-import { CliContext, MissingCredentials, type CliIo } from './context.js';
-import { ExitCode, UsageError, exitCodeFor, type ExitCodeValue } from './exit-codes.js';
+import { CliContext, MissingCredentials, type CliIo, type Command } from './context.js';
+import { ExitCode, HelpRequested, UsageError, exitCodeFor, type ExitCodeValue } from './exit-codes.js';
 import { USAGE } from './help.js';
-
-type Command = (ctx: CliContext, args: string[]) => Promise<ExitCodeValue>;
 
 const GROUPS: Record<string, Record<string, Command>> = {
   task: TASK_COMMANDS,
@@ -22,21 +20,32 @@ const GROUPS: Record<string, Record<string, Command>> = {
   credits: CREDIT_COMMANDS,
 };
 
-function wantsJson(argv: string[]): boolean {
+/** The arguments before a `--`, where options are read. */
+function optionArgs(argv: string[]): string[] {
   const end = argv.indexOf('--');
-  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+  return end < 0 ? argv : argv.slice(0, end);
 }
 
-function wantsHelp(argv: string[]): boolean {
-  const end = argv.indexOf('--');
-  return (end < 0 ? argv : argv.slice(0, end)).some((a) => a === '--help' || a === '-h');
+function wantsJson(argv: string[]): boolean {
+  return optionArgs(argv).includes('--json');
 }
+
+/**
+ * A plain `--help` or `-h` asks for the usage even beside options a command would refuse;
+ * combined short options such as `-fh` are found when the command parses them (HelpRequested).
+ */
+function wantsHelp(argv: string[]): boolean {
+  return optionArgs(argv).some((a) => a === '--help' || a === '-h');
+}
+
+/** The error facts passed on with --json when set, in this order. */
+const ERROR_FACT_KEYS: (keyof ErrorFacts)[] = ['task_id', 'retry_after', 'param', 'detail', 'resolve', 'task_created'];
 
 /** The error as the JSON scripts read with --json: the API's error body fields, plus status. */
 function errorJson(err: unknown): Record<string, unknown> {
   if (err instanceof QuarryError) {
     const out: Record<string, unknown> = { error: err.error, message: err.message, retryable: err.retryable, status: err.status ?? null, request_id: err.request_id ?? null };
-    for (const key of ['task_id', 'retry_after', 'param', 'detail', 'resolve', 'task_created'] as const) if (err[key] !== undefined) out[key] = err[key];
+    for (const key of ERROR_FACT_KEYS) if (err[key] !== undefined) out[key] = err[key];
     return out;
   }
   if (err instanceof UsageError) return { error: 'usage', message: err.message };
@@ -63,10 +72,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCodeValue> 
     io.stderr.write(USAGE);
     return ExitCode.usage;
   }
-  if (group === 'help' || ((group === '--help' || group === '-h') && rest.length === 0)) {
-    io.stdout.write(USAGE);
-    return ExitCode.ok;
-  }
+  if (group === 'help' || ((group === '--help' || group === '-h') && rest.length === 0)) return help(io);
   try {
     if (group === 'upload') {
       if (wantsHelp(rest)) return help(io);
@@ -84,6 +90,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCodeValue> 
     if (wantsHelp(args)) return help(io);
     return await command(ctx, args);
   } catch (err) {
+    if (err instanceof HelpRequested) return help(io);
     report(ctx, err);
     return err instanceof MissingCredentials ? err.exitCode : exitCodeFor(err);
   }

@@ -4,7 +4,7 @@
  * and the model's text printed above it. Elsewhere: one plain line per event. With `--json`: each
  * event as one JSON line.
  */
-import type { DoneEvent, ErrorEvent, TaskEvent } from '../../packages/client/src/index.js';
+import type { DoneEvent, TaskEvent } from '../../packages/client/src/index.js';
 import { credits, eventLine } from './format.js';
 
 function plural(n: number, noun: string): string {
@@ -14,7 +14,6 @@ function plural(n: number, noun: string): string {
 /** Counts kept while following a stream. */
 export class ProgressTracker {
   taskId: string | undefined;
-  phase: string | null = null;
   activity: string | null = null;
   /** Finished or failed tool calls. */
   toolCalls = 0;
@@ -22,7 +21,6 @@ export class ProgressTracker {
   rowsWritten = 0;
   /** The task's credits_used, from its latest snapshot. */
   taskCredits: number | undefined;
-  lastError: ErrorEvent | undefined;
   lastDone: DoneEvent | undefined;
   readonly startedAt = Date.now();
 
@@ -30,7 +28,6 @@ export class ProgressTracker {
     if (event.task_id) this.taskId ??= event.task_id;
     switch (event.type) {
       case 'task':
-        this.phase = event.task.phase;
         this.activity = event.task.activity;
         this.taskCredits = event.task.credits_used;
         break;
@@ -42,9 +39,6 @@ export class ProgressTracker {
           this.toolCalls += 1;
           if (event.name === 'write_rows' && event.state === 'finished' && Array.isArray(event.input.rows)) this.rowsWritten += event.input.rows.length;
         }
-        break;
-      case 'error':
-        this.lastError = event;
         break;
       case 'done':
         this.lastDone = event;

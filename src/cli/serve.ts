@@ -5,7 +5,7 @@
  */
 import { loadConfig, ConfigError, type Role } from '../config.js';
 
-export const SERVE_USAGE = 'usage: quarry serve [--role all|api|worker]\n';
+const SERVE_USAGE = 'usage: quarry serve [--role all|api|worker]\n';
 
 function usage(): never {
   process.stderr.write(SERVE_USAGE);

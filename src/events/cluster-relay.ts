@@ -18,6 +18,8 @@ export interface ClusterRelayOptions {
   origin: string;
   logger: Logger;
   onControl: (message: ControlMessage) => void;
+  /** Listen for other processes' events (false: control messages only). */
+  relayEvents?: boolean;
 }
 
 export class ClusterRelay {
@@ -30,7 +32,7 @@ export class ClusterRelay {
   async start(): Promise<void> {
     const { store } = this.opts;
     if (!store.shared) return;
-    this.stops.push(await store.listen(EVENTS_CHANNEL, (payload) => this.onEvents(payload)));
+    if (this.opts.relayEvents !== false) this.stops.push(await store.listen(EVENTS_CHANNEL, (payload) => this.onEvents(payload)));
     this.stops.push(await store.listen(CONTROL_CHANNEL, (payload) => {
       const message = parseControl(payload);
       if (message) this.opts.onControl(message);

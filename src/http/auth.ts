@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Accounts } from '../accounts/accounts.js';
+import type { Accounts, VerifiedKey } from '../accounts/accounts.js';
 import { QuarryError } from '../errors.js';
 import { sendError } from './error-handler.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -42,28 +42,47 @@ function sameSecret(a: string, b: string): boolean {
 
 export function registerAuth(app: FastifyInstance, deps: { accounts: Accounts; adminKey: string | undefined; limiter: RateLimiter }): void {
   app.decorateRequest('accountId', '');
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+  // Callback style, with no promise on the hot path: a key verified moments ago and an in-memory
+  // rate limit are answered synchronously. A hook that answers the request does not call done.
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const config = request.routeOptions.config;
     if (config.methodNotAllowed) {
       const { allow } = config.methodNotAllowed;
-      return sendError(reply, request, new QuarryError('method_not_allowed', `${request.method} is not allowed here; use ${allow}.`, { headers: { Allow: allow } }));
+      sendError(reply, request, new QuarryError('method_not_allowed', `${request.method} is not allowed here; use ${allow}.`, { headers: { Allow: allow } }));
+      return;
     }
-    if (request.is404 || config.auth === 'none') return;
+    if (request.is404 || config.auth === 'none') return done();
     const credential = credentialOf(request);
     if (config.auth === 'admin') {
-      if (!deps.adminKey) return sendError(reply, request, new QuarryError('not_found', 'Admin routes are off: set QUARRY_ADMIN_KEY to enable them.'));
-      if (!credential || !sameSecret(credential, deps.adminKey)) {
-        return sendError(reply, request, new QuarryError('unauthorized', 'Admin routes need the admin key in X-API-Key or Authorization: Bearer.'));
+      if (!deps.adminKey) {
+        sendError(reply, request, new QuarryError('not_found', 'Admin routes are off: set QUARRY_ADMIN_KEY to enable them.'));
+      } else if (!credential || !sameSecret(credential, deps.adminKey)) {
+        sendError(reply, request, new QuarryError('unauthorized', 'Admin routes need the admin key in X-API-Key or Authorization: Bearer.'));
+      } else {
+        done();
       }
       return;
     }
-    if (!credential) return sendError(reply, request, new QuarryError('unauthorized', 'No API key: send it in X-API-Key or Authorization: Bearer.'));
-    const key = await deps.accounts.verifyKey(credential);
-    if (!key) return sendError(reply, request, new QuarryError('unauthorized', 'The API key is invalid or revoked.'));
-    request.accountId = key.accountId;
-    const wait = await deps.limiter.take(key.keyId);
-    if (wait > 0) {
-      return sendError(reply, request, new QuarryError('rate_limited', `Too many requests for this key: wait ${wait} s, then resend.`, { retry_after: wait }));
+    if (!credential) {
+      sendError(reply, request, new QuarryError('unauthorized', 'No API key: send it in X-API-Key or Authorization: Bearer.'));
+      return;
     }
+    const afterWait = (wait: number) => {
+      if (wait > 0) sendError(reply, request, new QuarryError('rate_limited', `Too many requests for this key: wait ${wait} s, then resend.`, { retry_after: wait }));
+      else done();
+    };
+    const admit = (key: VerifiedKey | null) => {
+      if (!key) {
+        sendError(reply, request, new QuarryError('unauthorized', 'The API key is invalid or revoked.'));
+        return;
+      }
+      request.accountId = key.accountId;
+      const wait = deps.limiter.take(key.keyId);
+      if (typeof wait === 'number') afterWait(wait);
+      else wait.then(afterWait, done);
+    };
+    const cached = deps.accounts.cachedKey(credential);
+    if (cached !== undefined) admit(cached);
+    else deps.accounts.verifyKey(credential).then(admit, done);
   });
 }

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../errors.js';
 import { COMMITTED_MARK } from '../tasks/task-service.js';
-import { toTaskView } from '../tasks/task-view.js';
+import { toReplyView } from '../tasks/task-view.js';
 
 const WINDOW_MS = 24 * 60 * 60 * 1000;
 
@@ -38,9 +38,7 @@ export async function withIdempotency(request: FastifyRequest, reply: FastifyRep
     // The change committed but its answer was never sent (the process died in between): answer
     // with the task as it stands now.
     const task = await request.server.deps.tasks.getTask(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
-    const view = toTaskView(task);
-    if (seen.status === 202) view.status = 'accepted';
-    return reply.send(view);
+    return reply.send(toReplyView(task, seen.status));
   }
   request.idempotency = { key, requestHash };
   return handle();

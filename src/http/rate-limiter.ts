@@ -5,8 +5,8 @@
 import type { Store } from '../store/store.js';
 
 export interface RateLimiter {
-  /** Counts one request; resolves 0 when allowed, else the whole seconds to wait. */
-  take(keyId: string): Promise<number>;
+  /** Counts one request: 0 when allowed, else the whole seconds to wait (a promise when it must ask the store). */
+  take(keyId: string): number | Promise<number>;
 }
 
 /** Token buckets: a burst up to the minute's budget, then requests paced as they refill. */
@@ -21,7 +21,7 @@ export class MemoryRateLimiter implements RateLimiter {
     this.refillPerMs = perMinute / 60_000;
   }
 
-  async take(keyId: string): Promise<number> {
+  take(keyId: string): number {
     const now = this.clock();
     const bucket = this.buckets.get(keyId) ?? { tokens: this.perMinute, at: now };
     bucket.tokens = Math.min(this.perMinute, bucket.tokens + (now - bucket.at) * this.refillPerMs);

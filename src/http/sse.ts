@@ -5,8 +5,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { EventBus } from '../events/event-bus.js';
 import type { EventRecord, Store } from '../store/store.js';
+import type { StreamFanout } from './sse-fanout.js';
 
 const REPLAY_PAGE = 1000;
 /** How long a replay waits for a client that stopped reading before giving up on it. */
@@ -21,7 +21,7 @@ setInterval(() => {
 
 export interface StreamOptions {
   store: Store;
-  bus: EventBus;
+  fanout: StreamFanout;
   taskId: string;
   /** Send stored events with a sequence number above this. */
   afterSeq: number;
@@ -76,7 +76,8 @@ export function openStream(request: FastifyRequest, reply: FastifyReply): Server
   raw.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache, no-transform',
-    Connection: 'keep-alive',
+    // No Connection header of our own: Node keeps an HTTP/1.1 connection open unless the client
+    // asked to close it, and an HTTP/1.0 body without a length ends with the connection.
     'X-Accel-Buffering': 'no',
     'X-Request-ID': request.id,
   });
@@ -88,6 +89,9 @@ export function openStream(request: FastifyRequest, reply: FastifyReply): Server
 
 export async function streamTaskEvents(request: FastifyRequest, reply: FastifyReply, opts: StreamOptions): Promise<void> {
   const raw = openStream(request, reply);
+  const socket = raw.socket;
+  // The client is already gone: there is nothing to stream to.
+  if (!socket || socket.destroyed) return;
   let lastSeq = opts.afterSeq;
   let live = false;
   let ended = false;
@@ -104,34 +108,40 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
     stop();
     if (!raw.destroyed) raw.end();
   };
+  // Frames go straight to the socket as HTTP chunks, in one write each: the response's own
+  // write() makes four writes per frame and defers them all to the next tick, so thousands of
+  // streams would get nothing until the whole fan-out pass had run. The response still sends
+  // the last chunk at end(). An HTTP/1.0 client gets no chunks: there the response writes.
+  const chunked = raw.chunkedEncoding;
   const write = (text: string): boolean => {
     if (ended || raw.destroyed) return false;
-    raw.write(text);
+    if (chunked) socket.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
+    else raw.write(text);
     return true;
   };
   // Judged between writes, never right after one: what a reading client has not taken by the next
   // check is its backlog. A client too slow to keep up is cut off and resumes with Last-Event-ID.
   const checkBacklog = () => {
-    if (ended || raw.writableLength <= opts.maxBufferBytes) return;
-    request.log.info({ task_id: opts.taskId, buffered: raw.writableLength }, 'slow SSE client disconnected');
+    if (ended || socket.writableLength <= opts.maxBufferBytes) return;
+    request.log.info({ task_id: opts.taskId, buffered: socket.writableLength }, 'slow SSE client disconnected');
     stop();
     raw.destroy();
   };
   slowClients.add(checkBacklog);
   /** During the replay the stream waits for the client instead (bounded), so a large history is not a reason to cut it off. */
   const drained = async () => {
-    if (!raw.writableNeedDrain || ended) return;
+    if (!socket.writableNeedDrain || ended) return;
     const ok = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => done(false), REPLAY_DRAIN_TIMEOUT_MS);
       const onDrain = () => done(true);
       const onClose = () => done(false);
-      function done(value: boolean) {
+      const done = (value: boolean) => {
         clearTimeout(timer);
-        raw.off('drain', onDrain);
+        socket.off('drain', onDrain);
         raw.off('close', onClose);
         resolve(value);
-      }
-      raw.once('drain', onDrain);
+      };
+      socket.once('drain', onDrain);
       raw.once('close', onClose);
     });
     if (!ok && !ended) {
@@ -139,20 +149,36 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
       raw.destroy();
     }
   };
-  const send = (event: EventRecord): void => {
-    if (ended || event.seq <= lastSeq) return;
-    lastSeq = event.seq;
-    if (!write(frame(event))) return;
-    if (opts.isLast(event)) end();
+  /** Writes the events this stream has not sent yet in one write, up to and including its last. */
+  const send = (events: readonly EventRecord[]): void => {
+    let text = '';
+    let last = false;
+    for (const event of events) {
+      if (event.seq <= lastSeq) continue;
+      lastSeq = event.seq;
+      text += frame(event);
+      if (opts.isLast(event)) {
+        last = true;
+        break;
+      }
+    }
+    if (!text || !write(text)) return;
+    if (!last) return;
+    // Ended on the next turn of the event loop: at a turn's end thousands of streams end in one
+    // delivery pass, and writing everyone's last frames before ending any gets them all their
+    // `done` sooner.
+    stop();
+    setImmediate(() => {
+      if (!raw.destroyed) raw.end();
+    });
   };
 
-  // Subscribe before reading the store so nothing published meanwhile is missed.
-  const unsubscribe = opts.bus.subscribe(opts.taskId, (event) => {
-    if (!live) {
-      backlog.push(event);
-      return;
-    }
-    send(event);
+  // Follow before reading the store so nothing published meanwhile is missed.
+  const unsubscribe = opts.fanout.follow(opts.taskId, {
+    deliver(events) {
+      if (live) send(events);
+      else backlog.push(...events);
+    },
   });
   const ping = setInterval(() => write(': ping\n\n'), opts.pingIntervalMs);
   raw.on('close', end);
@@ -161,7 +187,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
     while (!ended) {
       const page = await opts.store.listEvents(opts.taskId, lastSeq, REPLAY_PAGE);
       for (const event of page) {
-        send(event);
+        send([event]);
         await drained();
       }
       if (page.length < REPLAY_PAGE) break;
@@ -170,8 +196,8 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
       for (const text of opts.closingFrames) write(text);
       return end();
     }
-    while (backlog.length > 0) send(backlog.shift()!);
-    // No await between the empty check and this line, so no event can fall between backlog and live.
+    send(backlog.splice(0));
+    // No await between the backlog and this line, so no event can fall between backlog and live.
     live = true;
   } catch (err) {
     request.log.warn({ err, task_id: opts.taskId }, 'event replay failed');

@@ -2,7 +2,9 @@
  * The SQL behind the Store contract, written once with Kysely for every database. The adapters
  * (sqlite/, postgres/) only open the connection, set the DialectProfile and run migrations.
  */
-import { Kysely, Migrator, sql, type CompiledQuery, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Kysely, Migrator, sql, type CompiledQuery, type ExpressionOrFactory, type SqlBool, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
+import { GroupCommit } from './group-commit.js';
 import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
 import type {
   AccountRecord, ApiKeyRecord, EventRecord, HeldLock, IdempotencyRecord, OutputStatsRecord, Store, StoreOps, TaskListCursor,
@@ -20,6 +22,11 @@ export interface DialectProfile {
   skipLocked: boolean;
   /** Other processes may use the same database, so notifications and shared locks matter. */
   shared: boolean;
+  /**
+   * Transactions that queue up behind each other share one commit (group-commit.ts). For a
+   * database that writes one transaction at a time anyway; PostgreSQL runs them side by side.
+   */
+  groupCommit: boolean;
 }
 
 /**
@@ -50,8 +57,10 @@ class StaticMigrations implements MigrationProvider {
 }
 
 const ROW_BATCH = 2_000;
+/** Runs of the migrator before a catalog read that keeps failing (see migrate) is given up on. */
+const MIGRATE_ATTEMPTS = 8;
 
-interface StateRow {
+export interface StateRow {
   id: string;
   account_id: string;
   status: string;
@@ -65,8 +74,53 @@ interface StateRow {
   turn_started_at: string | null;
 }
 
-/** The /state query compiled once per dialect (its SQL differs only in placeholders and quoting). */
-const stateQuery: Partial<Record<DialectProfile['kind'], CompiledQuery>> = {};
+/** The /state poll: the task's state and its current turn, by task id (the one parameter). */
+function stateQuery(db: Kysely<Database>): CompiledQuery<StateRow> {
+  return db
+    .selectFrom('tasks')
+    .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
+    .select([
+      'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
+      'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
+    ])
+    .where('tasks.id', '=', '')
+    .compile();
+}
+
+export function toTaskState(r: StateRow): TaskStateRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    status: r.status as TaskStateRecord['status'],
+    phase: r.phase as TaskStateRecord['phase'],
+    activity: r.activity as TaskStateRecord['activity'],
+    queuedCount: Number(r.queued_count),
+    lastEventSeq: Number(r.last_event_seq),
+    currentTurnId: r.current_turn_id,
+    updatedAt: r.updated_at,
+    turn: r.current_turn_id && r.turn_kind ? { id: r.current_turn_id, kind: r.turn_kind as TurnKind, startedAt: r.turn_started_at } : null,
+  };
+}
+
+/**
+ * A page of an output's rows, already serialized. Parameters: task id, output id, then the row
+ * numbers it lies between (after, up to and including). Row numbers are dense from 1, so a page
+ * is a range scan on the primary key, not an OFFSET.
+ */
+function rowsQuery(db: Kysely<Database>): CompiledQuery<{ data: string }> {
+  return db
+    .selectFrom('rows')
+    .select('data')
+    .where('task_id', '=', '')
+    .where('output_id', '=', '')
+    .where('row_num', '>', 0)
+    .where('row_num', '<=', 0)
+    .orderBy('row_num')
+    .compile();
+}
+
+/** The hot reads compiled once per dialect (their SQL differs only in placeholders and quoting). */
+const readsByDialect: Partial<Record<DialectProfile['kind'], { state: CompiledQuery<StateRow>; rows: CompiledQuery<{ data: string }> }>> = {};
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
   return {
@@ -244,30 +298,13 @@ export class KyselyOps implements StoreOps {
   }
 
   async getTaskState(id: string): Promise<TaskStateRecord | undefined> {
-    // The poll every client makes: compiled once, then only run with the id.
-    const compiled = (stateQuery[this.profile.kind] ??= this.db
-      .selectFrom('tasks')
-      .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
-      .select([
-        'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
-        'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
-      ])
-      .where('tasks.id', '=', '')
-      .compile());
-    const r = (await this.db.executeQuery<StateRow>({ ...compiled, parameters: [id] })).rows[0];
-    if (!r) return undefined;
-    return {
-      id: r.id,
-      accountId: r.account_id,
-      status: r.status as TaskStateRecord['status'],
-      phase: r.phase as TaskStateRecord['phase'],
-      activity: r.activity as TaskStateRecord['activity'],
-      queuedCount: Number(r.queued_count),
-      lastEventSeq: Number(r.last_event_seq),
-      currentTurnId: r.current_turn_id,
-      updatedAt: r.updated_at,
-      turn: r.current_turn_id && r.turn_kind ? { id: r.current_turn_id, kind: r.turn_kind as TurnKind, startedAt: r.turn_started_at } : null,
-    };
+    const r = (await this.db.executeQuery<StateRow>({ ...this.compiledReads().state, parameters: [id] })).rows[0];
+    return r && toTaskState(r);
+  }
+
+  /** The hot reads' SQL, compiled once per dialect; the SQLite adapter prepares it on its read connection. */
+  protected compiledReads() {
+    return (readsByDialect[this.profile.kind] ??= { state: stateQuery(this.db), rows: rowsQuery(this.db) });
   }
 
   async updateTask(id: string, patch: TaskPatch): Promise<void> {
@@ -337,22 +374,26 @@ export class KyselyOps implements StoreOps {
     return Number(r.n);
   }
 
-  async claimTurns(owner: string, limit: number, now: string, leaseUntil: string): Promise<TurnRecord[]> {
-    // Pending turns first (oldest first), then running turns whose owner stopped renewing.
-    let q = this.db
-      .selectFrom('turns')
-      .select('id')
-      .where((eb) => eb.or([eb('status', '=', 'pending'), eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)])]))
-      .orderBy('id')
-      .limit(limit);
+  async claimTurns(owner: string, limit: number, now: string, leaseUntil: string, opts: { takeOverExpired?: boolean } = {}): Promise<TurnRecord[]> {
+    // Turns whose owner stopped renewing come first (they are the oldest), then pending turns
+    // oldest first. Two statements rather than one with OR: each walks the (status, id) index in
+    // order and stops at `limit`, where an OR would sort the whole backlog on every claim.
+    const expired = opts.takeOverExpired === false
+      ? []
+      : await this.takeTurns(owner, limit, leaseUntil, (eb) => eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)]));
+    if (expired.length === limit) return expired;
+    const pending = await this.takeTurns(owner, limit - expired.length, leaseUntil, (eb) => eb('status', '=', 'pending'));
+    return [...expired, ...pending];
+  }
+
+  private async takeTurns(owner: string, limit: number, leaseUntil: string, which: ExpressionOrFactory<Database, 'turns', SqlBool>): Promise<TurnRecord[]> {
+    let ready = this.db.selectFrom('turns').select('id').where(which).orderBy('id').limit(limit);
     // SKIP LOCKED lets several workers claim at once without queueing behind each other's locks.
-    if (this.profile.skipLocked) q = q.forUpdate().skipLocked();
-    const ids = (await q.execute()).map((r) => r.id);
-    if (ids.length === 0) return [];
+    if (this.profile.skipLocked) ready = ready.forUpdate().skipLocked();
     const rows = await this.db
       .updateTable('turns')
       .set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil })
-      .where('id', 'in', ids)
+      .where('id', 'in', ready)
       .returningAll()
       .execute();
     return rows.map(toTurn).sort((a, b) => (a.id < b.id ? -1 : 1));
@@ -397,8 +438,9 @@ export class KyselyOps implements StoreOps {
     return rows.map((r) => ({ step: Number(r.step), data: r.data }));
   }
 
-  async insertEvent(e: EventRecord): Promise<void> {
-    await this.db.insertInto('events').values({ task_id: e.taskId, seq: e.seq, type: e.type, turn_id: e.turnId, data: e.data }).execute();
+  async insertEvents(events: EventRecord[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db.insertInto('events').values(events.map((e) => ({ task_id: e.taskId, seq: e.seq, type: e.type, turn_id: e.turnId, data: e.data }))).execute();
   }
 
   async listEvents(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]> {
@@ -438,17 +480,8 @@ export class KyselyOps implements StoreOps {
   }
 
   async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]> {
-    // Row numbers are dense from 1, so a page is a range scan on the primary key, not an OFFSET.
-    const rows = await this.db
-      .selectFrom('rows')
-      .select('data')
-      .where('task_id', '=', taskId)
-      .where('output_id', '=', outputId)
-      .where('row_num', '>', offset)
-      .where('row_num', '<=', offset + limit)
-      .orderBy('row_num')
-      .execute();
-    return rows.map((r) => r.data);
+    const r = await this.db.executeQuery<{ data: string }>({ ...this.compiledReads().rows, parameters: [taskId, outputId, offset, offset + limit] });
+    return r.rows.map((row) => row.data);
   }
 
   async insertUpload(u: UploadRecord): Promise<void> {
@@ -519,6 +552,8 @@ export class KyselyStore extends KyselyOps implements Store {
 
   readonly shared: boolean;
 
+  private readonly commits: GroupCommit | undefined;
+
   constructor(
     protected readonly root: Kysely<Database>,
     profile: DialectProfile,
@@ -531,6 +566,7 @@ export class KyselyStore extends KyselyOps implements Store {
     super(root, profile);
     this.kind = profile.kind;
     this.shared = profile.shared;
+    this.commits = profile.groupCommit ? new GroupCommit(root) : undefined;
   }
 
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
@@ -552,12 +588,20 @@ export class KyselyStore extends KyselyOps implements Store {
 
   async migrate(): Promise<void> {
     const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.opts.migrationSchema });
-    const { error } = await migrator.migrateToLatest();
-    if (error) throw error;
+    for (let attempt = 1; ; attempt++) {
+      const { error } = await migrator.migrateToLatest();
+      if (!error) return;
+      // The migrator looks for its tables by reading the catalog of every schema in the database
+      // (PostgreSQL), and that read fails with 3F000 when another schema is dropped meanwhile.
+      // Each step is idempotent, so running it again is safe.
+      if ((error as { code?: unknown }).code !== '3F000' || attempt === MIGRATE_ATTEMPTS) throw error;
+      await sleep(20 * attempt);
+    }
   }
 
   async transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {
-    return this.root.transaction().execute((trx) => fn(new KyselyOps(trx, this.profile)));
+    const body = (trx: Transaction<Database>) => fn(new KyselyOps(trx, this.profile));
+    return this.commits ? this.commits.run(body) : this.root.transaction().execute(body);
   }
 
   async *iterateRows(taskId: string, outputId: string): AsyncIterable<string> {

@@ -175,10 +175,11 @@ export interface StoreOps {
   countPendingTurns(): Promise<number>;
   /**
    * Gives up to `limit` pending turns to `owner` until `leaseUntil`, oldest first, and returns them.
-   * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too.
-   * A turn's started_at is set when its start is recorded, so a claimed turn that has one is resumed.
+   * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too,
+   * first, unless `takeOverExpired` is false. A turn's started_at is set when its start is
+   * recorded, so a claimed turn that has one is resumed.
    */
-  claimTurns(owner: string, limit: number, now: string, leaseUntil: string): Promise<TurnRecord[]>;
+  claimTurns(owner: string, limit: number, now: string, leaseUntil: string, opts?: { takeOverExpired?: boolean }): Promise<TurnRecord[]>;
   /** Extends a lease; false when the turn is no longer running under this owner. */
   renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
   /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
@@ -192,7 +193,8 @@ export interface StoreOps {
   listSteps(turnId: string): Promise<{ step: number; data: string }[]>;
 
   // events
-  insertEvent(event: EventRecord): Promise<void>;
+  /** Stores events (one statement for all of them). */
+  insertEvents(events: EventRecord[]): Promise<void>;
   listEvents(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
   lastEvents(taskId: string, count: number): Promise<EventRecord[]>;
 

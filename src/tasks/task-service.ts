@@ -14,7 +14,7 @@ import type {
   EventRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
 } from '../store/store.js';
 import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
-import { roundCredits, toTaskView, type TaskView } from './task-view.js';
+import { roundCredits, toReplyView, toTaskView, type TaskView } from './task-view.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
 
@@ -72,7 +72,8 @@ function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivi
 
 /**
  * One task's changes inside one transaction: field updates and the events they cause, written
- * together. Event sequence numbers come from the locked task row, so they are gap-free per task.
+ * together at flush. Event sequence numbers come from the locked task row, so they are gap-free
+ * per task.
  */
 class TaskUnit {
   readonly events: EventRecord[] = [];
@@ -85,6 +86,8 @@ class TaskUnit {
     readonly now: string,
     /** This process, named in notices so it can skip its own. */
     private readonly origin: string,
+    /** The task is not stored yet: flush inserts it whole instead of updating it. */
+    private readonly isNew = false,
   ) {}
 
   /** Tells the other processes on a shared store something once this unit commits. */
@@ -97,22 +100,22 @@ class TaskUnit {
     Object.assign(this.patch, patch, { updatedAt: this.now });
   }
 
-  async event(type: string, turnId: string | null, payload: Record<string, unknown>): Promise<void> {
+  event(type: string, turnId: string | null, payload: Record<string, unknown>): void {
     const seq = this.task.lastEventSeq + 1;
     this.task.lastEventSeq = seq;
     this.patch.lastEventSeq = seq;
     const data = JSON.stringify({ seq, type, task_id: this.task.id, turn_id: turnId, at: this.now, ...payload });
-    const event: EventRecord = { taskId: this.task.id, seq, type, turnId, data };
-    await this.tx.insertEvent(event);
-    this.events.push(event);
+    this.events.push({ taskId: this.task.id, seq, type, turnId, data });
   }
 
-  taskEvent(reason: TaskEventReason, turnId: string | null): Promise<void> {
-    return this.event('task', turnId, { reason, task: toTaskView(this.task, Date.parse(this.now)) });
+  taskEvent(reason: TaskEventReason, turnId: string | null): void {
+    this.event('task', turnId, { reason, task: toTaskView(this.task, Date.parse(this.now)) });
   }
 
   async flush(): Promise<void> {
-    await this.tx.updateTask(this.task.id, this.patch);
+    if (this.isNew) await this.tx.insertTask(this.task);
+    else await this.tx.updateTask(this.task.id, this.patch);
+    await this.tx.insertEvents(this.events);
     const first = this.events[0];
     if (first) await this.tx.notify(EVENTS_CHANNEL, eventsNotice(this.origin, this.task.id, first.seq, this.task.lastEventSeq));
     for (const message of this.controls) await this.tx.notify(CONTROL_CHANNEL, JSON.stringify(message));
@@ -190,7 +193,8 @@ export class TaskService {
   async create(accountId: string, input: { taskId?: string; spec: TaskSpec; kind: 'plan' | 'execute'; planOnly?: boolean }, idempotency?: IdempotencyMark): Promise<TaskReply> {
     const taskId = input.taskId ?? newId('tsk');
     const result = await this.store.transaction(async (tx) => {
-      if (await tx.getTask(taskId, { lock: true })) {
+      // A new ULID cannot be taken already; only a client-chosen id needs the look.
+      if (input.taskId !== undefined && (await tx.getTask(taskId, { lock: true }))) {
         throw new QuarryError('task_exists', `A task with task_id "${taskId}" already exists: continue it instead.`, { task_id: taskId });
       }
       await this.requireCredits(tx, accountId, { task_created: false });
@@ -220,12 +224,11 @@ export class TaskService {
         updatedAt: now,
         deletedAt: null,
       };
-      await tx.insertTask(task);
-      await tx.insertTurn(turn);
-      const unit = new TaskUnit(tx, task, now, this.config.workerId);
+      const unit = new TaskUnit(tx, task, now, this.config.workerId, true);
       unit.control({ type: 'wake' });
-      await unit.taskEvent('created', turn.id);
+      unit.taskEvent('created', turn.id);
       await unit.flush();
+      await tx.insertTurn(turn);
       if (idempotency) await markCommitted(tx, accountId, idempotency, 200, taskId, now);
       return { unit, turn };
     });
@@ -240,7 +243,7 @@ export class TaskService {
    * when the task is idle, queues it (202) while a turn runs.
    */
   async message(accountId: string, taskId: string, text: string, opts: { viaPrompt?: boolean; idempotency?: IdempotencyMark } = {}): Promise<TaskReply> {
-    return this.changeTask(accountId, taskId, opts.viaPrompt ? { task_created: false } : {}, opts.idempotency, async (unit) => {
+    return this.changeTask(accountId, taskId, { notFoundExtras: opts.viaPrompt ? { task_created: false } : {}, idempotency: opts.idempotency }, async (unit) => {
       this.refuseCron(unit.task);
       const now = unit.now;
       if (unit.task.currentTurnId) {
@@ -250,7 +253,7 @@ export class TaskService {
         const turn = this.newTurn(taskId, accountId, 'continue', text, now, 'queued', false);
         await unit.tx.insertTurn(turn);
         unit.set({ queuedCount: unit.task.queuedCount + 1 });
-        await unit.taskEvent('message_queued', turn.id);
+        unit.taskEvent('message_queued', turn.id);
         return { statusCode: 202, turnId: turn.id };
       }
       return { statusCode: 200, turnId: await this.beginTurn(unit, 'continue', text) };
@@ -259,7 +262,7 @@ export class TaskService {
 
   /** Runs the current spec again. Never queued: refused while a turn runs. */
   async execute(accountId: string, taskId: string, instruction: string | null, idempotency?: IdempotencyMark): Promise<TaskReply> {
-    return this.changeTask(accountId, taskId, {}, idempotency, async (unit) => {
+    return this.changeTask(accountId, taskId, { idempotency }, async (unit) => {
       this.refuseCron(unit.task);
       if (unit.task.currentTurnId) {
         throw new QuarryError('task_executing', 'A turn is running and execute is never queued: poll /state until active is false, then resend.', { task_id: taskId });
@@ -271,7 +274,7 @@ export class TaskService {
   /** Ends the running turn at once, keeping its rows; the next queued message then starts unless the queue is cleared. */
   async stop(accountId: string, taskId: string, clearQueue: boolean): Promise<TaskReply> {
     let stopped: string | null = null;
-    const reply = await this.changeTask(accountId, taskId, {}, undefined, async (unit) => {
+    const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
       if (clearQueue && unit.task.queuedCount > 0) {
         await unit.tx.cancelQueuedTurns(taskId, unit.now);
         unit.set({ queuedCount: 0 });
@@ -291,7 +294,7 @@ export class TaskService {
   async patch(accountId: string, taskId: string, patch: { name?: string | null; pinned?: boolean; schedule?: { cron: string; timezone?: string } | null }): Promise<TaskReply> {
     // Validate before taking the lock so a bad schedule never half-applies.
     const schedule = patch.schedule ? normalizeSchedule(patch.schedule, 'schedule') : patch.schedule;
-    return this.changeTask(accountId, taskId, {}, undefined, async (unit) => {
+    return this.changeTask(accountId, taskId, {}, async (unit) => {
       const change: TaskPatch = {};
       if (patch.name !== undefined) change.name = patch.name;
       if (patch.pinned !== undefined) change.pinned = patch.pinned;
@@ -303,7 +306,7 @@ export class TaskService {
       }
       if (change.name !== undefined) change.spec = { ...(change.spec ?? unit.task.spec), name: change.name };
       unit.set(change);
-      await unit.taskEvent('updated', unit.task.currentTurnId);
+      unit.taskEvent('updated', unit.task.currentTurnId);
       return { statusCode: 200, turnId: null };
     });
   }
@@ -311,7 +314,7 @@ export class TaskService {
   /** Marks the task deleted, stops its turn and drops its queue. */
   async delete(accountId: string, taskId: string): Promise<TaskReply> {
     let stopped: string | null = null;
-    const reply = await this.changeTask(accountId, taskId, {}, undefined, async (unit) => {
+    const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
       if (unit.task.queuedCount > 0) await unit.tx.cancelQueuedTurns(taskId, unit.now);
       const turnId = unit.task.currentTurnId;
       if (turnId) {
@@ -320,7 +323,7 @@ export class TaskService {
         await this.endTurn(unit, turnId, 'stopped', null, { promote: false });
       }
       unit.set({ status: 'deleted', phase: null, activity: null, deletedAt: unit.now, queuedCount: 0, currentTurnId: null, cronExpression: null, cronTimezone: null, cronNextRunAt: null });
-      await unit.taskEvent('deleted', turnId);
+      unit.taskEvent('deleted', turnId);
       return { statusCode: 200, turnId: null };
     });
     if (stopped) this.onTurnCancelled(stopped);
@@ -342,10 +345,10 @@ export class TaskService {
         unit.set({ cronNextRunAt: this.nextRun({ cron: task.cronExpression, timezone: task.cronTimezone ?? 'UTC' }) });
         let started = false;
         if (task.currentTurnId) {
-          await unit.taskEvent('cron_tick_skipped', task.currentTurnId);
+          unit.taskEvent('cron_tick_skipped', task.currentTurnId);
         } else if (!(await this.hasCredits(tx, task.accountId))) {
-          await unit.event('error', null, { error: 'out_of_credits', message: 'A scheduled run was skipped: the account has no credits left.', retryable: false });
-          await unit.taskEvent('cron_tick_skipped', null);
+          unit.event('error', null, { error: 'out_of_credits', message: 'A scheduled run was skipped: the account has no credits left.', retryable: false });
+          unit.taskEvent('cron_tick_skipped', null);
         } else {
           await this.beginTurn(unit, 'execute', null);
           started = true;
@@ -369,10 +372,11 @@ export class TaskService {
   // ---- the turn lifecycle (called by the turn runner) -------------------------------------------
 
   /**
-   * A worker took the turn: set the task's activity and say so. Returns false when the turn
-   * must not run (it was stopped or its task deleted between being queued and claimed).
+   * A worker took the turn: set the task's activity and say so. Returns the task as the turn
+   * starts, or null when the turn must not run (it was stopped or its task deleted between being
+   * queued and claimed).
    */
-  async turnStarted(turn: TurnRecord, resumed: boolean): Promise<boolean> {
+  async turnStarted(turn: TurnRecord, resumed: boolean): Promise<TaskRecord | null> {
     const result = await this.store.transaction(async (tx) => {
       const task = await tx.getTask(turn.taskId, { lock: true });
       // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
@@ -392,14 +396,14 @@ export class TaskService {
       }
       await tx.updateTurn(turn.id, { startedAt: unit.now });
       unit.set(startingState(turn.kind));
-      await unit.taskEvent('turn_started', turn.id);
+      unit.taskEvent('turn_started', turn.id);
       await unit.flush();
       return { unit, start: true };
     });
-    if (!result) return false;
+    if (!result) return null;
     this.bus.publish(result.unit.events);
     if (!result.start && result.unit.task.currentTurnId) this.onTurnReady();
-    return result.start;
+    return result.start ? result.unit.task : null;
   }
 
   /** Moves the task's phase or activity while its turn runs; an event is stored only on change. */
@@ -409,20 +413,20 @@ export class TaskService {
       const activityChanged = state.activity !== undefined && state.activity !== unit.task.activity;
       if (!phaseChanged && !activityChanged) return;
       unit.set({ ...(phaseChanged ? { phase: state.phase } : {}), ...(activityChanged ? { activity: state.activity } : {}) });
-      await unit.taskEvent(phaseChanged ? 'phase_changed' : 'activity_changed', turnId);
+      unit.taskEvent(phaseChanged ? 'phase_changed' : 'activity_changed', turnId);
     });
   }
 
   /** Stores a turn's event (text, tool) while the turn still runs. */
   async turnEvent(turnId: string, taskId: string, type: 'text' | 'tool', payload: Record<string, unknown>): Promise<boolean> {
-    return this.changeRunningTurn(turnId, taskId, (unit) => unit.event(type, turnId, payload));
+    return this.changeRunningTurn(turnId, taskId, async (unit) => unit.event(type, turnId, payload));
   }
 
   /** Replaces the spec during a turn (update_spec). */
   async updateSpec(turnId: string, taskId: string, spec: TaskSpec): Promise<boolean> {
     return this.changeRunningTurn(turnId, taskId, async (unit) => {
       unit.set({ spec, name: spec.name });
-      await unit.taskEvent('updated', turnId);
+      unit.taskEvent('updated', turnId);
     });
   }
 
@@ -508,9 +512,9 @@ export class TaskService {
   private async endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutcome, error: TurnError | null, opts: { promote?: boolean } = {}): Promise<string | null> {
     const turn = await unit.tx.getTurn(turnId);
     await unit.tx.updateTurn(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
-    if (error) await unit.event('error', turnId, { ...error });
+    if (error) unit.event('error', turnId, { ...error });
     let next: TurnRecord | undefined;
-    if (opts.promote !== false) next = await unit.tx.nextQueuedTurn(unit.task.id);
+    if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.nextQueuedTurn(unit.task.id);
     if (next) {
       await unit.tx.updateTurn(next.id, { status: 'pending' });
       unit.control({ type: 'wake' });
@@ -518,8 +522,8 @@ export class TaskService {
     } else {
       unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
     }
-    await unit.taskEvent('turn_ended', turnId);
-    await unit.event('done', turnId, {
+    unit.taskEvent('turn_ended', turnId);
+    unit.event('done', turnId, {
       outcome,
       output_count: unit.task.spec.outputs.length,
       credits_used: roundCredits(turn?.creditsUsed ?? 0),
@@ -533,10 +537,10 @@ export class TaskService {
   private async changeTask(
     accountId: string,
     taskId: string,
-    notFoundExtras: { task_created?: false },
-    idempotency: IdempotencyMark | undefined,
+    opts: { notFoundExtras?: { task_created?: false }; idempotency?: IdempotencyMark },
     fn: (unit: TaskUnit) => Promise<{ statusCode: 200 | 202; turnId: string | null }>,
   ): Promise<TaskReply> {
+    const { notFoundExtras = {}, idempotency } = opts;
     const result = await this.store.transaction(async (tx) => {
       const task = await tx.getTask(taskId, { lock: true });
       if (!task || task.accountId !== accountId || task.status === 'deleted') throw QuarryError.taskNotFound(taskId, notFoundExtras);
@@ -551,9 +555,7 @@ export class TaskService {
     this.bus.publish(result.unit.events);
     const { task } = result.unit;
     if (task.currentTurnId) this.onTurnReady();
-    const view = toTaskView(task);
-    if (result.answer.statusCode === 202) view.status = 'accepted';
-    return { statusCode: result.answer.statusCode, task: view, turnId: result.answer.turnId, fromSeq: result.fromSeq };
+    return { statusCode: result.answer.statusCode, task: toReplyView(task, result.answer.statusCode), turnId: result.answer.turnId, fromSeq: result.fromSeq };
   }
 
   /** Runs `fn` only while `turnId` is still the task's running turn; returns whether it ran. */
@@ -593,9 +595,11 @@ export class TaskService {
 
   /**
    * Counting pending turns costs a scan that grows with the backlog, so the count is taken at most
-   * every PENDING_RECOUNT_MS and kept in between by adding the turns made pending here. That
-   * estimate only errs high (claimed turns stop being pending), so before refusing it is checked
-   * against an exact count: nothing is refused that the limit would allow.
+   * every PENDING_RECOUNT_MS and kept in between by adding the turns made pending here. Turns
+   * claimed meanwhile make that estimate high, and it is checked against an exact count before
+   * anything is refused; queued messages promoted to pending, and turns made by other
+   * processes, make it low, so the limit can be passed by what arrives within one recount
+   * interval.
    */
   private async requireCapacity(tx: StoreOps): Promise<void> {
     const now = Date.now();

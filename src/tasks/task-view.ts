@@ -75,6 +75,13 @@ export function toTaskView(task: TaskRecord, now = Date.now()): TaskView {
   };
 }
 
+/** The Task body of a change's answer: a message that was queued (202) shows status `accepted`. */
+export function toReplyView(task: TaskRecord, statusCode: number): TaskView {
+  const view = toTaskView(task);
+  if (statusCode === 202) view.status = 'accepted';
+  return view;
+}
+
 export function toTaskDetailView(task: TaskRecord, events: EventRecord[]): TaskDetailView {
   return { ...toTaskView(task), spec: task.spec, events: events.map((e) => JSON.parse(e.data)) };
 }

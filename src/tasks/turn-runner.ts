@@ -42,13 +42,22 @@ export interface TurnRunnerOptions {
 export class TurnRunner {
   private readonly running = new Map<string, AbortController>();
   private readonly finished = new Set<Promise<void>>();
-  private claiming = false;
-  private wakeAgain = false;
+  /** Something may be claimable that this process has not claimed yet. */
+  private mayBeReady = false;
+  /**
+   * The next claim also looks for turns whose worker died. Only the poll asks for that: a wake
+   * means a new turn, and a lease runs out on its own time, so once per poll is soon enough.
+   */
+  private expiredDue = true;
+  private claimQueued = false;
+  /** The claim under way, which shutdown waits for: the turns it takes must be handed back. */
+  private claimRun: Promise<void> | undefined;
   private stopped = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private cronTimer: NodeJS.Timeout | undefined;
   private cronLock: HeldLock | undefined;
-  private cronBusy = false;
+  /** The cron tick under way, which shutdown waits for: it may be taking the lock. */
+  private cronRun: Promise<void> | undefined;
 
   constructor(private readonly opts: TurnRunnerOptions) {}
 
@@ -66,12 +75,20 @@ export class TurnRunner {
       if (taken > 0) this.opts.logger.info({ turns: taken }, 'resuming turns left running by the previous process');
     }
     const poll = this.opts.pollIntervalMs ?? 1000;
-    this.pollTimer = setInterval(() => this.wake(), poll);
+    this.pollTimer = setInterval(() => {
+      this.expiredDue = true;
+      this.wake();
+    }, poll);
     this.pollTimer.unref();
     const cron = this.opts.cronIntervalMs ?? 1000;
     if (cron > 0) {
       this.cronTimer = setInterval(() => {
-        this.fireCron().catch((err) => this.opts.logger.error({ err }, 'cron tick failed'));
+        if (this.cronRun || this.stopped) return;
+        this.cronRun = this.fireCron()
+          .catch((err) => this.opts.logger.error({ err }, 'cron tick failed'))
+          .finally(() => {
+            this.cronRun = undefined;
+          });
       }, cron);
       this.cronTimer.unref();
     }
@@ -83,33 +100,33 @@ export class TurnRunner {
    * dies its lock goes with its connection, and the next process to try takes over.
    */
   private async fireCron(): Promise<void> {
-    if (this.cronBusy || this.stopped) return;
-    this.cronBusy = true;
-    try {
-      if (!this.cronLock?.held) this.cronLock = (await this.opts.store.tryLock(CRON_LOCK)) ?? undefined;
-      if (this.cronLock?.held) await this.opts.service.runDueCronTicks();
-    } finally {
-      this.cronBusy = false;
-    }
+    if (!this.cronLock?.held) this.cronLock = (await this.opts.store.tryLock(CRON_LOCK)) ?? undefined;
+    if (this.cronLock?.held && !this.stopped) await this.opts.service.runDueCronTicks();
   }
 
-  /** Claims as many ready turns as there are free slots. Safe to call often: calls coalesce. */
+  /**
+   * Says a turn may have become ready: claims as many as there are free slots. Safe to call
+   * often: the wakes of one turn of the event loop share one claim.
+   */
   wake(): void {
-    if (this.stopped) return;
-    if (this.claiming) {
-      this.wakeAgain = true;
-      return;
-    }
-    this.claiming = true;
-    this.claim()
-      .catch((err) => this.opts.logger.error({ err }, 'claiming turns failed'))
-      .finally(() => {
-        this.claiming = false;
-        if (this.wakeAgain) {
-          this.wakeAgain = false;
-          this.wake();
-        }
-      });
+    this.mayBeReady = true;
+    this.claimSoon();
+  }
+
+  private claimSoon(): void {
+    if (this.stopped || this.claimQueued) return;
+    this.claimQueued = true;
+    setImmediate(() => {
+      this.claimQueued = false;
+      // A claim under way looks at mayBeReady again before it ends.
+      if (this.claimRun || this.stopped) return;
+      this.claimRun = this.claim()
+        .catch((err) => this.opts.logger.error({ err }, 'claiming turns failed'))
+        .finally(() => {
+          this.claimRun = undefined;
+          if (this.mayBeReady && this.running.size < this.opts.config.maxConcurrentTurns) this.claimSoon();
+        });
+    });
   }
 
   /** Abandons a turn's work in this process (it was stopped or deleted). */
@@ -122,8 +139,10 @@ export class TurnRunner {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearInterval(this.cronTimer);
+    await this.claimRun;
     for (const controller of this.running.values()) controller.abort(new TurnAbort('shutdown'));
     await Promise.allSettled([...this.finished]);
+    await this.cronRun;
     await this.cronLock?.release();
     await this.opts.store.releaseLeases(this.opts.config.workerId).catch((err) => {
       // The leases then simply run out, and another worker (or the next start) takes the turns.
@@ -133,37 +152,44 @@ export class TurnRunner {
 
   private async claim(): Promise<void> {
     const { config, store } = this.opts;
-    while (!this.stopped) {
+    while (!this.stopped && this.mayBeReady) {
       const free = config.maxConcurrentTurns - this.running.size;
+      // Still maybe ready: the next turn to end claims again.
       if (free <= 0) return;
+      this.mayBeReady = false;
       const now = new Date();
-      const claimedAt = now.toISOString();
       const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
-      const turns = await store.transaction((tx) => tx.claimTurns(config.workerId, free, claimedAt, leaseUntil));
-      for (const turn of turns) this.launch(turn, turn.startedAt !== null);
-      // Fewer than asked for: nothing else is ready now (a wake or the poll brings the next ones).
-      if (turns.length < free) return;
+      const takeOverExpired = this.expiredDue;
+      this.expiredDue = false;
+      const turns = await store.transaction((tx) => tx.claimTurns(config.workerId, free, now.toISOString(), leaseUntil, { takeOverExpired }));
+      // Stopped meanwhile: shutdown hands these back with the rest of this worker's leases.
+      if (this.stopped) return;
+      for (const turn of turns) this.launch(turn);
+      // As many as asked for: more may be waiting. Fewer: nothing else is ready until a wake
+      // (a commit here, a notice from another node, or the poll).
+      if (turns.length === free) this.mayBeReady = true;
     }
   }
 
-  private launch(turn: TurnRecord, resumed: boolean): void {
+  private launch(turn: TurnRecord): void {
     const controller = new AbortController();
     this.running.set(turn.id, controller);
-    const done = this.run(turn, resumed, controller)
+    const done = this.run(turn, controller)
       .catch((err) => this.opts.logger.error({ err, turn_id: turn.id }, 'turn crashed'))
       .finally(() => {
         this.running.delete(turn.id);
         this.finished.delete(done);
-        this.wake();
+        this.claimSoon();
       });
     this.finished.add(done);
   }
 
-  private async run(turn: TurnRecord, resumed: boolean, controller: AbortController): Promise<void> {
+  private async run(turn: TurnRecord, controller: AbortController): Promise<void> {
     const { service, store, config, logger } = this.opts;
+    // A turn's start time is stored when its start is recorded: one that has it was started before.
+    const resumed = turn.startedAt !== null;
     crashPoint('turn.claimed');
-    if (!(await service.turnStarted(turn, resumed))) return;
-    const task = await store.getTask(turn.taskId);
+    const task = await service.turnStarted(turn, resumed);
     if (!task) return;
     let spec = task.spec;
 
@@ -187,7 +213,8 @@ export class TurnRunner {
       await service.turnEvent(turn.id, turn.taskId, 'text', { text });
     };
 
-    const steps = (await store.listSteps(turn.id)).map((s) => JSON.parse(s.data) as StoredStep);
+    // Only a resumed turn has checkpoints to replay.
+    const steps = resumed ? (await store.listSteps(turn.id)).map((s) => JSON.parse(s.data) as StoredStep) : [];
     const inputs = await store.listTurnInputs(turn.taskId, turn.id);
     const ctx: TurnContext = {
       turnId: turn.id,

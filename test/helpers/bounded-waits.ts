@@ -16,15 +16,6 @@ export async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   }
 }
 
-/** Checks `condition` every 5 ms until it holds; throws after `ms`. */
-export async function waitUntil(condition: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /** Polls `check` (bounded) until it returns a truthy value, and returns that value. */
 export async function until<T>(what: string, check: () => T | Promise<T>, { timeoutMs = 5000, pollMs = 10 } = {}): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -5,9 +5,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import pino from 'pino';
-import { TEST_DATABASE_URL } from './postgres.js';
+import { dropSchemas, TEST_DATABASE_URL } from './postgres.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createQuarry, type Quarry } from '../../src/server.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fake-model/fake-openai-server.js';
@@ -48,16 +47,6 @@ export interface HarnessOptions {
 const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
 let schemas = 0;
 
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query(`drop schema if exists "${schema}" cascade`);
-  } finally {
-    await client.end();
-  }
-}
-
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const model = opts.model === false ? undefined : await startFakeOpenAI();
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-test-'));
@@ -73,12 +62,20 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     ...opts.env,
   };
   const config = loadConfig(env, opts.config);
-  const quarry = await createQuarry(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
-  const url = await quarry.listen();
-  let key = quarry.starterKey;
-  if (!key) {
-    // A restart over an existing store: make a fresh account to act as.
-    key = (await quarry.accounts.createAccount('test', 100)).apiKey;
+  let quarry: Quarry | undefined;
+  let url: string;
+  let key: string | undefined;
+  try {
+    quarry = await createQuarry(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
+    url = await quarry.listen();
+    // A restart over an existing store has no starter key: make a fresh account to act as.
+    key = quarry.starterKey ?? (await quarry.accounts.createAccount('test', 100)).apiKey;
+  } catch (err) {
+    // A harness that failed to start leaves nothing running: a leftover server would keep the test file from ever ending.
+    await quarry?.close().catch(() => {});
+    await model?.close();
+    if (schema) await dropSchemas(schema).catch(() => {});
+    throw err;
   }
   const harness: Harness = {
     url, key, quarry, model, dataDir,
@@ -100,7 +97,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       await quarry.close();
       await model?.close();
-      if (schema) await dropSchema(schema);
+      if (schema) await dropSchemas(schema);
     },
   };
   return harness;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { ModelProviderError, type ModelProvider, type ModelRequest } from '../../src/agent/providers/model-provider.js';
 import type { HttpProviderOptions } from '../../src/agent/providers/provider-http.js';
 import type { FakeModelReply, FakeModelServer } from '../fake-model/fake-model-server.js';
-import { waitUntil, within } from './bounded-waits.js';
+import { until, within } from './bounded-waits.js';
 
 /** A request with one user message and no tools; `overrides` replaces any part. */
 export function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
@@ -115,7 +115,7 @@ export function abortAndFailureCases(subject: ProviderUnderTest, { chunkDelayMs 
     controller.abort();
 
     await assert.rejects(within(pending, 500), isAbortError);
-    await waitUntil(() => fake.pending() === 0, 1000);
+    await until('no pending request', () => fake.pending() === 0, { timeoutMs: 1000, pollMs: 5 });
   });
 
   it('rejects with AbortError when aborted in the middle of a stream', async () => {
@@ -140,7 +140,7 @@ export function abortAndFailureCases(subject: ProviderUnderTest, { chunkDelayMs 
 
     await assert.rejects(within(pending, 200), isAbortError);
     assert.equal(deltas.length, 1);
-    await waitUntil(() => fake.pending() === 0, 1000);
+    await until('no pending request', () => fake.pending() === 0, { timeoutMs: 1000, pollMs: 5 });
   });
 
   it('passes on no delta after onTextDelta aborts, even within one network chunk', async () => {

@@ -22,3 +22,14 @@ export async function skipWithoutPostgres(): Promise<false | string> {
   if (process.env.CI === 'true' || (await reachable())) return false;
   return `no PostgreSQL at ${TEST_DATABASE_URL} (set QUARRY_TEST_DATABASE_URL)`;
 }
+
+/** Drops the named schemas and everything in them (tests' own schemas). */
+export async function dropSchemas(...names: string[]): Promise<void> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await client.connect();
+  try {
+    for (const name of names) await client.query(`drop schema if exists "${name}" cascade`);
+  } finally {
+    await client.end();
+  }
+}

@@ -46,8 +46,9 @@ export async function taskState(h: Harness, taskId: string): Promise<Json> {
   return res.body;
 }
 
-export async function taskEvents(h: Harness, taskId: string): Promise<Json[]> {
-  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/events?limit=1000`);
+/** The task's events as `key` (default: the harness's own key) reads them. */
+export async function taskEvents(h: Harness, taskId: string, key?: string): Promise<Json[]> {
+  const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/events?limit=1000`, key ? { key } : {});
   assert.equal(res.status, 200, res.text);
   return res.body.events;
 }

@@ -113,6 +113,9 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       const held = turn(t.id, accountId, { status: 'running', leaseOwner: 'alive', leaseExpiresAt: '2999-01-01T00:00:00.000Z' });
       for (const x of [a, b, expired, held]) await store.insertTurn(x);
       const now = new Date().toISOString();
+      const pendingOnly = await store.transaction((tx) => tx.claimTurns('me', 1, now, '2999-01-01T00:00:00.000Z', { takeOverExpired: false }));
+      assert.deepEqual(pendingOnly.map((c) => c.id), [a.id], 'asked not to, a claim leaves expired leases alone');
+      await store.releaseLeases('me');
       const claimed = await store.transaction((tx) => tx.claimTurns('me', 100, now, '2999-01-01T00:00:00.000Z'));
       const ids = claimed.map((c) => c.id);
       assert.ok(ids.includes(a.id) && ids.includes(b.id) && ids.includes(expired.id));
@@ -160,7 +163,7 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
     it('pages events by sequence number', async () => {
       const t = task(accountId);
       await store.insertTask(t);
-      for (let seq = 1; seq <= 5; seq++) await store.insertEvent({ taskId: t.id, seq, type: 'text', turnId: null, data: `{"seq":${seq}}` });
+      await store.insertEvents([1, 2, 3, 4, 5].map((seq) => ({ taskId: t.id, seq, type: 'text', turnId: null, data: `{"seq":${seq}}` })));
       assert.deepEqual((await store.listEvents(t.id, 2, 2)).map((e) => e.seq), [3, 4]);
       assert.deepEqual((await store.lastEvents(t.id, 2)).map((e) => e.seq), [4, 5]);
     });
@@ -202,6 +205,34 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal(state.turn!.id, r.id);
       assert.equal(state.turn!.kind, 'execute');
       assert.equal(state.turn!.startedAt, '2030-01-01T00:00:00.000Z');
+    });
+
+    it('reads each committed change of a task and its turn in the next state read, never an uncommitted one', async () => {
+      const t = task(accountId);
+      const r = turn(t.id, accountId, { status: 'pending', kind: 'plan' });
+      await store.insertTask({ ...t, currentTurnId: r.id });
+      await store.insertTurn(r);
+      assert.equal((await store.getTaskState(t.id))!.activity, t.activity);
+      assert.equal((await store.getTaskState(t.id))!.turn!.startedAt, null);
+      await store.transaction(async (tx) => {
+        await tx.updateTask(t.id, { activity: 'thinking', queuedCount: 2 });
+        // Not committed yet: a state read outside the transaction still sees the old row.
+        if (store.kind === 'sqlite') assert.equal((await store.getTaskState(t.id))!.activity, t.activity);
+        await tx.updateTurn(r.id, { startedAt: '2030-01-01T00:00:00.000Z' });
+      });
+      const after = (await store.getTaskState(t.id))!;
+      assert.equal(after.activity, 'thinking');
+      assert.equal(after.queuedCount, 2);
+      assert.equal(after.turn!.startedAt, '2030-01-01T00:00:00.000Z');
+      await store.updateTask(t.id, { activity: 'idle', currentTurnId: null });
+      const idle = (await store.getTaskState(t.id))!;
+      assert.equal(idle.activity, 'idle');
+      assert.equal(idle.turn, null);
+      await assert.rejects(store.transaction(async (tx) => {
+        await tx.updateTask(t.id, { activity: 'executing' });
+        throw new Error('rolled back');
+      }));
+      assert.equal((await store.getTaskState(t.id))!.activity, 'idle');
     });
 
     it('counts requests per key and window', async () => {

@@ -21,6 +21,23 @@ export interface ErrorDetail {
 }
 
 /**
+ * The optional facts an error answer may carry, each also a property of {@link QuarryError}.
+ *
+ * @example
+ * ```ts
+ * const facts: ErrorFacts = { retry_after: 2, task_id: 'tsk_…' };
+ * ```
+ */
+export interface ErrorFacts {
+  retry_after?: number;
+  resolve?: string;
+  param?: string;
+  detail?: ErrorDetail[];
+  task_id?: string;
+  task_created?: boolean;
+}
+
+/**
  * The JSON error body of every Quarry error answer (docs/api.md, Errors).
  *
  * @example
@@ -28,33 +45,21 @@ export interface ErrorDetail {
  * if (err instanceof QuarryError && err.body) console.error(JSON.stringify(err.body));
  * ```
  */
-export interface ErrorBody {
+export interface ErrorBody extends ErrorFacts {
   error: string;
   message: string;
   retryable: boolean;
   request_id: string;
-  retry_after?: number;
-  resolve?: string;
-  param?: string;
-  detail?: ErrorDetail[];
-  task_id?: string;
-  task_created?: boolean;
   [field: string]: unknown;
 }
 
 /** @internal What an error is built from. */
-export interface QuarryErrorInit {
+export interface QuarryErrorInit extends ErrorFacts {
   status?: number;
   error: string;
   message: string;
   retryable: boolean;
   request_id?: string;
-  retry_after?: number;
-  resolve?: string;
-  param?: string;
-  detail?: ErrorDetail[];
-  task_id?: string;
-  task_created?: boolean;
   body?: ErrorBody;
   headers?: Headers;
   cause?: unknown;

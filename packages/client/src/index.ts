@@ -36,6 +36,7 @@ export {
   QuarryAbortError,
   type ErrorBody,
   type ErrorDetail,
+  type ErrorFacts,
 } from './errors.js';
 export { Page, PagePromise, TaskPage, RowPage, EventPage } from './pagination.js';
 export { TaskStream, type TaskStreamMode } from './task-stream.js';

@@ -34,8 +34,12 @@ export interface TaskStreamInit {
   taskId?: string;
   /** Follow streams: replay stored events after this sequence number. */
   after?: number;
-  /** Sends the request that opens the first connection (already started, for write ordering). */
-  open: (signal: AbortSignal) => Promise<CallResult>;
+  /**
+   * Sends the request that opens the first connection (already started, for write ordering).
+   * Without it (follow streams), the first connection is sent like a reconnect, with the caller's
+   * `requestId`.
+   */
+  open?: (signal: AbortSignal) => Promise<CallResult>;
   options: RequestOptions;
   /** A connection that delivers nothing (not even a ping) for this long is treated as dropped. */
   idleTimeoutMs: number;
@@ -73,7 +77,7 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
   constructor(private readonly init: TaskStreamInit) {
     this.id = init.taskId;
     this.lastSeq = init.after !== undefined && init.after > 0 ? init.after : undefined;
-    this.first = init.open(this.signal());
+    this.first = init.open ? init.open(this.signal()) : this.connect(this.signal(), init.options.requestId);
     // Failures surface when the stream is read (or awaited with ready()), never as unhandled.
     this.first.catch(() => undefined);
   }
@@ -172,7 +176,7 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
       if (this.closer.signal.aborted) return;
       this.reconnectCount += 1;
       resumed = true;
-      pending = this.resume(this.signal());
+      pending = this.connect(this.signal(), undefined);
       pending.catch(() => undefined);
     }
   }
@@ -276,7 +280,11 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
     return 'finished';
   }
 
-  private resume(signal: AbortSignal): Promise<CallResult> {
+  /**
+   * Opens `GET /task/{task_id}/stream`, with `Last-Event-ID` once an event was handed out (or
+   * `after` was given). A reconnect passes no `requestId`, so it gets a fresh one.
+   */
+  private connect(signal: AbortSignal, requestId: string | undefined): Promise<CallResult> {
     const headers: Record<string, string> = { ...this.init.options.headers };
     if (this.lastSeq !== undefined) headers['last-event-id'] = String(this.lastSeq);
     return this.init.transport.send(
@@ -288,7 +296,7 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
         resendable: true,
         streaming: true,
       },
-      { ...this.init.options, headers, signal, requestId: undefined },
+      { ...this.init.options, headers, signal, requestId },
     );
   }
 

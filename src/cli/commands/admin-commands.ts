@@ -2,11 +2,15 @@
  * Admin commands with QUARRY_ADMIN_KEY: `accounts create|show|usage`, `keys create|ls|revoke`,
  * `credits add`.
  */
-import { intOption, numberArg, parseCommand, type CliContext } from '../context.js';
-import { ExitCode, type ExitCodeValue } from '../exit-codes.js';
+import { intOption, numberArg, parseCommand, type CliContext, type Command } from '../context.js';
+import { ExitCode } from '../exit-codes.js';
 import { credits, shortTime, table } from '../format.js';
 
-type Command = (ctx: CliContext, args: string[]) => Promise<ExitCodeValue>;
+/** Prints a new key's id and secret, then warns on stderr that the secret is not shown again. */
+function printNewKey(ctx: CliContext, lead: string, key: { key_id: string; api_key: string }): void {
+  ctx.out(`${lead}key_id   ${key.key_id}\napi_key  ${key.api_key}`);
+  ctx.err('the API key is shown only once: keep it');
+}
 
 export const ACCOUNT_COMMANDS: Record<string, Command> = {
   async create(ctx, args) {
@@ -14,10 +18,7 @@ export const ACCOUNT_COMMANDS: Record<string, Command> = {
     const amount = values.credits === undefined ? 0 : numberArg(values.credits, '--credits');
     const account = await ctx.adminClient().admin.accounts.create({ name: positionals[0]!, credits: amount });
     if (ctx.json) ctx.printJson(account);
-    else {
-      ctx.out(`account  ${account.account_id}\nname     ${account.name}\nbalance  ${credits(account.balance)}\nkey_id   ${account.key_id}\napi_key  ${account.api_key}`);
-      ctx.err('the API key is shown only once: keep it');
-    }
+    else printNewKey(ctx, `account  ${account.account_id}\nname     ${account.name}\nbalance  ${credits(account.balance)}\n`, account);
     return ExitCode.ok;
   },
 
@@ -47,10 +48,7 @@ export const KEY_COMMANDS: Record<string, Command> = {
     const { positionals } = parseCommand(args, {}, { min: 1, max: 1, names: 'ACCOUNT' });
     const key = await ctx.adminClient().admin.keys.create(positionals[0]!);
     if (ctx.json) ctx.printJson(key);
-    else {
-      ctx.out(`key_id   ${key.key_id}\napi_key  ${key.api_key}`);
-      ctx.err('the API key is shown only once: keep it');
-    }
+    else printNewKey(ctx, '', key);
     return ExitCode.ok;
   },
 

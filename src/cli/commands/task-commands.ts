@@ -4,12 +4,10 @@
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import type { Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { intOption, parseCommand, type CliContext } from '../context.js';
-import { ExitCode, UsageError, type ExitCodeValue } from '../exit-codes.js';
+import { intOption, parseCommand, type CliContext, type Command } from '../context.js';
+import { ExitCode, UsageError } from '../exit-codes.js';
 import { credits, eventLine, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
-
-type Command = (ctx: CliContext, args: string[]) => Promise<ExitCodeValue>;
 
 async function readStdin(ctx: CliContext): Promise<string> {
   let text = '';

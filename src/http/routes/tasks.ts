@@ -16,6 +16,7 @@ import {
   TaskDetailReplies, TaskIdParams, TaskListReplies, TaskReplies, WaitQuery,
 } from '../schemas.js';
 import { leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
+import { StreamFanout } from '../sse-fanout.js';
 
 /** Client task ids that fixed routes under /task would shadow, or that URLs cannot carry as a path segment. */
 const RESERVED_TASK_IDS = new Set(['workflow', 'metaprompt', 'stream', 'start', '.', '..']);
@@ -59,6 +60,8 @@ async function defaultEmptyBody(request: FastifyRequest): Promise<void> {
 
 export async function taskRoutes(app: FastifyInstance): Promise<void> {
   const { tasks, store, bus, config, uploads } = app.deps;
+  // One fan-out for every stream these routes open: one bus subscription per followed task.
+  const fanout = new StreamFanout(bus);
 
   /** The spec of a create request, checked in full (including its uploads) before anything is stored. */
   async function specFromRequest(accountId: string, body: StartBody): Promise<TaskSpec> {
@@ -120,7 +123,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     }
     const turnId = result.turnId;
     await streamTaskEvents(request, reply, {
-      store, bus, taskId: result.task.task_id, afterSeq: result.fromSeq, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
+      store, fanout, taskId: result.task.task_id, afterSeq: result.fromSeq, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
       isLast: (event) => event.type === 'done' && event.turnId === turnId,
     });
   }
@@ -197,7 +200,7 @@ export async function taskRoutes(app: FastifyInstance): Promise<void> {
     const { task_id } = request.params as Params;
     const task = await tasks.getTask(request.accountId, task_id);
     const afterSeq = resumeSeq(request, (request.query as { after?: number }).after);
-    const common = { store, bus, taskId: task.id, afterSeq, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes };
+    const common = { store, fanout, taskId: task.id, afterSeq, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes };
     if (!task.currentTurnId) {
       // Idle: what was missed (when resuming), then the snapshot and a done, neither stored.
       const at = new Date().toISOString();

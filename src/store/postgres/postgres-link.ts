@@ -17,7 +17,14 @@ export class PostgresLink implements ClusterLink {
   private readonly locks = new Set<pg.Client>();
   private closed = false;
 
-  constructor(private readonly clientConfig: pg.ClientConfig) {}
+  constructor(
+    private readonly clientConfig: pg.ClientConfig,
+    /**
+     * The schema this install lives in. Advisory locks belong to the whole database, so a lock's
+     * key names the schema: installs side by side in one database each get their own scheduler.
+     */
+    private readonly schema: string,
+  ) {}
 
   async listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
     let set = this.handlers.get(channel);
@@ -77,7 +84,7 @@ export class PostgresLink implements ClusterLink {
       this.locks.delete(client);
     });
     await client.connect();
-    const r = await client.query<{ ok: boolean }>('select pg_try_advisory_lock(hashtext($1)) as ok', [name]);
+    const r = await client.query<{ ok: boolean }>('select pg_try_advisory_lock(hashtext($1)) as ok', [`${this.schema}:${name}`]);
     if (!r.rows[0]?.ok) {
       await client.end();
       return null;

@@ -4,7 +4,7 @@ import type { Database } from '../database.js';
 import { KyselyStore, type DialectProfile } from '../kysely-store.js';
 import { PostgresLink } from './postgres-link.js';
 
-const POSTGRES_PROFILE: DialectProfile = { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true };
+const POSTGRES_PROFILE: DialectProfile = { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true, groupCommit: false };
 
 export interface PostgresStoreOptions {
   connectionString: string;
@@ -40,6 +40,6 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Kys
   // The schema is named for the migration tables too: otherwise a same-named table in another schema would be taken for ours.
   return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE, {
     migrationSchema: schema ?? 'public',
-    link: new PostgresLink(connection),
+    link: new PostgresLink(connection, schema ?? 'public'),
   });
 }

@@ -19,9 +19,4 @@ export class TaskWriteQueue {
     });
     return result;
   }
-
-  /** Tasks with a write in flight or waiting (for tests and diagnostics). */
-  get size(): number {
-    return this.tails.size;
-  }
 }

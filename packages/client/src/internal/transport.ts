@@ -57,16 +57,12 @@ export interface CallResult {
 }
 
 /** `qc_` and 32 hex digits: valid as an X-Request-ID (1-64 of `A-Z a-z 0-9 _ . : -`). */
-export function newRequestId(): string {
+function newRequestId(): string {
   return `qc_${globalThis.crypto.randomUUID().replace(/-/g, '')}`;
 }
 
 export class Transport {
   constructor(readonly options: TransportOptions) {}
-
-  get baseURL(): string {
-    return this.options.baseURL;
-  }
 
   /** Sends `call` by the retry rule; resolves with the successful answer or throws a QuarryError. */
   async send(call: RouteCall, opts: RequestOptions = {}): Promise<CallResult> {

@@ -259,6 +259,11 @@ function taskPath(taskId: string, rest = ''): string {
   return `/task/${encodeURIComponent(taskId)}${rest}`;
 }
 
+/** `/task/{id}/outputs/{output}` when `output` is given, else the active output's `/task/{id}/output`. */
+function outputPath(taskId: string, output?: string): string {
+  return output ? taskPath(taskId, `/outputs/${encodeURIComponent(output)}`) : taskPath(taskId, '/output');
+}
+
 /**
  * The task routes. Reached as `client.tasks`.
  *
@@ -516,17 +521,12 @@ export class Tasks {
    * ```
    */
   stream(taskId: string, params: StreamParams = {}, opts: RequestOptions = {}): TaskStream {
-    const headers: Record<string, string> = { ...opts.headers };
-    if (params.after !== undefined && params.after > 0) headers['last-event-id'] = String(params.after);
+    // No `open`: the first connection is the same GET /task/{id}/stream a reconnect sends.
     return new TaskStream({
       ...this.streamSettings(opts),
       mode: 'follow',
       taskId,
       after: params.after,
-      open: (signal) => this.transport.send(
-        { method: 'GET', path: taskPath(taskId, '/stream'), auth: 'key', accept: 'text/event-stream', resendable: true, streaming: true },
-        { ...opts, headers, signal },
-      ),
     });
   }
 
@@ -573,7 +573,7 @@ export class Tasks {
    * ```
    */
   output(taskId: string, params: OutputParams = {}, opts?: RequestOptions): Promise<OutputPage> {
-    const path = params.output ? taskPath(taskId, `/outputs/${encodeURIComponent(params.output)}`) : taskPath(taskId, '/output');
+    const path = outputPath(taskId, params.output);
     return this.transport.json<OutputPage>({ method: 'GET', path, query: { limit: params.limit, offset: params.offset }, auth: 'key', resendable: true }, opts);
   }
 
@@ -608,7 +608,7 @@ export class Tasks {
    */
   async export(taskId: string, params: ExportParams = {}, opts: RequestOptions = {}): Promise<OutputExport> {
     const format = params.format ?? 'csv';
-    const path = params.output ? taskPath(taskId, `/outputs/${encodeURIComponent(params.output)}`) : taskPath(taskId, '/output');
+    const path = outputPath(taskId, params.output);
     const result = await this.transport.send(
       { method: 'GET', path, query: { format }, auth: 'key', accept: format === 'csv' ? 'text/csv' : 'application/x-ndjson', resendable: true, streaming: true },
       opts,
