@@ -1,9 +1,10 @@
 /**
- * Shared pieces of the benchmark harness: child processes (each server under test runs in its
- * own, with a raised open-files limit), small HTTP helpers over 127.0.0.1, and statistics.
+ * Shared pieces of the benchmark harnesses (run.ts, cluster.ts): child processes (each server under
+ * test runs in its own, with a raised open-files limit), small HTTP helpers over 127.0.0.1, the SSE
+ * load-generator processes, statistics, CPU accounting from /proc, and report helpers.
  * Every wait here is bounded; every child is killed when the harness exits.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -11,7 +12,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const BENCH_DIR = path.join(ROOT, 'bench');
 export const OUT_DIR = path.join(ROOT, '.bench');
 
 /** Raise the soft open-files limit as far as allowed (65535, else the hard limit), then run the command. */
@@ -48,15 +48,17 @@ export interface Child {
   stderr(): string;
 }
 
-export interface SpawnOptions {
+interface SpawnOptions {
   env?: Record<string, string>;
   /** Node flags before the script (e.g. --cpu-prof). */
   nodeArgs?: string[];
+  /** The script is compiled JavaScript: run it without the TypeScript loader. */
+  compiled?: boolean;
 }
 
-/** Starts `node --import tsx <script> ...args` in its own process with a raised fd limit. */
-export function spawnNode(name: string, script: string, args: string[], opts: SpawnOptions = {}): Child {
-  const nodeArgs = ['--import', 'tsx', ...(opts.nodeArgs ?? []), script, ...args];
+/** Starts `node --import tsx <script> ...args` (or plain node for compiled code) in its own process with a raised fd limit. */
+function spawnNode(name: string, script: string, args: string[], opts: SpawnOptions = {}): Child {
+  const nodeArgs = [...(opts.compiled ? [] : ['--import', 'tsx']), ...(opts.nodeArgs ?? []), script, ...args];
   // `exec` keeps the pid: the pid we hold is node's own, so SIGKILL reaches the server itself.
   const proc = spawn('bash', ['-c', RAISE_FD_LIMIT, 'bench-child', process.execPath, ...nodeArgs], {
     cwd: ROOT,
@@ -166,6 +168,7 @@ process.on('exit', () => {
 
 export interface QuarryProcess {
   url: string;
+  /** The starter key (or the one passed in); '' when `waitForKey` is false and none was passed. */
   key: string;
   dataDir: string;
   child: Child;
@@ -178,11 +181,21 @@ export interface QuarryStartOptions {
   key?: string;
   env?: Record<string, string>;
   nodeArgs?: string[];
+  /** Appended after `serve` (e.g. `--role worker`). */
+  args?: string[];
   label?: string;
+  /** Wait for the printed starter key (default true; false for a node joining a store that has one). */
+  waitForKey?: boolean;
+  /** How long to wait for the `listening` line (default 30 s). */
+  listenTimeoutMs?: number;
 }
 
-/** Runs `quarry serve` (src/cli/quarry.ts) in a child process on a free loopback port. */
+/** What users run (`npm start`): the build of src/, which `npm run bench` makes first. */
+const QUARRY_BUILD = path.join(ROOT, 'dist', 'src', 'cli', 'quarry.js');
+
+/** Runs `quarry serve` from the build in a child process on a free loopback port. */
 export async function startQuarry(opts: QuarryStartOptions): Promise<QuarryProcess> {
+  if (!fs.existsSync(QUARRY_BUILD)) throw new Error(`${QUARRY_BUILD} is missing: run npm run build (npm run bench does)`);
   const env: Record<string, string> = {
     QUARRY_HOST: '127.0.0.1',
     QUARRY_PORT: '0',
@@ -195,9 +208,9 @@ export async function startQuarry(opts: QuarryStartOptions): Promise<QuarryProce
     QUARRY_MODEL: 'fake-model',
     ...opts.env,
   };
-  const child = spawnNode(opts.label ?? 'quarry', 'src/cli/quarry.ts', ['serve'], { env, nodeArgs: opts.nodeArgs });
-  const url = (await child.waitForLine(/^quarry listening on (http:\/\/\S+)/, 30_000))[1]!;
-  const key = opts.key ?? (await child.waitForLine(/^starter api key: (\S+)/, 10_000))[1]!;
+  const child = spawnNode(opts.label ?? 'quarry', QUARRY_BUILD, ['serve', ...(opts.args ?? [])], { env, nodeArgs: opts.nodeArgs, compiled: true });
+  const url = (await child.waitForLine(/^quarry listening on (http:\/\/\S+)/, opts.listenTimeoutMs ?? 30_000))[1]!;
+  const key = opts.key ?? (opts.waitForKey === false ? '' : (await child.waitForLine(/^starter api key: (\S+)/, 10_000))[1]!);
   return { url, key, dataDir: opts.dataDir, child };
 }
 
@@ -249,6 +262,73 @@ export async function waitIdle(q: QuarryProcess, taskId: string, timeoutMs: numb
     if (res.body.active === false) return;
   }
   throw new Error(`task ${taskId} still has a running turn after ${timeoutMs} ms`);
+}
+
+export interface StoredEvent {
+  seq: number;
+  type: string;
+  at: string;
+}
+
+/** Every stored event of a task after `after`, as GET /task/{id}/events returns them, in pages of 1000 (at most 100 pages). */
+export async function fetchEvents(q: { url: string; key: string }, taskId: string, after: number): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  for (let page = 0; page < 100; page++) {
+    const res = await expectOk('GET', `${q.url}/task/${encodeURIComponent(taskId)}/events?after=${after}&limit=1000`, { key: q.key });
+    events.push(...(res.body.events as StoredEvent[]));
+    if (res.body.next_after === null) break;
+    after = res.body.next_after as number;
+  }
+  return events;
+}
+
+// ---- SSE load generators (bench/sse-clients.ts) -------------------------------------------------
+
+/** What one bench/sse-clients.ts process reports on its `result` line (the fields the harnesses read). */
+export interface SseClientResult {
+  /** Why it reported: every stream ended, the deadline, SIGTERM… */
+  reason: string;
+  connected: number;
+  /** Connections that failed, or that errored after connecting. */
+  failed: number;
+  /** Measured frames over all its streams. */
+  frames: number;
+  unparsable: number;
+  minFramesPerClient: number;
+  /** [latency ms, frames] */
+  hist: [number, number][];
+  /** [event type, [latency ms, frames][]] */
+  histByType: [string, [number, number][]][];
+  /** [event id, latest delivery ms, clients that got it, event type] */
+  perEvent: [number, number, number, string][];
+}
+
+/** Starts one client process: `count` streams of `url`; frames with an id below `minId` are replayed history, not measured. */
+export function spawnSseClients(name: string, opts: { url: string; count: number; key: string; deadlineMs: number; minId: number }): Child {
+  return spawnNode(name, 'bench/sse-clients.ts', [
+    '--url', opts.url, '--count', String(opts.count), '--key', opts.key, '--deadline-ms', String(opts.deadlineMs), '--min-id', String(opts.minId),
+  ]);
+}
+
+/** Waits for the client process's `connected <ok> <failed>` line. */
+export async function sseConnected(child: Child, timeoutMs: number): Promise<{ connected: number; failed: number }> {
+  const m = await child.waitForLine(/^connected (\d+) (\d+)/, timeoutMs);
+  return { connected: Number(m[1]), failed: Number(m[2]) };
+}
+
+/** Waits for the client process's `result <json>` line (printed once its streams have ended, or at its deadline). */
+export async function sseResult(child: Child, timeoutMs: number): Promise<SseClientResult> {
+  return JSON.parse((await child.waitForLine(/^result (.*)$/, timeoutMs))[1]!) as SseClientResult;
+}
+
+/** Adds counts per millisecond (a Map or sse-clients.ts's entry list) into `into`. */
+export function mergeHist(into: Map<number, number>, from: Iterable<[number, number]>): void {
+  for (const [ms, n] of from) into.set(ms, (into.get(ms) ?? 0) + n);
+}
+
+/** p50/p90/p99/max of a latency histogram (NaN when it is empty). */
+export function histLatency(hist: Map<number, number>): { p50: number; p90: number; p99: number; max: number } {
+  return { p50: histogramPercentile(hist, 50), p90: histogramPercentile(hist, 90), p99: histogramPercentile(hist, 99), max: hist.size ? Math.max(...hist.keys()) : NaN };
 }
 
 /**
@@ -324,17 +404,23 @@ export function log(message: string): void {
 }
 
 /** Pids of this harness and its live children (servers, load generators). */
-export function ourPids(): number[] {
+function ourPids(): number[] {
   return [process.pid, ...[...children].map((c) => c.pid).filter((pid): pid is number => pid !== undefined)];
 }
 
-function readJiffies(): { busy: number; steal: number; total: number } {
-  const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
-  return { busy: user + nice + system + irq + softirq, steal, total: user + nice + system + idle + iowait + irq + softirq + steal };
+/** Machine-wide busy (user + nice + system + irq + softirq) and steal jiffies since boot; undefined without /proc/stat. */
+export function machineJiffies(): { busy: number; steal: number } | undefined {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = f;
+    return { busy: user + nice + system + irq + softirq, steal };
+  } catch {
+    return undefined;
+  }
 }
 
-function pidJiffies(pid: number): number | undefined {
+/** CPU jiffies (user + system, all threads) one process has used; undefined once it is gone (or without /proc). */
+export function processJiffies(pid: number): number | undefined {
   try {
     // Fields after the command name (which may contain spaces): utime is the 12th, stime the 13th.
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -347,10 +433,10 @@ function pidJiffies(pid: number): number | undefined {
 
 /** CPU seconds (user + system, all threads) one process uses over a window; NaN where /proc is missing or the process is gone. */
 export function processCpu(pid: number | undefined): { stop(): number } {
-  const j0 = pid === undefined ? undefined : pidJiffies(pid);
+  const j0 = pid === undefined ? undefined : processJiffies(pid);
   return {
     stop() {
-      const j1 = pid === undefined ? undefined : pidJiffies(pid);
+      const j1 = pid === undefined ? undefined : processJiffies(pid);
       return j0 === undefined || j1 === undefined ? NaN : (j1 - j0) / 100;
     },
   };
@@ -373,18 +459,18 @@ export interface CpuUse {
 export function cpuWindow(): { stop(): CpuUse } {
   const clkTck = 100;
   const t0 = process.hrtime.bigint();
-  const m0 = fs.existsSync('/proc/stat') ? readJiffies() : undefined;
+  const m0 = machineJiffies();
   const pids = ourPids();
-  const p0 = new Map(pids.map((pid) => [pid, pidJiffies(pid)]));
+  const p0 = new Map(pids.map((pid) => [pid, processJiffies(pid)]));
   return {
     stop() {
       const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-      if (!m0 || seconds <= 0) return { machine_cores: NaN, ours_cores: NaN, foreign_cores: NaN, steal_cores: NaN };
-      const m1 = readJiffies();
+      const m1 = machineJiffies();
+      if (!m0 || !m1 || seconds <= 0) return { machine_cores: NaN, ours_cores: NaN, foreign_cores: NaN, steal_cores: NaN };
       let ours = 0;
       // A process that exited within the window is not counted (stop windows before children exit).
       for (const pid of new Set([...pids, ...ourPids()])) {
-        const now = pidJiffies(pid);
+        const now = processJiffies(pid);
         if (now !== undefined) ours += now - (p0.get(pid) ?? 0);
       }
       const cores = (j: number) => round(j / clkTck / seconds, 2);
@@ -413,4 +499,54 @@ export async function waitForQuiet(maxForeignCores: number, maxWaitMs: number): 
 export function round(n: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
+}
+
+// ---- report ---------------------------------------------------------------------------------------
+
+/** Ends the run (exit code 2) if it is still going after `ms`. */
+export function startWatchdog(name: string, ms: number): void {
+  setTimeout(() => {
+    process.stderr.write(`${name}: still running after ${ms / 60_000} min; giving up\n`);
+    process.exit(2);
+  }, ms).unref();
+}
+
+/** The 1, 5 and 15 minute load averages, rounded. */
+export function loadAverage(): number[] {
+  return os.loadavg().map((n) => round(n, 2));
+}
+
+export function noteLoad(load: number[]): void {
+  if (load[0]! > 0.5) log(`note: load average ${load.join(' ')} at start: other work on this machine competes with the benchmark`);
+}
+
+/** The code measured: HEAD, and whether src/ differs from it (read-only git commands; no index refresh). */
+export function revision(): { head: string; src_dirty: boolean } | null {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['--no-optional-locks', 'status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return { head, src_dirty: dirty };
+  } catch {
+    return null;
+  }
+}
+
+export function machine() {
+  const cpus = os.cpus();
+  return { cpus: cpus.length, cpu_model: cpus[0]?.model ?? 'unknown', memory_gb: round(os.totalmem() / 2 ** 30, 1), os: `${os.type()} ${os.release()} ${os.arch()}`, node: process.version };
+}
+
+/** Rows as aligned columns under a rule, two spaces apart (the first row is the header). */
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  const line = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd();
+  return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+/** Writes the report to .bench/<file> and says so on stdout. */
+export function writeReport(file: string, report: unknown): void {
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  const out = path.join(OUT_DIR, file);
+  fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\nwritten: ${path.relative(process.cwd(), out)}\n`);
 }

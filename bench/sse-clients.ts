@@ -8,6 +8,7 @@
  *   `result <json>` once every stream has ended (or at the deadline).
  */
 import http from 'node:http';
+import type { SseClientResult } from './lib.js';
 
 function arg(name: string, fallback?: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -35,19 +36,12 @@ let connected = 0;
 let failed = 0;
 let ended = 0;
 let frames = 0;
-let pings = 0;
 let unparsable = 0;
-let replayed = 0;
 let minFramesPerClient = Infinity;
-let maxFramesPerClient = 0;
 const requests: http.ClientRequest[] = [];
-const startedAt = Date.now();
 
 function record(frame: string, now: number): boolean {
-  if (frame.startsWith(':')) {
-    pings++;
-    return false;
-  }
+  if (frame.startsWith(':')) return false; // a ping
   let id = -1;
   let type = '';
   let at = -1;
@@ -59,10 +53,7 @@ function record(frame: string, now: number): boolean {
       if (i >= 0) at = Date.parse(line.slice(i + 6, line.indexOf('"', i + 6)));
     }
   }
-  if (id >= 0 && id < minId) {
-    replayed++;
-    return false;
-  }
+  if (id >= 0 && id < minId) return false;
   if (Number.isNaN(at) || at < 0) {
     unparsable++;
     return false;
@@ -111,7 +102,6 @@ function openOne(): Promise<void> {
         const finish = () => {
           ended++;
           minFramesPerClient = Math.min(minFramesPerClient, mine);
-          maxFramesPerClient = Math.max(maxFramesPerClient, mine);
           maybeDone();
         };
         res.once('end', finish);
@@ -131,21 +121,16 @@ let reported = false;
 function report(reason: string): void {
   if (reported) return;
   reported = true;
-  const result = {
+  const result: SseClientResult = {
     reason,
     connected,
     failed,
-    ended,
     frames,
-    pings,
     unparsable,
-    replayed,
     minFramesPerClient: minFramesPerClient === Infinity ? 0 : minFramesPerClient,
-    maxFramesPerClient,
     hist: [...hist.entries()],
     histByType: [...histByType.entries()].map(([type, h]) => [type, [...h.entries()]]),
     perEvent: [...perEvent.entries()].map(([id, e]) => [id, e.max, e.n, e.type]),
-    wallMs: Date.now() - startedAt,
   };
   process.stdout.write(`result ${JSON.stringify(result)}\n`, () => {
     for (const req of requests) req.destroy();
