@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Kysely } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import type { Agent } from '../src/agent/agent-loop.js';
@@ -15,6 +16,7 @@ import { emptySpec } from '../src/tasks/spec.js';
 import { TaskService } from '../src/tasks/task-service.js';
 import { TurnRunner } from '../src/tasks/turn-runner.js';
 import type { Uploads } from '../src/uploads/uploads.js';
+import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import { until } from './helpers/bounded-waits.js';
 import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
@@ -41,22 +43,27 @@ test('installs in two schemas of one database each hold their own named lock (ea
 });
 
 test('a store migrates while other schemas of the same database are being created and dropped', { skip }, async () => {
-  // Migrations read the catalog of the whole database; a schema dropped mid-read must not fail them.
-  const churn = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await churn.connect();
+  // Another application's DDL in the same database: Quarry's migrations must not read (and trip
+  // over) the catalog of schemas and tables that are dropped while they run.
+  const churners = await Promise.all([0, 1].map(async () => {
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await client.connect();
+    return client;
+  }));
   let churning = true;
-  const churned = (async () => {
+  const churned = churners.map(async (client, c) => {
     for (let i = 0; churning; i++) {
-      const other = `t_churn_${process.pid}_${i}`;
-      await churn.query(`create schema "${other}"; create table "${other}".t (id serial primary key, a int, b text)`);
-      await churn.query(`drop schema "${other}" cascade`);
+      const other = `t_churn_${process.pid}_${c}_${i}`;
+      await client.query(`create schema "${other}"; create table "${other}".t (id serial primary key, a int, b text)`);
+      await client.query(`drop schema "${other}" cascade`);
     }
-  })();
+  });
   const opened: string[] = [];
   try {
-    for (let i = 0; i < 20; i++) {
-      const mine = `t_migrate_${process.pid}_${i}`;
-      opened.push(mine);
+    for (let i = 0; i < 30; i++) {
+      const mine = `t_migrate_${process.pid}_${i % 15}`;
+      if (i < 15) opened.push(mine);
+      // The second pass finds the migration tables it made in the first and has nothing to do.
       const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: mine });
       try {
         await store.migrate();
@@ -66,9 +73,33 @@ test('a store migrates while other schemas of the same database are being create
     }
   } finally {
     churning = false;
-    await churned;
-    await churn.end();
+    await Promise.all(churned);
+    await Promise.all(churners.map((client) => client.end()));
     await dropSchemas(...opened);
+  }
+});
+
+test('the introspector of a store reads its own schema only', { skip }, async () => {
+  const mine = `t_introspect_${process.pid}`;
+  const other = `t_introspect_other_${process.pid}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+  const db = new Kysely<unknown>({ dialect: new OwnSchemaDialect({ pool }, mine) });
+  try {
+    await admin.query(`create schema "${mine}"; create table "${mine}".jobs (id serial primary key, note text not null default '')`);
+    await admin.query(`create schema "${other}"; create table "${other}".elsewhere (id int)`);
+    await admin.query(`comment on column "${mine}".jobs.note is 'free text'`);
+    const tables = await db.introspection.getTables();
+    assert.deepEqual(tables.map((t) => `${t.schema}.${t.name}`), [`${mine}.jobs`]);
+    assert.deepEqual(tables[0]!.columns.map(({ name, dataType, isAutoIncrementing, isNullable, hasDefaultValue, comment }) => ({ name, dataType, isAutoIncrementing, isNullable, hasDefaultValue, comment })), [
+      { name: 'id', dataType: 'int4', isAutoIncrementing: true, isNullable: false, hasDefaultValue: true, comment: undefined },
+      { name: 'note', dataType: 'text', isAutoIncrementing: false, isNullable: false, hasDefaultValue: true, comment: 'free text' },
+    ]);
+  } finally {
+    await db.destroy();
+    await admin.end();
+    await dropSchemas(mine, other);
   }
 });
 

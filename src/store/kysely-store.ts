@@ -2,7 +2,6 @@
  * The SQL behind the Store contract, written once with Kysely for every database. The adapters
  * (sqlite/, postgres/) only open the connection, set the DialectProfile and run migrations.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely, Migrator, sql, type CompiledQuery, type ExpressionOrFactory, type SqlBool, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
 import { GroupCommit } from './group-commit.js';
 import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
@@ -57,8 +56,6 @@ class StaticMigrations implements MigrationProvider {
 }
 
 const ROW_BATCH = 2_000;
-/** Runs of the migrator before a catalog read that keeps failing (see migrate) is given up on. */
-const MIGRATE_ATTEMPTS = 8;
 
 export interface StateRow {
   id: string;
@@ -588,15 +585,8 @@ export class KyselyStore extends KyselyOps implements Store {
 
   async migrate(): Promise<void> {
     const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.opts.migrationSchema });
-    for (let attempt = 1; ; attempt++) {
-      const { error } = await migrator.migrateToLatest();
-      if (!error) return;
-      // The migrator looks for its tables by reading the catalog of every schema in the database
-      // (PostgreSQL), and that read fails with 3F000 when another schema is dropped meanwhile.
-      // Each step is idempotent, so running it again is safe.
-      if ((error as { code?: unknown }).code !== '3F000' || attempt === MIGRATE_ATTEMPTS) throw error;
-      await sleep(20 * attempt);
-    }
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
   }
 
   async transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T> {

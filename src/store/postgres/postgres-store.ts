@@ -1,7 +1,8 @@
 import pg from 'pg';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely } from 'kysely';
 import type { Database } from '../database.js';
 import { KyselyStore, type DialectProfile } from '../kysely-store.js';
+import { OwnSchemaDialect } from './own-schema-dialect.js';
 import { PostgresLink } from './postgres-link.js';
 
 const POSTGRES_PROFILE: DialectProfile = { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true, groupCommit: false };
@@ -38,7 +39,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Kys
   };
   const pool = new pg.Pool({ ...connection, max: opts.maxConnections ?? 10 });
   // The schema is named for the migration tables too: otherwise a same-named table in another schema would be taken for ours.
-  return new KyselyStore(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), POSTGRES_PROFILE, {
+  return new KyselyStore(new Kysely<Database>({ dialect: new OwnSchemaDialect({ pool }, schema ?? 'public') }), POSTGRES_PROFILE, {
     migrationSchema: schema ?? 'public',
     link: new PostgresLink(connection, schema ?? 'public'),
   });
