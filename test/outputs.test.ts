@@ -30,7 +30,7 @@ const FACTS = {
 const BIG = { id: 'big', kind: 'table', columns: [{ name: 'label', type: 'string', required: true }, { name: 'value', type: 'integer' }] };
 
 const MAKER_SOURCES = [{ url: 'https://example.com/makers', title: 'Makers list', quote: 'Acme runs a plant', fields: ['company', 'country'] }];
-const makerRow = (i: number) => ({ company: `Maker ${i}`, country: i % 2 ? 'DE' : 'FR', capacity_gwh: i * 1.5, source_url: `https://example.com/m/${i}` });
+const makerRow = (i: number) => ({ company: `Maker ${i}`, country: i % 2 ? 'Österreich' : '中国 🏭', capacity_gwh: i * 1.5, source_url: `https://example.com/m/${i}` });
 const MAKER_COUNT = 25;
 const BIG_COUNT = 3000;
 
@@ -111,6 +111,8 @@ describe('output routes', () => {
     assert.equal(last.body.total, MAKER_COUNT);
     assert.deepEqual(last.body.rows.map((r: any) => r._row), [21, 22, 23, 24, 25]);
     assert.deepEqual(last.body.rows.map((r: any) => r.company), ['Maker 21', 'Maker 22', 'Maker 23', 'Maker 24', 'Maker 25']);
+    assert.deepEqual(last.body.rows.map((r: any) => r.country), ['Österreich', '中国 🏭', 'Österreich', '中国 🏭', 'Österreich'], 'text outside ASCII comes back as written');
+    assert.equal(Number(last.headers.get('content-length')), Buffer.byteLength(last.text), 'Content-Length counts bytes');
 
     const past = await h.request('GET', `/task/${taskId}/output?output=makers&offset=25`);
     assert.equal(past.body.total, MAKER_COUNT);
@@ -220,8 +222,8 @@ describe('output routes', () => {
     const records = parseCsv(res.text);
     assert.deepEqual(records[0], ['_row', 'company', 'country', 'capacity_gwh', 'source_url', '_sources']);
     assert.equal(records.length, 1 + MAKER_COUNT, 'every row, not one page');
-    assert.deepEqual(records[1], ['1', 'Maker 1', 'DE', '1.5', 'https://example.com/m/1', 'https://example.com/acme']);
-    assert.deepEqual(records[25], ['25', 'Maker 25', 'DE', '37.5', 'https://example.com/m/25', 'https://example.com/makers']);
+    assert.deepEqual(records[1], ['1', 'Maker 1', 'Österreich', '1.5', 'https://example.com/m/1', 'https://example.com/acme']);
+    assert.deepEqual(records[25], ['25', 'Maker 25', 'Österreich', '37.5', 'https://example.com/m/25', 'https://example.com/makers']);
 
     // A large export (more than one write's worth) arrives whole, quoting intact.
     const big = await h.request('GET', `/task/${taskId}/outputs/big?format=csv`);

@@ -104,10 +104,13 @@ export function toTaskState(r: StateRow): TaskStateRecord {
  * numbers it lies between (after, up to and including). Row numbers are dense from 1, so a page
  * is a range scan on the primary key, not an OFFSET.
  */
-function rowsQuery(db: Kysely<Database>): CompiledQuery<{ data: string }> {
+function rowsQuery(db: Kysely<Database>, kind: DialectProfile['kind']): CompiledQuery<{ data: string | Buffer }> {
+  // better-sqlite3 returns TEXT as a JS string (a decoded copy) but a BLOB as bytes: with the
+  // cast, an output page is the stored bytes spliced together, never decoded and re-encoded.
+  // pg returns text either way.
   return db
     .selectFrom('rows')
-    .select('data')
+    .select(kind === 'sqlite' ? sql<Buffer>`cast(data as blob)`.as('data') : 'data')
     .where('task_id', '=', '')
     .where('output_id', '=', '')
     .where('row_num', '>', 0)
@@ -301,7 +304,7 @@ export class KyselyOps implements StoreOps {
 
   /** The hot reads' SQL, compiled once per dialect; the SQLite adapter prepares it on its read connection. */
   protected compiledReads() {
-    return (readsByDialect[this.profile.kind] ??= { state: stateQuery(this.db), rows: rowsQuery(this.db) });
+    return (readsByDialect[this.profile.kind] ??= { state: stateQuery(this.db), rows: rowsQuery(this.db, this.profile.kind) });
   }
 
   async updateTask(id: string, patch: TaskPatch): Promise<void> {
@@ -476,9 +479,9 @@ export class KyselyOps implements StoreOps {
     return { firstRow: before + 1, count: rows.length, replayed: false };
   }
 
-  async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]> {
-    const r = await this.db.executeQuery<{ data: string }>({ ...this.compiledReads().rows, parameters: [taskId, outputId, offset, offset + limit] });
-    return r.rows.map((row) => row.data);
+  async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]> {
+    const r = await this.db.executeQuery<{ data: string | Buffer }>({ ...this.compiledReads().rows, parameters: [taskId, outputId, offset, offset + limit] });
+    return r.rows.map((row) => (typeof row.data === 'string' ? Buffer.from(row.data) : row.data));
   }
 
   async insertUpload(u: UploadRecord): Promise<void> {
@@ -598,7 +601,7 @@ export class KyselyStore extends KyselyOps implements Store {
     let offset = 0;
     while (true) {
       const batch = await this.readRows(taskId, outputId, offset, ROW_BATCH);
-      for (const row of batch) yield row;
+      for (const row of batch) yield row.toString();
       if (batch.length < ROW_BATCH) return;
       offset += batch.length;
     }

@@ -205,7 +205,8 @@ export interface StoreOps {
    * key twice does nothing the second time, so replayed tool calls never duplicate rows.
    */
   appendRows(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string): Promise<{ firstRow: number; count: number; replayed: boolean }>;
-  readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]>;
+  /** Rows `offset + 1` to `offset + limit` in order: each one's stored JSON, as UTF-8 bytes. */
+  readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]>;
 
   // uploads
   insertUpload(upload: UploadRecord): Promise<void>;

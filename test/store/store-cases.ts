@@ -171,7 +171,7 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
     it('appends rows once per write key, numbered densely', async () => {
       const t = task(accountId);
       await store.insertTask(t);
-      const rows = (n: number) => Array.from({ length: n }, () => (k: number) => `{"_row":${k}}`);
+      const rows = (n: number) => Array.from({ length: n }, () => (k: number) => `{"_row":${k},"city":"Zürich 北京 🚀"}`);
       const first = await store.transaction((tx) => tx.appendRows(t.id, 'out', 'k1', rows(3), new Date().toISOString()));
       const again = await store.transaction((tx) => tx.appendRows(t.id, 'out', 'k1', rows(3), new Date().toISOString()));
       const second = await store.transaction((tx) => tx.appendRows(t.id, 'out', 'k2', rows(2), new Date().toISOString()));
@@ -179,10 +179,11 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.deepEqual(again, { firstRow: 1, count: 3, replayed: true });
       assert.deepEqual(second, { firstRow: 4, count: 2, replayed: false });
       assert.equal((await store.listOutputStats(t.id))[0]!.rowCount, 5);
-      assert.deepEqual(await store.readRows(t.id, 'out', 1, 2), ['{"_row":2}', '{"_row":3}']);
+      assert.deepEqual((await store.readRows(t.id, 'out', 1, 2)).map(String), ['{"_row":2,"city":"Zürich 北京 🚀"}', '{"_row":3,"city":"Zürich 北京 🚀"}']);
       const all: string[] = [];
       for await (const r of store.iterateRows(t.id, 'out')) all.push(r);
-      assert.equal(all.length, 5);
+      assert.deepEqual(all.map((r) => JSON.parse(r)._row), [1, 2, 3, 4, 5]);
+      assert.equal(JSON.parse(all[4]!).city, 'Zürich 北京 🚀');
     });
 
     it('rolls a transaction back when it throws', async () => {

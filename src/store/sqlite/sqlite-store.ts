@@ -102,8 +102,8 @@ class SqliteStore extends KyselyStore {
     return row ? toTaskState(row) : undefined;
   }
 
-  override async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]> {
-    return this.readStatements().rows.all(taskId, outputId, offset, offset + limit) as string[];
+  override async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]> {
+    return this.readStatements().rows.all(taskId, outputId, offset, offset + limit) as Buffer[];
   }
 
   override async close(): Promise<void> {
