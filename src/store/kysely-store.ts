@@ -2,7 +2,8 @@
  * The SQL behind the Store contract, written once with Kysely for every database. The adapters
  * (sqlite/, postgres/) only open the connection, set the DialectProfile and run migrations.
  */
-import { Kysely, Migrator, sql, type CompiledQuery, type ExpressionOrFactory, type SqlBool, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
+import { isDeepStrictEqual } from 'node:util';
+import { Kysely, Migrator, sql, type Compilable, type CompiledQuery, type ExpressionOrFactory, type QueryResult, type SqlBool, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
 import { GroupCommit } from './group-commit.js';
 import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
 import type {
@@ -121,6 +122,9 @@ function rowsQuery(db: Kysely<Database>, kind: DialectProfile['kind']): Compiled
 
 /** The hot reads compiled once per dialect (their SQL differs only in placeholders and quoting). */
 const readsByDialect: Partial<Record<DialectProfile['kind'], { state: CompiledQuery<StateRow>; rows: CompiledQuery<{ data: string }> }>> = {};
+/** The statements of KyselyOps.runCompiled, by dialect and shape. */
+const COMPILED_SHAPES_MAX = 256;
+const compiledByDialect: Partial<Record<DialectProfile['kind'], Map<string, CompiledQuery>>> = {};
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
   return {
@@ -233,7 +237,7 @@ export class KyselyOps implements StoreOps {
   }
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
-    const r = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    const [r] = (await this.runCompiled('getAccount', [id], () => this.db.selectFrom('accounts').selectAll().where('id', '=', id))).rows;
     return r && { id: r.id, name: r.name, balance: Number(r.balance), creditsUsed: Number(r.credits_used), createdAt: r.created_at };
   }
 
@@ -287,13 +291,16 @@ export class KyselyOps implements StoreOps {
 
   async insertTask(t: TaskRecord): Promise<void> {
     const { id, accountId, createdAt, ...fields } = t;
-    await this.db.insertInto('tasks').values({ id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as TasksTable).execute();
+    const row = { id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as TasksTable;
+    await this.runCompiled(`insertTask:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('tasks').values(row));
   }
 
   async getTask(id: string, opts: { lock?: boolean } = {}): Promise<TaskRecord | undefined> {
-    let q = this.db.selectFrom('tasks').selectAll().where('id', '=', id);
-    if (opts.lock && this.profile.rowLocks) q = q.forUpdate();
-    const r = await q.executeTakeFirst();
+    const lock = opts.lock === true && this.profile.rowLocks;
+    const [r] = (await this.runCompiled(lock ? 'getTask:lock' : 'getTask', [id], () => {
+      const q = this.db.selectFrom('tasks').selectAll().where('id', '=', id);
+      return lock ? q.forUpdate() : q;
+    })).rows;
     return r && toTask(r);
   }
 
@@ -307,10 +314,30 @@ export class KyselyOps implements StoreOps {
     return (readsByDialect[this.profile.kind] ??= { state: stateQuery(this.db), rows: rowsQuery(this.db, this.profile.kind) });
   }
 
+  /**
+   * Runs a statement of the create-and-turn path. Kysely builds and compiles it once per `shape`
+   * (a name plus whatever changes its SQL, such as the columns set); later calls reuse that SQL
+   * with their own `parameters`: the values `build` binds, in the order it binds them. For these
+   * one-row statements, building costs as much CPU as the database's own work. The first build of
+   * each shape checks the order, so a mismatch fails the first test that runs it.
+   */
+  private async runCompiled<R>(shape: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<QueryResult<R>> {
+    const compiledByShape = (compiledByDialect[this.profile.kind] ??= new Map());
+    let compiled = compiledByShape.get(shape) as CompiledQuery<R> | undefined;
+    if (!compiled) {
+      compiled = build().compile();
+      if (!isDeepStrictEqual(compiled.parameters, parameters)) throw new Error(`statement "${shape}": its parameters are not the values it binds`);
+      // Shapes are few (column sets the code uses, small event batches); the cap bounds the rest.
+      if (compiledByShape.size < COMPILED_SHAPES_MAX) compiledByShape.set(shape, compiled);
+    }
+    return this.db.executeQuery<R>({ ...compiled, parameters });
+  }
+
   async updateTask(id: string, patch: TaskPatch): Promise<void> {
     const row = taskRow(patch);
-    if (Object.keys(row).length === 0) return;
-    await this.db.updateTable('tasks').set(row).where('id', '=', id).execute();
+    const columns = Object.keys(row);
+    if (columns.length === 0) return;
+    await this.runCompiled(`updateTask:${columns}`, [...Object.values(row), id], () => this.db.updateTable('tasks').set(row).where('id', '=', id));
   }
 
   async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]> {
@@ -345,18 +372,20 @@ export class KyselyOps implements StoreOps {
 
   async insertTurn(t: TurnRecord): Promise<void> {
     const { id, taskId, accountId, kind, createdAt, ...fields } = t;
-    await this.db.insertInto('turns').values({ id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as TurnsTable).execute();
+    const row = { id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as TurnsTable;
+    await this.runCompiled(`insertTurn:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('turns').values(row));
   }
 
   async getTurn(id: string): Promise<TurnRecord | undefined> {
-    const r = await this.db.selectFrom('turns').selectAll().where('id', '=', id).executeTakeFirst();
+    const [r] = (await this.runCompiled('getTurn', [id], () => this.db.selectFrom('turns').selectAll().where('id', '=', id))).rows;
     return r && toTurn(r);
   }
 
   async updateTurn(id: string, patch: TurnPatch): Promise<void> {
     const row = turnRow(patch);
-    if (Object.keys(row).length === 0) return;
-    await this.db.updateTable('turns').set(row).where('id', '=', id).execute();
+    const columns = Object.keys(row);
+    if (columns.length === 0) return;
+    await this.runCompiled(`updateTurn:${columns}`, [...Object.values(row), id], () => this.db.updateTable('turns').set(row).where('id', '=', id));
   }
 
   async nextQueuedTurn(taskId: string): Promise<TurnRecord | undefined> {
@@ -417,15 +446,16 @@ export class KyselyOps implements StoreOps {
   }
 
   async listTurnInputs(taskId: string, upToTurnId: string): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('turns')
-      .select('input')
-      .where('task_id', '=', taskId)
-      .where('id', '<=', upToTurnId)
-      .where('input', 'is not', null)
-      .where('status', 'not in', ['queued', 'cancelled'])
-      .orderBy('id')
-      .execute();
+    const { rows } = await this.runCompiled('listTurnInputs', [taskId, upToTurnId, 'queued', 'cancelled'], () =>
+      this.db
+        .selectFrom('turns')
+        .select('input')
+        .where('task_id', '=', taskId)
+        .where('id', '<=', upToTurnId)
+        .where('input', 'is not', null)
+        .where('status', 'not in', ['queued', 'cancelled'])
+        .orderBy('id'),
+    );
     return rows.map((r) => r.input!);
   }
 
@@ -440,7 +470,8 @@ export class KyselyOps implements StoreOps {
 
   async insertEvents(events: EventRecord[]): Promise<void> {
     if (events.length === 0) return;
-    await this.db.insertInto('events').values(events.map((e) => ({ task_id: e.taskId, seq: e.seq, type: e.type, turn_id: e.turnId, data: e.data }))).execute();
+    const rows = events.map((e) => ({ task_id: e.taskId, seq: e.seq, type: e.type, turn_id: e.turnId, data: e.data }));
+    await this.runCompiled(`insertEvents:${rows.length}`, rows.flatMap(Object.values), () => this.db.insertInto('events').values(rows));
   }
 
   async listEvents(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]> {
