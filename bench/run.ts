@@ -218,7 +218,7 @@ async function benchCreates(): Promise<void> {
   // the default of 32 turns at a time (sized for turns that wait on a model) would leave the
   // worker short of work to group; 256 lets it keep up.
   const quarryEnv = { QUARRY_MAX_CONCURRENT_TURNS: '256' };
-  let q: QuarryProcess = await startQuarry({ dataDir, label: 'quarry-creates', env: quarryEnv });
+  let q: QuarryProcess = await startQuarry({ dataDir, label: 'quarry-creates', env: quarryEnv, nodeArgs: profArgs('creates') });
   const key = q.key;
   const backlog = turnBacklog(dataDir);
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
@@ -273,6 +273,12 @@ async function benchCreates(): Promise<void> {
     await expectOk('POST', `${b.url}/_bench/config`, { body: { createBody } });
     await cannon({ ...opts(b.url, false), duration: WARMUP_S });
     const run = await alternate({ opts: opts(q.url, true), pid: q.child.proc.pid }, { opts: opts(b.url, false), pid: b.child.proc.pid }, drain);
+    if (CPU_PROF) {
+      // Node writes a profile as it exits and SIGKILL leaves none: the profiled process ends
+      // normally, and a fresh one over the same data takes the durability round.
+      await q.child.stop('SIGTERM');
+      q = await startQuarry({ dataDir, key, label: 'quarry-creates-durability', env: quarryEnv });
+    }
     // Durability: one more round, then kill -9 right after its last answer, turns still running.
     log(`creates: a last ${ROUND_S} s round, then SIGKILL`);
     await cannon({ ...opts(q.url, true), duration: ROUND_S });
