@@ -72,19 +72,6 @@ export interface StateRow {
   turn_started_at: string | null;
 }
 
-/** The /state poll: the task's state and its current turn, by task id (the one parameter). */
-function stateQuery(db: Kysely<Database>): CompiledQuery<StateRow> {
-  return db
-    .selectFrom('tasks')
-    .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
-    .select([
-      'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
-      'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
-    ])
-    .where('tasks.id', '=', '')
-    .compile();
-}
-
 export function toTaskState(r: StateRow): TaskStateRecord {
   return {
     id: r.id,
@@ -100,30 +87,8 @@ export function toTaskState(r: StateRow): TaskStateRecord {
   };
 }
 
-/**
- * A page of an output's rows, already serialized. Parameters: task id, output id, then the row
- * numbers it lies between (after, up to and including). Row numbers are dense from 1, so a page
- * is a range scan on the primary key, not an OFFSET.
- */
-function rowsQuery(db: Kysely<Database>, kind: DialectProfile['kind']): CompiledQuery<{ data: string | Buffer }> {
-  // better-sqlite3 returns TEXT as a JS string (a decoded copy) but a BLOB as bytes: with the
-  // cast, an output page is the stored bytes spliced together, never decoded and re-encoded.
-  // pg returns text either way.
-  return db
-    .selectFrom('rows')
-    .select(kind === 'sqlite' ? sql<Buffer>`cast(data as blob)`.as('data') : 'data')
-    .where('task_id', '=', '')
-    .where('output_id', '=', '')
-    .where('row_num', '>', 0)
-    .where('row_num', '<=', 0)
-    .orderBy('row_num')
-    .compile();
-}
-
-/** The hot reads compiled once per dialect (their SQL differs only in placeholders and quoting). */
-const readsByDialect: Partial<Record<DialectProfile['kind'], { state: CompiledQuery<StateRow>; rows: CompiledQuery<{ data: string }> }>> = {};
-/** The statements of KyselyOps.runCompiled, by dialect and shape. */
 const COMPILED_SHAPES_MAX = 256;
+/** The statements of KyselyOps.runCompiled, by dialect and shape. */
 const compiledByDialect: Partial<Record<DialectProfile['kind'], Map<string, CompiledQuery>>> = {};
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
@@ -305,21 +270,47 @@ export class KyselyOps implements StoreOps {
   }
 
   async getTaskState(id: string): Promise<TaskStateRecord | undefined> {
-    const r = (await this.db.executeQuery<StateRow>({ ...this.compiledReads().state, parameters: [id] })).rows[0];
+    const [r] = (await this.runCompiled('getTaskState', [id], () => this.stateQuery(id))).rows;
     return r && toTaskState(r);
   }
 
-  /** The hot reads' SQL, compiled once per dialect; the SQLite adapter prepares it on its read connection. */
-  protected compiledReads() {
-    return (readsByDialect[this.profile.kind] ??= { state: stateQuery(this.db), rows: rowsQuery(this.db, this.profile.kind) });
+  /** The /state poll: the task's state and its current turn. */
+  protected stateQuery(taskId: string): Compilable<StateRow> {
+    return this.db
+      .selectFrom('tasks')
+      .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
+      .select([
+        'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
+        'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
+      ])
+      .where('tasks.id', '=', taskId);
   }
 
   /**
-   * Runs a statement of the create-and-turn path. Kysely builds and compiles it once per `shape`
-   * (a name plus whatever changes its SQL, such as the columns set); later calls reuse that SQL
-   * with their own `parameters`: the values `build` binds, in the order it binds them. For these
-   * one-row statements, building costs as much CPU as the database's own work. The first build of
-   * each shape checks the order, so a mismatch fails the first test that runs it.
+   * An output's rows after `afterRow` up to and including `upToRow`, as stored. Row numbers are
+   * dense from 1, so a page is a range scan on the primary key, not an OFFSET.
+   */
+  protected rowsQuery(taskId: string, outputId: string, afterRow: number, upToRow: number): Compilable<{ data: string | Buffer }> {
+    // better-sqlite3 returns TEXT as a JS string (a decoded copy) but a BLOB as bytes: with the
+    // cast, an output page is the stored bytes spliced together, never decoded and re-encoded.
+    // pg returns text either way.
+    return this.db
+      .selectFrom('rows')
+      .select(this.profile.kind === 'sqlite' ? sql<Buffer>`cast(data as blob)`.as('data') : 'data')
+      .where('task_id', '=', taskId)
+      .where('output_id', '=', outputId)
+      .where('row_num', '>', afterRow)
+      .where('row_num', '<=', upToRow)
+      .orderBy('row_num');
+  }
+
+  /**
+   * Runs a hot statement (the /state poll, output pages, the create-and-turn path). Kysely
+   * builds and compiles it once per `shape` (a name plus whatever changes its SQL, such as the
+   * columns set); later calls reuse that SQL with their own `parameters`: the values `build`
+   * binds, in the order it binds them. For one-row statements, building costs as much CPU as the
+   * database's own work. The first build of each shape checks the order, so a mismatch fails the
+   * first test that runs it.
    */
   private async runCompiled<R>(shape: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<QueryResult<R>> {
     const compiledByShape = (compiledByDialect[this.profile.kind] ??= new Map());
@@ -511,8 +502,9 @@ export class KyselyOps implements StoreOps {
   }
 
   async readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]> {
-    const r = await this.db.executeQuery<{ data: string | Buffer }>({ ...this.compiledReads().rows, parameters: [taskId, outputId, offset, offset + limit] });
-    return r.rows.map((row) => (typeof row.data === 'string' ? Buffer.from(row.data) : row.data));
+    const upTo = offset + limit;
+    const { rows } = await this.runCompiled('readRows', [taskId, outputId, offset, upTo], () => this.rowsQuery(taskId, outputId, offset, upTo));
+    return rows.map((row) => (typeof row.data === 'string' ? Buffer.from(row.data) : row.data));
   }
 
   async insertUpload(u: UploadRecord): Promise<void> {

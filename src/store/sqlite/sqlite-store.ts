@@ -87,8 +87,8 @@ class SqliteStore extends KyselyStore {
   /** Prepared on first use: the tables exist only once migrations ran. */
   private readStatements() {
     return (this.statements ??= {
-      state: this.reader.prepare(this.compiledReads().state.sql),
-      rows: this.reader.prepare(this.compiledReads().rows.sql).pluck(),
+      state: this.reader.prepare(this.stateQuery('').compile().sql),
+      rows: this.reader.prepare(this.rowsQuery('', '', 0, 0).compile().sql).pluck(),
     });
   }
 
