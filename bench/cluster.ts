@@ -49,10 +49,12 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import pg from 'pg';
+import { isAlive } from '../src/sandbox/cgroups.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
   ROOT, expectOk, fetchEvents, freshDataDir, histLatency, loadAverage, log, machine, machineJiffies, mapLimit, mergeHist, noteLoad, percentile,
-  processJiffies, revision, round, sleep, spawnSseClients, sseConnected, sseResult, startQuarry, startWatchdog, table, waitForQuiet, withTimeout, writeReport,
+  processJiffies, revision, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startQuarry, startWatchdog, table, timedRequest,
+  waitForQuiet, withTimeout, writeReport,
   type Child, type SseClientResult,
 } from './lib.js';
 
@@ -145,30 +147,23 @@ process.on('exit', () => {
 async function sweepStaleSchemas(): Promise<string[]> {
   const rows = await sql<{ nspname: string }>(`select nspname from pg_namespace where nspname like 'bench\\_cluster\\_%'`);
   const dropped: string[] = [];
-  for (const { nspname } of rows) {
-    const pid = Number(/^bench_cluster_(\d+)_/.exec(nspname)?.[1]);
-    if (!pid || pid === process.pid || isAlive(pid)) continue;
-    try {
-      // Orphaned nodes of that run may still hold locks in it: give up on this schema rather than wait.
-      await sql(`set lock_timeout = '5s'`);
-      await sql(`drop schema if exists "${nspname}" cascade`);
-      dropped.push(nspname);
-    } catch (err) {
-      log(`could not drop ${nspname} (left by a killed run): ${(err as Error).message}`);
-    } finally {
-      await sql('reset lock_timeout');
+  // Orphaned nodes of that run may still hold locks in it: give up on a schema rather than wait.
+  await sql(`set lock_timeout = '5s'`);
+  try {
+    for (const { nspname } of rows) {
+      const pid = Number(/^bench_cluster_(\d+)_/.exec(nspname)?.[1]);
+      if (!pid || pid === process.pid || isAlive(pid)) continue;
+      try {
+        await sql(`drop schema if exists "${nspname}" cascade`);
+        dropped.push(nspname);
+      } catch (err) {
+        log(`could not drop ${nspname} (left by a killed run): ${(err as Error).message}`);
+      }
     }
+  } finally {
+    await sql('reset lock_timeout');
   }
   return dropped;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 // ---- CPU accounting: every process of ours, PostgreSQL's, and the rest of the machine ----------
@@ -397,22 +392,6 @@ function resume(n: QNode): void {
   }
 }
 
-// ---- HTTP -----------------------------------------------------------------------------------------
-
-function post(url: string, agent: http.Agent, key: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, timeout: 60_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-api-key': key } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`POST ${url} timed out`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 /** The starter key plus ACCOUNTS − 1 accounts made through the admin API, each with its own key. */
 async function accountKeys(api: QNode, starterKey: string): Promise<string[]> {
   const keys = [starterKey];
@@ -445,7 +424,7 @@ async function submit(api: QNode, keys: string[], n: number, label: string): Pro
       for (let attempt = 0; attempt < 5; attempt++) {
         let status: number;
         try {
-          status = (await post(`${api.url}/task`, agent, keys[i % keys.length]!, body)).status;
+          status = (await timedRequest('POST', `${api.url}/task`, agent, { 'x-api-key': keys[i % keys.length]! }, { body, timeoutMs: 60_000 })).status;
         } catch (err) {
           const k = `error:${(err as Error).message.slice(0, 80)}`;
           out.failed[k] = (out.failed[k] ?? 0) + 1;
@@ -720,10 +699,8 @@ function summarizeTurns(runs: TurnsRun[]): TurnsSummary[] {
 
 /**
  * One turn per round, told apart by a marker in its prompt: the fake model holds the turn's first
- * call until every stream is open, then (as bench/run.ts's SSE benchmark does) streams a sentence
- * in chunks 100 ms apart and asks for an unknown tool, which fails at once, until the window ends.
- * That is the real event mix of a working agent: activity, text, tool started/failed, bursts
- * included.
+ * call until every stream is open, then answers with sseStepReply (as bench/run.ts's SSE
+ * benchmark does) until the window ends.
  */
 interface Phase {
   started: boolean;
@@ -732,8 +709,6 @@ interface Phase {
   stopAt: number;
   steps: number;
 }
-
-const MAX_STEPS = 400;
 
 function sseResponder(phases: Map<string, Phase>) {
   return async (body: { messages?: Record<string, unknown>[] }): Promise<FakeReply> => {
@@ -745,12 +720,7 @@ function sseResponder(phases: Map<string, Phase>) {
       await phase.gate;
     }
     phase.steps++;
-    if (Date.now() >= phase.stopAt || phase.steps >= MAX_STEPS) return { text: 'Finished the checks.' };
-    return {
-      text: `Step ${phase.steps}: compared the plant list with the registry and noted two capacity changes; checking the next source now.`,
-      toolCalls: [{ name: 'bench_tick', arguments: { step: phase.steps } }],
-      chunkDelayMs: 100,
-    };
+    return sseStepReply(phase.steps, Date.now() >= phase.stopAt);
   };
 }
 
@@ -794,38 +764,21 @@ async function sseRound(
   const gate = new Promise<void>((resolve) => (release = resolve));
   const phase: Phase = { started: false, release, gate, stopAt: Infinity, steps: 0 };
   phases.set(label, phase);
-  const procs: { node: QNode; child: Child; count: number }[] = [];
+  const procs: { node: QNode; child: Child }[] = [];
   try {
-    const spec = {
-      name: `SSE fan-out ${label} (benchmark)`,
-      prompt: `bench-phase:${label} Keep checking sources.`,
-      limits: { max_steps: 1000, max_turn_seconds: 600, max_credits_per_turn: 1e9 },
-      tools: [],
-    };
-    const created = await expectOk('POST', `${a.url}/task/start`, { key, body: { task: spec } });
-    const taskId = created.body.task_id as string;
-    for (let i = 0; i < 300 && !phase.started; i++) await sleep(50);
-    if (!phase.started) throw new Error(`${label}: the turn's first model call did not arrive`);
-    await sleep(200);
-    const afterSeq = (await expectOk('GET', `${a.url}/task/${encodeURIComponent(taskId)}/state`, { key })).body.last_event_id as number;
+    const { taskId, afterSeq } = await startSseTask(a.url, key, `SSE fan-out ${label} (benchmark)`, `bench-phase:${label} Keep checking sources.`, async () => {
+      for (let i = 0; i < 300 && !phase.started; i++) await sleep(50);
+      if (!phase.started) throw new Error(`${label}: the turn's first model call did not arrive`);
+    });
 
     // Same client processes and counts in both layouts: only where the streams land differs.
+    // Every stream must connect (else this round fails here); one that errors after connecting
+    // misses frames, which the counts below catch.
     const targets = layout === 'split' ? [a, b] : [a, a];
-    const per = Math.ceil(clients / targets.length);
-    targets.forEach((node, i) => {
-      const count = Math.min(per, clients - i * per);
-      // Resume one event back: Quarry sends a stream's headers with its first frame; the replayed
-      // frame (id < min-id) is not measured.
-      const child = spawnSseClients(`sse-${label}-${i}`, {
-        url: `${node.url}/task/${encodeURIComponent(taskId)}/stream?after=${afterSeq - 1}`, count, key, deadlineMs: (windowS + 120) * 1000, minId: afterSeq + 1,
-      });
-      procs.push({ node, child, count });
+    const children = await connectSseClients(`sse-${label}`, targets.map((node) => sseStreamUrl(node.url, taskId, afterSeq)), clients, {
+      key, deadlineMs: (windowS + 120) * 1000, minId: afterSeq + 1,
     });
-    // Every stream must connect (else this round fails here); one that errors after connecting misses frames, which the counts below catch.
-    for (const p of procs) {
-      const c = await sseConnected(p.child, 120_000);
-      if (c.connected !== p.count) throw new Error(`${label}: only ${c.connected} of ${p.count} streams connected to ${p.node.name} (${c.failed} failed)`);
-    }
+    procs.push(...children.map((child, i) => ({ node: targets[i]!, child })));
     await sleep(500);
 
     const usage = await usageWindow([a, b, cluster.worker], procs.map((p) => p.child));

@@ -10,6 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { FakeReply } from '../test/fake-model/fake-openai-server.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const OUT_DIR = path.join(ROOT, '.bench');
@@ -282,6 +283,50 @@ export async function fetchEvents(q: { url: string; key: string }, taskId: strin
   return events;
 }
 
+// ---- the SSE benchmarks' turn (bench/run.ts and bench/cluster.ts) ------------------------------
+
+/** The most model calls one SSE benchmark turn makes, whatever its window. */
+const SSE_MAX_STEPS = 400;
+
+/**
+ * The fake model's answer to call `step` of an SSE benchmark turn: until `finished`, a sentence
+ * streamed in chunks 100 ms apart and a call to an unknown tool, which fails at once. That is the
+ * real event mix of a working agent: per step Quarry stores and streams task (activity), text,
+ * and tool started/failed events, bursts included.
+ */
+export function sseStepReply(step: number, finished: boolean): FakeReply {
+  if (finished || step >= SSE_MAX_STEPS) return { text: 'Finished the checks.' };
+  return {
+    text: `Step ${step}: compared the plant list with the registry and noted two capacity changes; checking the next source now.`,
+    toolCalls: [{ name: 'bench_tick', arguments: { step } }],
+    chunkDelayMs: 100,
+  };
+}
+
+/**
+ * Creates an SSE benchmark task on `url` and waits (`firstCall`) until the fake model holds its
+ * turn's first call. Returns the task and the last event stored before the window: streams are
+ * measured from the next one.
+ */
+export async function startSseTask(url: string, key: string, name: string, prompt: string, firstCall: () => Promise<unknown>): Promise<{ taskId: string; afterSeq: number }> {
+  const spec = { name, prompt, limits: { max_steps: 1000, max_turn_seconds: 600, max_credits_per_turn: 1e9 }, tools: [] };
+  const created = await expectOk('POST', `${url}/task/start`, { key, body: { task: spec } });
+  const taskId = created.body.task_id as string;
+  await firstCall();
+  await sleep(200);
+  const afterSeq = (await expectOk('GET', `${url}/task/${encodeURIComponent(taskId)}/state`, { key })).body.last_event_id as number;
+  return { taskId, afterSeq };
+}
+
+/**
+ * A task's stream, resumed one event back: Quarry sends a stream's headers with its first frame,
+ * so a stream with nothing to replay would not look connected until the next event. The replayed
+ * frame is below the measured ids (`afterSeq + 1` on).
+ */
+export function sseStreamUrl(url: string, taskId: string, afterSeq: number): string {
+  return `${url}/task/${encodeURIComponent(taskId)}/stream?after=${afterSeq - 1}`;
+}
+
 // ---- SSE load generators (bench/sse-clients.ts) -------------------------------------------------
 
 /** What one bench/sse-clients.ts process reports on its `result` line (the fields the harnesses read). */
@@ -303,17 +348,30 @@ export interface SseClientResult {
   perEvent: [number, number, number, string][];
 }
 
-/** Starts one client process: `count` streams of `url`; frames with an id below `minId` are replayed history, not measured. */
-export function spawnSseClients(name: string, opts: { url: string; count: number; key: string; deadlineMs: number; minId: number }): Child {
-  return spawnNode(name, 'bench/sse-clients.ts', [
-    '--url', opts.url, '--count', String(opts.count), '--key', opts.key, '--deadline-ms', String(opts.deadlineMs), '--min-id', String(opts.minId),
-  ]);
-}
-
-/** Waits for the client process's `connected <ok> <failed>` line. */
-export async function sseConnected(child: Child, timeoutMs: number): Promise<{ connected: number; failed: number }> {
-  const m = await child.waitForLine(/^connected (\d+) (\d+)/, timeoutMs);
-  return { connected: Number(m[1]), failed: Number(m[2]) };
+/**
+ * Opens `total` SSE streams split evenly over client processes, one per entry of `urls` (the
+ * stream each of its streams opens), and resolves once every process has all of its streams open.
+ * Frames with an id below `minId` are replayed history, not measured. A stream that fails to
+ * connect fails the round: the processes are stopped and the error names the shortfall.
+ */
+export async function connectSseClients(name: string, urls: string[], total: number, opts: { key: string; deadlineMs: number; minId: number }): Promise<Child[]> {
+  const per = Math.ceil(total / urls.length);
+  const counts = urls.map((_, i) => Math.min(per, total - i * per));
+  const procs = urls.map((url, i) =>
+    spawnNode(`${name}-${i}`, 'bench/sse-clients.ts', [
+      '--url', url, '--count', String(counts[i]), '--key', opts.key, '--deadline-ms', String(opts.deadlineMs), '--min-id', String(opts.minId),
+    ]),
+  );
+  try {
+    for (const [i, proc] of procs.entries()) {
+      const m = await proc.waitForLine(/^connected (\d+) (\d+)/, 120_000);
+      if (Number(m[1]) !== counts[i]) throw new Error(`${name}-${i}: only ${m[1]} of ${counts[i]} streams connected to ${urls[i]} (${m[2]} failed)`);
+    }
+  } catch (err) {
+    await Promise.all(procs.map((p) => p.stop('SIGTERM', 5000)));
+    throw err;
+  }
+  return procs;
 }
 
 /** Waits for the client process's `result <json>` line (printed once its streams have ended, or at its deadline). */
@@ -332,13 +390,17 @@ export function histLatency(hist: Map<number, number>): { p50: number; p90: numb
 }
 
 /**
- * A timed GET with node:http over a keep-alive socket: ms from sending the request to the last
- * byte of the body, plus the status and body size.
+ * A timed request with node:http over `agent`'s keep-alive sockets: ms from sending the request
+ * to the last byte of the answer, plus the status and body size. `body` is sent as JSON.
  */
-export function timedGet(url: string, agent: http.Agent, headers: Record<string, string>, timeoutMs = 30_000): Promise<{ ms: number; status: number; bytes: number }> {
+export function timedRequest(
+  method: string, url: string, agent: http.Agent, headers: Record<string, string>, opts: { body?: string; timeoutMs?: number } = {},
+): Promise<{ ms: number; status: number; bytes: number }> {
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const sent = opts.body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(opts.body)) };
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const req = http.get(url, { agent, headers, timeout: timeoutMs }, (res) => {
+    const req = http.request(url, { method, agent, headers: sent, timeout: timeoutMs }, (res) => {
       let bytes = 0;
       res.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
@@ -346,8 +408,9 @@ export function timedGet(url: string, agent: http.Agent, headers: Record<string,
       res.on('end', () => resolve({ ms: Number(process.hrtime.bigint() - started) / 1e6, status: res.statusCode ?? 0, bytes }));
       res.on('error', reject);
     });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out after ${timeoutMs} ms`)));
+    req.on('timeout', () => req.destroy(new Error(`${method} ${url} timed out after ${timeoutMs} ms`)));
     req.on('error', reject);
+    req.end(opts.body);
   });
 }
 

@@ -32,8 +32,8 @@ import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
   OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, machine, mapLimit, mergeHist, noteLoad,
-  percentile, processCpu, request, revision, round, sleep, spawnSseClients, sseConnected, sseResult, startBaseline, startQuarry, startWatchdog, table,
-  timedGet, waitForQuiet, waitIdle, withTimeout, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
+  percentile, processCpu, request, revision, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startQuarry, startWatchdog, table,
+  timedRequest, waitForQuiet, waitIdle, withTimeout, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
 } from './lib.js';
 
 const ALL = ['state', 'creates', 'output', 'sse'] as const;
@@ -496,7 +496,7 @@ async function benchOutput(): Promise<void> {
 }
 
 async function timedOk(url: string, agent: http.Agent, key: string, expectBytes: number): Promise<number> {
-  const r = await timedGet(url, agent, { 'x-api-key': key }, 30_000);
+  const r = await timedRequest('GET', url, agent, { 'x-api-key': key });
   if (r.status !== 200 || r.bytes !== expectBytes) throw new Error(`GET ${url}: status ${r.status}, ${r.bytes} bytes (expected ${expectBytes})`);
   return r.ms;
 }
@@ -519,22 +519,9 @@ interface SseRun {
   serverCpuS: number;
 }
 
-/** Starts the client processes and resolves once every one has its connections open. */
-async function connectClients(url: string, key: string, deadlineMs: number, minId: number): Promise<Child[]> {
-  const per = Math.ceil(SSE_CLIENTS / SSE_PROCS);
-  const procs: Child[] = [];
-  for (let i = 0; i < SSE_PROCS; i++) {
-    procs.push(spawnSseClients(`sse-clients-${i}`, { url, count: Math.min(per, SSE_CLIENTS - i * per), key, deadlineMs, minId }));
-  }
-  let ok = 0;
-  let failed = 0;
-  for (const p of procs) {
-    const c = await sseConnected(p, 120_000);
-    ok += c.connected;
-    failed += c.failed;
-  }
-  if (ok !== SSE_CLIENTS) throw new Error(`only ${ok} of ${SSE_CLIENTS} SSE clients connected (${failed} failed)`);
-  return procs;
+/** SSE_CLIENTS streams of `url` over SSE_PROCS client processes. */
+function connectClients(url: string, key: string, minId: number): Promise<Child[]> {
+  return connectSseClients('sse-clients', Array<string>(SSE_PROCS).fill(url), SSE_CLIENTS, { key, deadlineMs: (SSE_WINDOW_S + 120) * 1000, minId });
 }
 
 async function collect(procs: Child[], timeoutMs: number, expectedEvents: number, cpu: { stop(): CpuUse }, server: { stop(): number }): Promise<SseRun> {
@@ -592,46 +579,27 @@ async function collect(procs: Child[], timeoutMs: number, expectedEvents: number
 
 async function benchSse(): Promise<void> {
   // The turn is kept running by the fake model: its first call waits until every client is
-  // connected; then each call streams a sentence of text slowly (chunkDelayMs) and asks for a
-  // tool (an unknown one, so the tool fails fast) until the window ends, then the turn completes.
-  // Per step Quarry stores and streams task (activity), text, and tool started/failed events.
+  // connected; then each call is a step of sseStepReply until the window ends.
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let stopAt = Infinity;
   let steps = 0;
-  const maxSteps = 400;
   const fake = await startFakeOpenAI();
   fake.setResponder(async (_body, index): Promise<FakeReply> => {
     if (index === 0) await gate;
     steps++;
-    if (Date.now() >= stopAt || steps >= maxSteps) return { text: 'Finished the checks.' };
-    return {
-      text: `Step ${steps}: compared the plant list with the registry and noted two capacity changes; checking the next source now.`,
-      toolCalls: [{ name: 'bench_tick', arguments: { step: steps } }],
-      chunkDelayMs: 100,
-    };
+    return sseStepReply(steps, Date.now() >= stopAt);
   });
   const q = await startQuarry({ dataDir: freshDataDir('sse'), modelUrl: fake.url, nodeArgs: profArgs('sse'), label: 'quarry-sse' });
   let quarryRun: SseRun;
   let frames: { offsetMs: number; id: number; type: string; data: string }[] = [];
   let taskId: string;
   try {
-    const spec = {
-      name: 'SSE fan-out (benchmark)',
-      prompt: 'Keep checking sources.',
-      limits: { max_steps: 1000, max_turn_seconds: 600, max_credits_per_turn: 1e9 },
-      tools: [],
-    };
-    const created = await expectOk('POST', `${q.url}/task/start`, { key: q.key, body: { task: spec } });
-    taskId = created.body.task_id as string;
-    await fake.waitForRequests(1, 15_000);
-    await sleep(200);
-    const afterSeq = (await expectOk('GET', `${q.url}/task/${encodeURIComponent(taskId)}/state`, { key: q.key })).body.last_event_id as number;
+    const started = await startSseTask(q.url, q.key, 'SSE fan-out (benchmark)', 'Keep checking sources.', () => fake.waitForRequests(1, 15_000));
+    taskId = started.taskId;
+    const afterSeq = started.afterSeq;
     log(`sse: opening ${SSE_CLIENTS} streams to Quarry (${SSE_PROCS} client processes)`);
-    const deadline = (SSE_WINDOW_S + 120) * 1000;
-    // Resume one event back: Quarry sends the response headers with the first frame, so a stream
-    // with nothing to replay would not look connected until the next event.
-    const procs = await connectClients(`${q.url}/task/${encodeURIComponent(taskId)}/stream?after=${afterSeq - 1}`, q.key, deadline, afterSeq + 1);
+    const procs = await connectClients(sseStreamUrl(q.url, taskId, afterSeq), q.key, afterSeq + 1);
     await sleep(500);
     log(`sse: releasing the turn; events for ${SSE_WINDOW_S} s`);
     const cpu = cpuWindow();
@@ -653,7 +621,7 @@ async function benchSse(): Promise<void> {
   let baseRun: SseRun;
   try {
     log(`sse: opening ${SSE_CLIENTS} streams to the baseline; replaying the same ${frames.length} frames at the same times`);
-    const procs = await connectClients(`${b.url}/task/${encodeURIComponent(taskId)}/stream`, '', (SSE_WINDOW_S + 120) * 1000, 0);
+    const procs = await connectClients(`${b.url}/task/${encodeURIComponent(taskId)}/stream`, '', 0);
     await sleep(500);
     const cpu = cpuWindow();
     const serverCpu = processCpu(b.child.proc.pid);
