@@ -6,9 +6,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
-import { skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from './helpers/postgres.js';
 
 const DATABASE_URL = TEST_DATABASE_URL;
 const ADMIN_KEY = 'cluster-admin-key';
@@ -121,10 +120,7 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
   after(async () => {
     await Promise.all(nodes.map(kill9));
     await model?.close();
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    await client.query(`drop schema if exists "${schema}" cascade`);
-    await client.end();
+    await dropSchemas(schema);
   });
 
   it('a worker node serves only its health probes', async () => {
@@ -237,16 +233,6 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
     await call(api1, key, 'PATCH', `/task/${taskId}`, { schedule: null });
   });
 });
-
-async function withClient<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /** The worker holding the lease of the task's running turn. */
 async function ownerOf(taskId: string, schema: string): Promise<string> {

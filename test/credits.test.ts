@@ -9,7 +9,7 @@
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_KEY, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
-import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs as waitIdleWithKey } from './helpers/task-api.js';
+import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs } from './helpers/task-api.js';
 import type { FakeReply } from './fake-model/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -59,14 +59,6 @@ async function addCredits(h: Harness, account: Account, amount: number): Promise
 /** The caller's HTTP client bound to an account's key. */
 function as(h: Harness, account: Account) {
   return (method: string, path: string, body?: unknown) => h.request(method, path, { key: account.key, ...(body === undefined ? {} : { body }) });
-}
-
-function waitIdleAs(h: Harness, account: Account, taskId: string): Promise<void> {
-  return waitIdleWithKey(h, taskId, account.key);
-}
-
-function events(h: Harness, account: Account, taskId: string): Promise<Json[]> {
-  return taskEvents(h, taskId, account.key);
 }
 
 function assertError(res: { status: number; body: Json; text: string }, status: number, error: string): void {
@@ -123,7 +115,7 @@ describe('credits', () => {
     const created = await call('POST', '/task/start', { task: SPEC });
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
     const lastEvent = (await call('GET', `/task/${id}/state`)).body.last_event_id;
 
     assert.equal(await addCredits(h, account, -1000), 0, 'the balance floors at 0');
@@ -164,7 +156,7 @@ describe('credits', () => {
     assert.equal(await addCredits(h, account, 5), 5);
     const later = await call('POST', '/task/start', { task: SPEC });
     assert.equal(later.status, 200, later.text);
-    await waitIdleAs(h, account, later.body.task_id);
+    await waitIdleAs(h, later.body.task_id, account.key);
     const after = (await call('GET', `/task/${id}/state`)).body;
     assert.equal(after.active, false);
     assert.equal(after.status, 'plan');
@@ -174,7 +166,7 @@ describe('credits', () => {
     // And now that there are credits, a message runs.
     const ok = await call('POST', `/task/${id}/continue`, { message: 'Add Norway.' });
     assert.equal(ok.status, 200, ok.text);
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
   });
 
   it('credits_used on the task, the done event and the admin account and usage routes add up to the price table', async (t) => {
@@ -190,11 +182,11 @@ describe('credits', () => {
     assert.equal(created.status, 200, created.text);
     assert.equal(created.body.credits_used, 0);
     const id = created.body.task_id;
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
 
     let task = (await call('GET', `/task/${id}`)).body;
     assert.equal(task.credits_used, 5);
-    let done = (await events(h, account, id)).filter((e) => e.type === 'done');
+    let done = (await taskEvents(h, id, account.key)).filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => [e.outcome, e.credits_used]), [['completed', 5]]);
     let acct = await adminAccount(h, account);
     assert.equal(acct.balance, 95);
@@ -211,10 +203,10 @@ describe('credits', () => {
     // Turn 2: 0.5 + 1 = 1.5 credits; the task's total is the sum of its turns.
     fakeModel(h).script({ text: 'Refreshed.', usage: { prompt_tokens: 500, completion_tokens: 500 } });
     assert.equal((await call('POST', `/task/${id}/execute`, {})).status, 200);
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
     task = (await call('GET', `/task/${id}`)).body;
     assert.equal(task.credits_used, 6.5);
-    done = (await events(h, account, id)).filter((e) => e.type === 'done');
+    done = (await taskEvents(h, id, account.key)).filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => e.credits_used), [5, 1.5]);
     acct = await adminAccount(h, account);
     assert.equal(acct.balance, 93.5);
@@ -244,10 +236,10 @@ describe('credits', () => {
     const created = await call('POST', '/task/start', { task: SPEC });
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
 
     assert.equal(fakeModel(h).requests.length, 2, 'no model call after the balance reached zero');
-    const evs = await events(h, account, id);
+    const evs = await taskEvents(h, id, account.key);
     const { error, done } = assertFailedWith(evs, 'out_of_credits');
     assert.equal(error.retryable, false);
     assert.equal(done.credits_used, 5);
@@ -274,9 +266,9 @@ describe('credits', () => {
     const created = await call('POST', '/task', { prompt: PROMPT });
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
     assert.equal(fakeModel(h).requests.length, 1);
-    assertFailedWith(await events(h, account, id), 'out_of_credits');
+    assertFailedWith(await taskEvents(h, id, account.key), 'out_of_credits');
     assert.equal((await adminAccount(h, account)).balance, 0);
     const task = (await call('GET', `/task/${id}`)).body;
     assert.equal(task.status, 'plan');
@@ -297,7 +289,7 @@ describe('credits', () => {
     assert.equal(queued.status, 202, queued.text);
 
     release(toolStep('costly', { prompt_tokens: 2000, completion_tokens: 1000 })); // 4 credits > 2
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
     assert.equal((await adminAccount(h, account)).balance, 0);
     const sent = fakeModel(h).requests.slice(1).filter((r) => (r.body.messages ?? []).some((m) => m.content === 'Queued while credits last.'));
     assert.equal(sent.length, 0, 'the model was called for the queued message although the account had no credits left');
@@ -316,9 +308,9 @@ describe('turn limits', () => {
     const created = await call('POST', '/task/start', { task: { ...SPEC, limits: { max_credits_per_turn: 2 } } });
     assert.equal(created.status, 200, created.text);
     const id = created.body.task_id;
-    await waitIdleAs(h, account, id);
+    await waitIdleAs(h, id, account.key);
 
-    const { done } = assertFailedWith(await events(h, account, id), null, /max_credits_per_turn/);
+    const { done } = assertFailedWith(await taskEvents(h, id, account.key), null, /max_credits_per_turn/);
     assert.equal(fakeModel(h).requests.length, 1, 'no model call after the turn went over its limit');
     assert.ok(done.credits_used >= 2 && done.credits_used <= 3.5, `credits_used ${done.credits_used}`);
     const task = (await call('GET', `/task/${id}`)).body;
@@ -335,8 +327,7 @@ describe('turn limits', () => {
     const id = created.body.task_id;
     await waitIdle(h, id);
 
-    const res = await h.request('GET', `/task/${id}/events?limit=1000`);
-    assertFailedWith(res.body.events, null, /max_steps/);
+    assertFailedWith(await taskEvents(h, id), null, /max_steps/);
     const calls = fakeModel(h).requests.length;
     assert.ok(calls >= 1 && calls <= 3, `the model was called ${calls} times with max_steps 3`);
     const task = (await h.request('GET', `/task/${id}`)).body;

@@ -3,22 +3,21 @@
  * keeps its own all-or-nothing, and none is answered before it is stored.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import type { Database } from '../src/store/database.js';
 import { GroupCommit } from '../src/store/group-commit.js';
+import { makeDataDir, removeDataDir } from './helpers/process.js';
 
 const dirs: string[] = [];
 after(() => {
-  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of dirs) removeDataDir(dir);
 });
 
 function openDatabase(): { file: string; raw: SQLite.Database; db: Kysely<Database> } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-group-commit-'));
+  const dir = makeDataDir('quarry-group-commit-');
   dirs.push(dir);
   const file = path.join(dir, 'test.db');
   const raw = new SQLite(file);

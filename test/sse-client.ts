@@ -266,7 +266,7 @@ export interface StalledClient {
   drain(timeoutMs?: number): Promise<{ bytes: Buffer; closedByServer: boolean }>;
 }
 
-export function stalledGet(baseUrl: string, path: string, headers: Record<string, string>): Promise<StalledClient> {
+export function stalledGet(baseUrl: string, path: string, headers: Record<string, string>, opts: { httpVersion?: '1.0' | '1.1' } = {}): Promise<StalledClient> {
   const url = new URL(path, baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: url.hostname, port: Number(url.port) });
@@ -275,7 +275,7 @@ export function stalledGet(baseUrl: string, path: string, headers: Record<string
     socket.once('error', reject);
     socket.once('connect', () => {
       socket.removeListener('error', reject);
-      const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `Host: ${url.host}`, 'Accept: text/event-stream', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+      const lines = [`GET ${url.pathname}${url.search} HTTP/${opts.httpVersion ?? '1.1'}`, `Host: ${url.host}`, 'Accept: text/event-stream', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
       resolve({
         socket,

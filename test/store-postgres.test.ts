@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely } from 'kysely';
@@ -18,8 +15,10 @@ import { TurnRunner } from '../src/tasks/turn-runner.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
+import type { Store } from '../src/store/store.js';
 import { until } from './helpers/bounded-waits.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { connectClient, dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { makeDataDir, removeDataDir } from './helpers/process.js';
 import { runStoreCases } from './store/store-cases.js';
 
 const schema = `t_store_${process.pid}_${Date.now()}`;
@@ -45,11 +44,7 @@ test('installs in two schemas of one database each hold their own named lock (ea
 test('a store migrates while other schemas of the same database are being created and dropped', { skip }, async () => {
   // Another application's DDL in the same database: Quarry's migrations must not read (and trip
   // over) the catalog of schemas and tables that are dropped while they run.
-  const churners = await Promise.all([0, 1].map(async () => {
-    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-    await client.connect();
-    return client;
-  }));
+  const churners = await Promise.all([connectClient(), connectClient()]);
   let churning = true;
   const churned = churners.map(async (client, c) => {
     for (let i = 0; churning; i++) {
@@ -82,8 +77,7 @@ test('a store migrates while other schemas of the same database are being create
 test('the introspector of a store reads its own schema only', { skip }, async () => {
   const mine = `t_introspect_${process.pid}`;
   const other = `t_introspect_other_${process.pid}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
+  const admin = await connectClient();
   const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
   const db = new Kysely<unknown>({ dialect: new OwnSchemaDialect({ pool }, mine) });
   try {
@@ -106,9 +100,8 @@ test('the introspector of a store reads its own schema only', { skip }, async ()
 test('a start that fails half way (here: a migration) closes the database connections it opened', { skip }, async () => {
   const broken = `t_broken_${process.pid}_${Date.now()}`;
   const workerId = `broken-start-${process.pid}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-broken-'));
+  const admin = await connectClient();
+  const dataDir = makeDataDir('quarry-broken-');
   try {
     // A view where the first migration creates a table: that migration fails.
     await admin.query(`create schema "${broken}"; create view "${broken}".tasks as select 1 as one`);
@@ -123,10 +116,9 @@ test('a start that fails half way (here: a migration) closes the database connec
   } finally {
     await admin.end();
     await dropSchemas(broken);
+    removeDataDir(dataDir);
   }
 });
-
-type PostgresStore = Awaited<ReturnType<typeof openPostgresStore>>;
 
 /**
  * Starts a worker on `store` with one of the store's methods slowed down (long enough to stop
@@ -134,17 +126,17 @@ type PostgresStore = Awaited<ReturnType<typeof openPostgresStore>>;
  * finish: the state the worker leaves behind is then final.
  */
 async function stopWhileBusy(
-  store: PostgresStore,
+  store: Store,
   slowed: 'tryLock' | 'transaction',
   opts: { cronIntervalMs: number; agent?: Agent },
 ): Promise<void> {
-  const slowStore = Object.create(store) as PostgresStore;
+  const slowStore = Object.create(store) as Store;
   const call = store[slowed].bind(store) as (...args: unknown[]) => Promise<unknown>;
   (slowStore as unknown as Record<string, unknown>)[slowed] = async (...args: unknown[]) => {
     await sleep(300);
     return call(...args);
   };
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-stop-'));
+  const dataDir = makeDataDir('quarry-stop-');
   try {
     const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
     const runner = new TurnRunner({
@@ -163,7 +155,7 @@ async function stopWhileBusy(
     await runner.shutdown();
     await sleep(500);
   } finally {
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir(dataDir);
   }
 }
 

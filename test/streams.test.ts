@@ -5,7 +5,6 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
 import { taskState } from './helpers/task-api.js';
 import type { FakeOpenAI, FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
@@ -558,25 +557,17 @@ describe('event streams', () => {
     // Resumed after the first event: the rest of the history, then the stream ends.
     const path = `/task/${taskId}/stream?after=1`;
     const expected = (await history(h, taskId, 1)).map((e) => e.seq);
-    for (const version of ['1.1', '1.0']) {
-      const bytes = await new Promise<Buffer>((resolve, reject) => {
-        const socket = net.connect(Number(new URL(h.url).port), '127.0.0.1', () => {
-          socket.write(`GET ${path} HTTP/${version}\r\nHost: 127.0.0.1\r\nX-API-Key: ${h.key}\r\nConnection: close\r\n\r\n`);
-        });
-        const chunks: Buffer[] = [];
-        socket.on('data', (c: Buffer) => chunks.push(c));
-        socket.on('close', () => resolve(Buffer.concat(chunks)));
-        socket.on('error', reject);
-        socket.setTimeout(10_000, () => socket.destroy(new Error(`HTTP/${version}: no end of stream`)));
-      });
+    for (const version of ['1.1', '1.0'] as const) {
+      const client = await stalledGet(h.url, path, { 'X-API-Key': h.key, Connection: 'close' }, { httpVersion: version });
+      const { bytes, closedByServer } = await client.drain(10_000);
+      assert.ok(closedByServer, `HTTP/${version}: the server ended the stream`);
       const raw = parseRawResponse(bytes);
       assert.equal(raw.status, 200, `HTTP/${version}`);
       if (version === '1.1') assert.ok(raw.complete, 'the chunked body ended with its last chunk');
       else assert.doesNotMatch(raw.head, /transfer-encoding/i, 'no chunks for HTTP/1.0');
       // Without chunks, parseRawResponse gives the body as it came.
-      const body = raw.body;
-      assert.doesNotMatch(body, /^[0-9a-f]+\r?$/m, `HTTP/${version}: no chunk framing left in the body`);
-      const events = parseSseText(body).events;
+      assert.doesNotMatch(raw.body, /^[0-9a-f]+\r?$/m, `HTTP/${version}: no chunk framing left in the body`);
+      const events = parseSseText(raw.body).events;
       assert.deepEqual(events.filter((e) => e.id !== undefined).map((e) => Number(e.id)), expected, `HTTP/${version}: every stored event once, in order`);
       assert.equal(events.at(-1)?.event, 'done');
     }

@@ -64,7 +64,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const config = loadConfig(env, opts.config);
   let quarry: Quarry | undefined;
   let url: string;
-  let key: string | undefined;
+  let key: string;
   try {
     quarry = await createQuarry(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
     url = await quarry.listen();

@@ -23,13 +23,26 @@ export async function skipWithoutPostgres(): Promise<false | string> {
   return `no PostgreSQL at ${TEST_DATABASE_URL} (set QUARRY_TEST_DATABASE_URL)`;
 }
 
-/** Drops the named schemas and everything in them (tests' own schemas). */
-export async function dropSchemas(...names: string[]): Promise<void> {
+/** A connection of its own to the test database; the caller ends it. */
+export async function connectClient(): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await client.connect();
+  return client;
+}
+
+/** Runs `fn` on a connection of its own, ended afterwards. */
+export async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectClient();
   try {
-    for (const name of names) await client.query(`drop schema if exists "${name}" cascade`);
+    return await fn(client);
   } finally {
     await client.end();
   }
+}
+
+/** Drops the named schemas and everything in them (tests' own schemas). */
+export async function dropSchemas(...names: string[]): Promise<void> {
+  await withClient(async (client) => {
+    for (const name of names) await client.query(`drop schema if exists "${name}" cascade`);
+  });
 }
