@@ -74,26 +74,26 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCodeValue> 
   }
   if (group === 'help' || ((group === '--help' || group === '-h') && rest.length === 0)) return help(io);
   try {
-    if (group === 'upload') {
-      if (wantsHelp(rest)) return help(io);
-      return await uploadCommand(ctx, rest);
-    }
-    const commands = GROUPS[group];
-    if (!commands) throw new UsageError(`unknown command "${group}"`);
-    const [name, ...args] = rest;
-    if (name === undefined || name === '--help' || name === '-h') {
-      if (name === undefined) throw new UsageError(`"quarry ${group}" needs a subcommand: ${Object.keys(commands).join(', ')}`);
-      return help(io);
-    }
-    const command = commands[name];
-    if (!command) throw new UsageError(`unknown command "${group} ${name}"; try: ${Object.keys(commands).join(', ')}`);
-    if (wantsHelp(args)) return help(io);
-    return await command(ctx, args);
+    const found = group === 'upload' ? { command: uploadCommand, args: rest } : findCommand(group, rest);
+    if (!found || wantsHelp(found.args)) return help(io);
+    return await found.command(ctx, found.args);
   } catch (err) {
     if (err instanceof HelpRequested) return help(io);
     report(ctx, err);
     return err instanceof MissingCredentials ? err.exitCode : exitCodeFor(err);
   }
+}
+
+/** The command `quarry <group> <name> ...args` names, or undefined for `quarry <group> -h`. */
+function findCommand(group: string, rest: string[]): { command: Command; args: string[] } | undefined {
+  const commands = GROUPS[group];
+  if (!commands) throw new UsageError(`unknown command "${group}"`);
+  const [name, ...args] = rest;
+  if (name === undefined) throw new UsageError(`"quarry ${group}" needs a subcommand: ${Object.keys(commands).join(', ')}`);
+  if (name === '--help' || name === '-h') return undefined;
+  const command = commands[name];
+  if (!command) throw new UsageError(`unknown command "${group} ${name}"; try: ${Object.keys(commands).join(', ')}`);
+  return { command, args };
 }
 
 function help(io: CliIo): ExitCodeValue {

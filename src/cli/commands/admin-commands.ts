@@ -7,8 +7,8 @@ import { ExitCode } from '../exit-codes.js';
 import { credits, shortTime, table } from '../format.js';
 
 /** Prints a new key's id and secret, then warns on stderr that the secret is not shown again. */
-function printNewKey(ctx: CliContext, lead: string, key: { key_id: string; api_key: string }): void {
-  ctx.out(`${lead}key_id   ${key.key_id}\napi_key  ${key.api_key}`);
+function printNewKey(ctx: CliContext, key: { key_id: string; api_key: string }): void {
+  ctx.out(`key_id   ${key.key_id}\napi_key  ${key.api_key}`);
   ctx.err('the API key is shown only once: keep it');
 }
 
@@ -18,7 +18,10 @@ export const ACCOUNT_COMMANDS: Record<string, Command> = {
     const amount = values.credits === undefined ? 0 : numberArg(values.credits, '--credits');
     const account = await ctx.adminClient().admin.accounts.create({ name: positionals[0]!, credits: amount });
     if (ctx.json) ctx.printJson(account);
-    else printNewKey(ctx, `account  ${account.account_id}\nname     ${account.name}\nbalance  ${credits(account.balance)}\n`, account);
+    else {
+      ctx.out(`account  ${account.account_id}\nname     ${account.name}\nbalance  ${credits(account.balance)}`);
+      printNewKey(ctx, account);
+    }
     return ExitCode.ok;
   },
 
@@ -48,7 +51,7 @@ export const KEY_COMMANDS: Record<string, Command> = {
     const { positionals } = parseCommand(args, {}, { min: 1, max: 1, names: 'ACCOUNT' });
     const key = await ctx.adminClient().admin.keys.create(positionals[0]!);
     if (ctx.json) ctx.printJson(key);
-    else printNewKey(ctx, '', key);
+    else printNewKey(ctx, key);
     return ExitCode.ok;
   },
 
