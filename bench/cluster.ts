@@ -52,8 +52,8 @@ import pg from 'pg';
 import { isAlive } from '../src/sandbox/cgroups.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
-  ROOT, expectOk, fetchEvents, freshDataDir, histLatency, loadAverage, log, machine, machineJiffies, mapLimit, mergeHist, noteLoad, percentile,
-  processJiffies, revision, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startQuarry, startWatchdog, table, timedRequest,
+  ROOT, expectOk, fetchEvents, freshDataDir, histLatency, loadAverage, log, machineJiffies, mapLimit, mergeHist, noteLoad, percentile,
+  processJiffies, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startQuarry, startWatchdog, table, timedRequest,
   waitForQuiet, withTimeout, writeReport,
   type Child, type SseClientResult,
 } from './lib.js';
@@ -375,7 +375,7 @@ async function stopNodes(nodes: QNode[]): Promise<void> {
 /** A node that died mid-run would turn every later figure into nonsense: stop with its last words instead. */
 function assertAlive(nodes: QNode[]): void {
   for (const n of nodes) {
-    const exit = n.child.proc.exitCode ?? n.child.proc.signalCode;
+    const exit = n.child.exitStatus();
     if (exit !== null) throw new Error(`${n.name} exited (${exit}) during the run; stderr tail:\n${n.child.stderr().slice(-2000)}`);
   }
 }
@@ -449,7 +449,7 @@ async function submit(api: QNode, keys: string[], n: number, label: string): Pro
   out.ms = Date.now() - t0;
   out.creates_per_s = round((out.acknowledged * 1000) / out.ms, 1);
   if (out.acknowledged < n) {
-    const exit = api.child.proc.exitCode ?? api.child.proc.signalCode;
+    const exit = api.child.exitStatus();
     log(`${label}: only ${out.acknowledged} of ${n} creates acknowledged: ${JSON.stringify(out.failed)}${exit !== null ? `; ${api.name} exited (${exit}): ${api.child.stderr().slice(-1500)}` : ''}`);
   }
   return out;
@@ -476,25 +476,42 @@ interface BatchResult {
   ms: number;
   turns_per_s: number;
   creates: Submitted;
-  /** CPU per turn by who spent it; `all` is every process of the benchmark plus PostgreSQL. */
-  cpu_ms_per_turn: { workers: number; api: number; postgres: number; harness: number; all: number };
+  /** CPU seconds by who spent them; `all` is every process of the benchmark plus PostgreSQL. */
+  cpu_s: CpuByGroup;
+  /** The same per turn, in ms. */
+  cpu_ms_per_turn: CpuByGroup;
   usage: Usage;
 }
 
-function batchResult(turns: number, ms: number, creates: Submitted, usage: Usage, nodes: QNode[]): BatchResult {
+interface CpuByGroup {
+  workers: number;
+  api: number;
+  postgres: number;
+  harness: number;
+  all: number;
+}
+
+function byGroup(value: (group: keyof CpuByGroup) => number): CpuByGroup {
+  return { workers: value('workers'), api: value('api'), postgres: value('postgres'), harness: value('harness'), all: value('all') };
+}
+
+function perTurnMs(cpuS: CpuByGroup, turns: number): CpuByGroup {
+  return byGroup((k) => round((cpuS[k] * 1000) / turns, 2));
+}
+
+/** A batch's figures; each acknowledged create is one turn. */
+function batchResult(ms: number, creates: Submitted, usage: Usage, nodes: QNode[]): BatchResult {
+  const turns = creates.acknowledged;
   if (turns === 0) throw new Error(`no create was acknowledged: ${JSON.stringify(creates.failed)}`);
-  const workerS = nodes.filter((n) => n.role === 'worker').reduce((s, n) => s + (usage.cpu_s[n.name] ?? 0), 0);
-  const apiS = nodes.filter((n) => n.role !== 'worker').reduce((s, n) => s + (usage.cpu_s[n.name] ?? 0), 0);
-  const per = (s: number) => round((s * 1000) / turns, 2);
-  return {
-    turns,
-    ms,
-    turns_per_s: round((turns * 1000) / ms, 1),
-    creates,
-    cpu_ms_per_turn: { workers: per(workerS), api: per(apiS), postgres: per(usage.cpu_s.postgres ?? 0), harness: per(usage.cpu_s.harness ?? 0),
-      all: per(Object.entries(usage.cpu_s).filter(([k]) => k !== 'postgres_other_clients').reduce((sum, [, v]) => sum + v, 0)) },
-    usage,
+  const nodeCpu = (workers: boolean) => nodes.filter((n) => (n.role === 'worker') === workers).reduce((s, n) => s + (usage.cpu_s[n.name] ?? 0), 0);
+  const cpuS: CpuByGroup = {
+    workers: nodeCpu(true),
+    api: nodeCpu(false),
+    postgres: usage.cpu_s.postgres ?? 0,
+    harness: usage.cpu_s.harness ?? 0,
+    all: Object.entries(usage.cpu_s).filter(([k]) => k !== 'postgres_other_clients').reduce((sum, [, v]) => sum + v, 0),
   };
+  return { turns, ms, turns_per_s: round((turns * 1000) / ms, 1), creates, cpu_s: cpuS, cpu_ms_per_turn: perTurnMs(cpuS, turns), usage };
 }
 
 interface Verification {
@@ -587,8 +604,7 @@ async function benchTurns(workers: number, roundNo: number): Promise<TurnsRun> {
     acknowledged += warm.acknowledged;
     await waitTurnsEnded(schema, acknowledged, 60_000);
 
-    const quiet = await waitForQuiet(0.5, QUIET_WAIT_S * 1000);
-    if (quiet.foreign_cores > 0.5) log(`turns: other processes still use ${quiet.foreign_cores} cores; running anyway`);
+    const quiet = await waitForQuiet('turns', 0.5, QUIET_WAIT_S * 1000);
 
     log(`turns: ${workers} worker(s): end-to-end, ${BATCH} creates at ${CONCURRENCY} in flight while the workers run`);
     let usage = await usageWindow(nodes);
@@ -597,7 +613,7 @@ async function benchTurns(workers: number, roundNo: number): Promise<TurnsRun> {
     acknowledged += e2eCreates.acknowledged;
     let last = await waitTurnsEnded(schema, acknowledged, BATCH_TIMEOUT_MS);
     assertAlive(nodes);
-    const e2e = batchResult(e2eCreates.acknowledged, last - t0, e2eCreates, await usage.stop(), nodes);
+    const e2e = batchResult(last - t0, e2eCreates, await usage.stop(), nodes);
     log(`turns: ${workers} worker(s): end-to-end ${e2e.turns_per_s} turns/s (creates ${e2eCreates.creates_per_s}/s)`);
 
     let backlog: BatchResult | undefined;
@@ -618,7 +634,7 @@ async function benchTurns(workers: number, roundNo: number): Promise<TurnsRun> {
       const t1 = Date.now();
       last = await waitTurnsEnded(schema, acknowledged, BATCH_TIMEOUT_MS);
       assertAlive(nodes);
-      backlog = batchResult(blCreates.acknowledged, last - t1, blCreates, await usage.stop(), nodes);
+      backlog = batchResult(last - t1, blCreates, await usage.stop(), nodes);
       log(`turns: ${workers} worker(s): backlog drained at ${backlog.turns_per_s} turns/s (creates alone: ${blCreates.creates_per_s}/s)`);
     }
 
@@ -665,17 +681,17 @@ function summarizeBatches(batches: BatchResult[]): BatchSummary {
   const turns = batches.reduce((s, b) => s + b.turns, 0);
   const ms = batches.reduce((s, b) => s + b.ms, 0);
   const createMs = batches.reduce((s, b) => s + b.creates.ms, 0);
-  const created = batches.reduce((s, b) => s + b.creates.acknowledged, 0);
-  const perTurn = (k: keyof BatchResult['cpu_ms_per_turn']) => round(batches.reduce((s, b) => s + b.cpu_ms_per_turn[k] * b.turns, 0) / turns, 2);
+  const cpuS = byGroup((k) => batches.reduce((s, b) => s + b.cpu_s[k], 0));
+  const cpuMsPerTurn = perTurnMs(cpuS, turns);
   const windowS = batches.reduce((s, b) => s + b.usage.seconds, 0);
   const weighted = (k: 'machine_cores' | 'postgres_cores' | 'foreign_cores') => round(batches.reduce((s, b) => s + b.usage[k] * b.usage.seconds, 0) / windowS, 2);
   return {
     turns,
     seconds: round(ms / 1000, 2),
     turns_per_s: round((turns * 1000) / ms, 1),
-    creates_per_s: round((created * 1000) / createMs, 1),
-    cpu_ms_per_turn: { workers: perTurn('workers'), api: perTurn('api'), postgres: perTurn('postgres'), harness: perTurn('harness'), all: perTurn('all') },
-    turns_per_cpu_s: round(1000 / perTurn('all'), 1),
+    creates_per_s: round((turns * 1000) / createMs, 1),
+    cpu_ms_per_turn: cpuMsPerTurn,
+    turns_per_cpu_s: round(turns / cpuS.all, 1),
     cores: { machine: weighted('machine_cores'), postgres: weighted('postgres_cores'), foreign: weighted('foreign_cores') },
   };
 }
@@ -895,8 +911,7 @@ async function benchSse(): Promise<SseReport> {
     // Warms both nodes' stream and relay paths (and the worker's turn loop), so the first measured layout pays no JIT.
     log('sse: warm-up turn (100 clients split, 2 s)');
     await sseRound(phases, 'warmup', 'split', 100, 2, c);
-    const quiet = await waitForQuiet(0.5, QUIET_WAIT_S * 1000);
-    if (quiet.foreign_cores > 0.5) log(`sse: other processes still use ${quiet.foreign_cores} cores; running anyway`);
+    const quiet = await waitForQuiet('sse', 0.5, QUIET_WAIT_S * 1000);
     const rounds: MeasuredRound[] = [];
     for (let r = 0; r < SSE_ROUNDS; r++) {
       // Alternate the order from round to round so neither layout always goes first.
@@ -1031,12 +1046,7 @@ async function main(): Promise<void> {
   const one = turnSummaries.find((r) => r.workers === 1);
   const two = turnSummaries.find((r) => r.workers === 2);
   const report = {
-    started_at: started.toISOString(),
-    finished_at: new Date().toISOString(),
-    machine: machine(),
-    postgres: postgresVersion,
-    revision: revision(),
-    load_average_at_start: loadAtStart,
+    ...reportHeader(started, loadAtStart, { postgres: postgresVersion }),
     settings: {
       database_url: DATABASE_URL.replace(/\/\/[^@/]*@/, '//…@'), worker_counts: WORKER_COUNTS, turn_rounds: TURN_ROUNDS, batch: BATCH, concurrency: CONCURRENCY, accounts: ACCOUNTS,
       backlog: BACKLOG, warmup_turns: WARMUP_TURNS, sse_clients: SSE_CLIENTS, sse_window_s: SSE_WINDOW_S, sse_rounds: SSE_ROUNDS,

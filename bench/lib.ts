@@ -44,6 +44,8 @@ export interface Child {
   waitForLine(re: RegExp, timeoutMs: number): Promise<RegExpExecArray>;
   /** Resolves when the process has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Its exit code or signal once it has exited; null while it runs. */
+  exitStatus(): number | NodeJS.Signals | null;
   /** Sends `signal` to this child (by its pid) and waits, bounded, for it to exit; SIGKILL if it does not. */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<void>;
   stderr(): string;
@@ -105,6 +107,7 @@ function spawnNode(name: string, script: string, args: string[], opts: SpawnOpti
     name,
     lines,
     exited,
+    exitStatus: () => proc.exitCode ?? proc.signalCode,
     stderr: () => stderr,
     waitForLine(re, timeoutMs) {
       for (const line of lines) {
@@ -133,7 +136,7 @@ function spawnNode(name: string, script: string, args: string[], opts: SpawnOpti
       });
     },
     async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
-      if (proc.exitCode !== null || proc.signalCode !== null || !proc.pid) return;
+      if (child.exitStatus() !== null || !proc.pid) return;
       try {
         process.kill(proc.pid, signal);
       } catch {
@@ -545,9 +548,10 @@ export function cpuWindow(): { stop(): CpuUse } {
 
 /**
  * Waits (bounded) until other processes use less than `maxForeignCores` over a one-second sample,
- * so the benchmark does not start in the middle of someone else's burst. Returns the last sample.
+ * so the benchmark `label` does not start in the middle of someone else's burst; says so when it
+ * starts anyway. Returns the last sample.
  */
-export async function waitForQuiet(maxForeignCores: number, maxWaitMs: number): Promise<{ waited_ms: number; foreign_cores: number }> {
+export async function waitForQuiet(label: string, maxForeignCores: number, maxWaitMs: number): Promise<{ waited_ms: number; foreign_cores: number }> {
   const started = Date.now();
   let foreign = NaN;
   do {
@@ -556,7 +560,9 @@ export async function waitForQuiet(maxForeignCores: number, maxWaitMs: number): 
     foreign = w.stop().foreign_cores;
     if (!(foreign > maxForeignCores)) break;
   } while (Date.now() - started < maxWaitMs);
-  return { waited_ms: Date.now() - started, foreign_cores: foreign };
+  const waited = Date.now() - started;
+  if (foreign > maxForeignCores) log(`${label}: other processes still use ${foreign} cores after waiting ${round(waited / 1000)} s; running anyway`);
+  return { waited_ms: waited, foreign_cores: foreign };
 }
 
 export function round(n: number, digits = 1): number {
@@ -584,7 +590,7 @@ export function noteLoad(load: number[]): void {
 }
 
 /** The code measured: HEAD, and whether src/ differs from it (read-only git commands; no index refresh). */
-export function revision(): { head: string; src_dirty: boolean } | null {
+function revision(): { head: string; src_dirty: boolean } | null {
   try {
     const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
     const dirty = execFileSync('git', ['--no-optional-locks', 'status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
@@ -594,7 +600,12 @@ export function revision(): { head: string; src_dirty: boolean } | null {
   }
 }
 
-export function machine() {
+/** What every report starts with: when, on what, which code, and how busy the machine was. */
+export function reportHeader(started: Date, loadAtStart: number[], extra: Record<string, unknown> = {}) {
+  return { started_at: started.toISOString(), finished_at: new Date().toISOString(), machine: machine(), ...extra, revision: revision(), load_average_at_start: loadAtStart };
+}
+
+function machine() {
   const cpus = os.cpus();
   return { cpus: cpus.length, cpu_model: cpus[0]?.model ?? 'unknown', memory_gb: round(os.totalmem() / 2 ** 30, 1), os: `${os.type()} ${os.release()} ${os.arch()}`, node: process.version };
 }

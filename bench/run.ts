@@ -31,8 +31,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
-  OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, machine, mapLimit, mergeHist, noteLoad,
-  percentile, processCpu, request, revision, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startQuarry, startWatchdog, table,
+  OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
+  percentile, processCpu, request, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startQuarry, startWatchdog, table,
   timedRequest, waitForQuiet, waitIdle, withTimeout, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
 } from './lib.js';
 
@@ -722,8 +722,7 @@ async function main(): Promise<void> {
   const benches: Record<BenchName, () => Promise<void>> = { state: benchState, creates: benchCreates, output: benchOutput, sse: benchSse };
   for (const name of ALL) {
     if (!ONLY.has(name)) continue;
-    const quiet = await waitForQuiet(0.5, QUIET_WAIT_S * 1000);
-    if (quiet.foreign_cores > 0.5) log(`${name}: other processes still use ${quiet.foreign_cores} cores after waiting ${round(quiet.waited_ms / 1000)} s; running anyway`);
+    const quiet = await waitForQuiet(name, 0.5, QUIET_WAIT_S * 1000);
     const t = Date.now();
     const before = results.length;
     try {
@@ -737,11 +736,7 @@ async function main(): Promise<void> {
   }
   printTable();
   const report = {
-    started_at: started.toISOString(),
-    finished_at: new Date().toISOString(),
-    machine: machine(),
-    revision: revision(),
-    load_average_at_start: loadAtStart,
+    ...reportHeader(started, loadAtStart),
     settings: { rounds: ROUNDS, round_s: ROUND_S, sse_window_s: SSE_WINDOW_S, warmup_s: WARMUP_S, connections: CONNECTIONS, sse_clients: SSE_CLIENTS, sse_client_processes: SSE_PROCS, cpu_prof: CPU_PROF },
     results: results.map((r) => ({ ...r, quarry: round(r.quarry, 2), baseline: round(r.baseline, 2), ratio: round(r.ratio, 3) })),
     failures,
