@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import { taskState } from './helpers/task-api.js';
+import { taskEvents, taskState, waitIdleAs } from './helpers/task-api.js';
 import type { FakeOpenAI, FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
 import { openSse, parseRawResponse, parseSseText, readSse, stalledGet, type SseEvent, type SseStream } from './sse-client.js';
 
@@ -515,8 +515,7 @@ describe('event streams', () => {
     const created = await h.request('POST', '/task/start', { key: poorKey, body: { task: { prompt: 'Stream-refuse: poor.', outputs: [ITEMS] } } });
     assert.equal(created.status, 200, created.text);
     const poorTask = created.body.task_id as string;
-    const until = Date.now() + 10_000;
-    while ((await h.request('GET', `/task/${poorTask}/state?wait=5`, { key: poorKey })).body.active && Date.now() < until);
+    await waitIdleAs(h, poorTask, poorKey);
     await h.request('POST', `/admin/accounts/${poor.body.account_id}/credits`, { key: ADMIN_KEY, body: { amount: -1000 } });
     await expectRefusal(await post(h, `/task/${poorTask}/continue/stream`, { message: 'more' }, poorKey), 'out_of_credits', false);
     const poorState = await h.request('GET', `/task/${poorTask}/state`, { key: poorKey });
@@ -635,8 +634,7 @@ describe('event streams: slow clients (QUARRY_SSE_MAX_BUFFER_BYTES=2048)', () =>
       assert.equal(health.status, 200, 'the server stays healthy');
       const list = await h.request('GET', '/task');
       assert.equal(list.status, 200);
-      const events = await h.request('GET', `/task/${taskId}/events?limit=1000`);
-      const texts = (events.body.events as any[]).filter((e) => e.type === 'text');
+      const texts = (await taskEvents(h, taskId)).filter((e) => e.type === 'text');
       assert.equal(texts.map((e) => e.text).join('').length, text.length, 'the turn itself was unharmed: all its text is stored');
       assert.ok(texts.length >= 2, 'the reply arrived as several text events');
 
