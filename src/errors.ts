@@ -1,6 +1,7 @@
 /**
- * The one catalogue of errors Quarry answers with (interface §7). Every error body is built
- * from an entry here; routes and modules throw QuarryError and never write an error body by hand.
+ * The one catalogue of errors Quarry answers with (interface §7). Every error body and every
+ * turn's `error` event is built from an entry here; routes and modules throw QuarryError (or,
+ * inside a turn, build a turnError) and never write an error body by hand.
  */
 
 export interface ErrorDetail {
@@ -10,7 +11,8 @@ export interface ErrorDetail {
 }
 
 interface CatalogueEntry {
-  status: number;
+  /** The HTTP status; null for codes that only a turn's `error` event carries. */
+  status: number | null;
   error: string;
   retryable: boolean;
   message: string;
@@ -36,9 +38,29 @@ export const ERROR_CATALOGUE = {
   service_unavailable: { status: 503, error: 'service_unavailable', retryable: true, message: 'Task state cannot be read right now.' },
   at_capacity: { status: 503, error: 'at_capacity', retryable: true, message: 'Too many turns are waiting to run.' },
   auth_unavailable: { status: 503, error: 'auth_unavailable', retryable: true, message: 'Key verification is unavailable right now.' },
+  limit_reached: { status: null, error: 'limit_reached', retryable: false, message: "The turn hit one of the spec's limits." },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorName = keyof typeof ERROR_CATALOGUE;
+type Catalogue = typeof ERROR_CATALOGUE;
+/** The cases an HTTP answer can carry. */
+export type HttpErrorName = { [K in ErrorName]: Catalogue[K]['status'] extends number ? K : never }[ErrorName];
+/** Every stable wire code, in catalogue order without repeats. */
+export const ERROR_CODES = [...new Set(Object.values(ERROR_CATALOGUE).map((e) => e.error))] as Catalogue[ErrorName]['error'][];
+export type ErrorCode = Catalogue[ErrorName]['error'];
+
+/** How a turn failed, as its `error` event and the turn record carry it. */
+export interface TurnError {
+  error: ErrorCode;
+  message: string;
+  retryable: boolean;
+}
+
+/** A turn's failure from the catalogue: the code and retryable come from the entry, the message says what happened. */
+export function turnError(name: ErrorName, message?: string): TurnError {
+  const entry: CatalogueEntry = ERROR_CATALOGUE[name];
+  return { error: entry.error as ErrorCode, message: message ?? entry.message, retryable: entry.retryable };
+}
 
 export interface ErrorExtras {
   param?: string;
@@ -56,15 +78,15 @@ export class QuarryError extends Error {
   readonly entry: CatalogueEntry;
   readonly extras: ErrorExtras;
 
-  constructor(name: ErrorName, message?: string, extras: ErrorExtras = {}) {
+  constructor(name: HttpErrorName, message?: string, extras: ErrorExtras = {}) {
     const entry = ERROR_CATALOGUE[name];
     super(message ?? entry.message);
     this.entry = entry;
     this.extras = extras;
   }
 
-  get status(): number { return this.entry.status; }
-  get code(): string { return this.entry.error; }
+  get status(): number { return this.entry.status!; }
+  get code(): ErrorCode { return this.entry.error as ErrorCode; }
   get retryable(): boolean { return this.entry.retryable; }
 
   /** The JSON error body of interface §7 (request_id is added by the HTTP layer). */

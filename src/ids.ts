@@ -29,7 +29,8 @@ export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl'): string {
 }
 
 /** 1–64 chars of `A-Z a-z 0-9 _ . : -`: client-chosen task ids and X-Request-ID share this form. */
-export const CLIENT_ID_PATTERN = '^[A-Za-z0-9_.:-]{1,64}$';
+import { CLIENT_ID_PATTERN } from './contract/common.js';
+
 const CLIENT_ID_RE = new RegExp(CLIENT_ID_PATTERN);
 
 export function isClientId(value: string): boolean {

@@ -14,6 +14,8 @@ import type { Config } from './config.js';
 import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
 import { buildApp } from './http/app.js';
+import { TaskCommands } from './tasks/task-commands.js';
+import { TaskQueries } from './tasks/task-queries.js';
 import { openPostgresStore } from './store/postgres/postgres-store.js';
 import { openSqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
@@ -110,7 +112,9 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
     },
   });
   let ready = false;
-  const app = await buildApp({ config, logger, store, bus, tasks, accounts, uploads, ready: () => ready });
+  const queries = new TaskQueries(store, tasks);
+  const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
+  const app = await buildApp({ config, logger, store, bus, tasks, commands, queries, accounts, uploads, ready: () => ready });
 
   return {
     config, app, store, tasks, accounts, runner, starterKey,

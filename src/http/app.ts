@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
@@ -15,12 +14,15 @@ import type { Config } from '../config.js';
 import type { EventBus } from '../events/event-bus.js';
 import { isClientId } from '../ids.js';
 import type { Store } from '../store/store.js';
+import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskService } from '../tasks/task-service.js';
+import type { TaskQueries } from '../tasks/task-queries.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { registerAuth } from './auth.js';
 import { QuarryError } from '../errors.js';
 import { registerErrorHandling, registerMethodNotAllowed, sendError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
+import { registerOpenApi } from './openapi.js';
 import { MemoryRateLimiter, StoreRateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
 import { healthRoutes, metaRoutes } from './routes/meta.js';
@@ -34,6 +36,10 @@ export interface AppDeps {
   store: Store;
   bus: EventBus;
   tasks: TaskService;
+  /** The write side of tasks: every change a route makes goes through it. */
+  commands: TaskCommands;
+  /** The read side of tasks, and which tasks an account sees. */
+  queries: TaskQueries;
   accounts: Accounts;
   uploads: Uploads;
   /** Whether the store and workers are ready (GET /readyz). */
@@ -80,8 +86,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const bodyAjv = makeAjv(false);
   const queryAjv = makeAjv(true);
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
-  // Response schemas document the API (OpenAPI); answers are serialized as they are, never filtered by them.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   // An empty body with Content-Type: application/json is no body at all (stop, execute).
   // JSON is the only body type (415 for anything else).
@@ -105,14 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       : new MemoryRateLimiter(deps.config.rateLimitPerMin),
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'Quarry', version: '1.0.0', description: 'Durable research tasks run by a sandboxed agent.' },
-      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' }, bearer: { type: 'http', scheme: 'bearer' } } },
-      security: [{ apiKey: [] }, { bearer: [] }],
-    },
-  });
+  await registerOpenApi(app, deps.config.publicUrl);
 
   const routes: { url: string; method: string | string[] }[] = [];
   app.addHook('onRoute', (route) => {

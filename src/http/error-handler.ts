@@ -148,6 +148,8 @@ export function registerMethodNotAllowed(app: FastifyInstance, routes: { url: st
       method: missing,
       url,
       config: { auth: 'none', methodNotAllowed: { allow } },
+      // Not an operation of the API: left out of /openapi.json.
+      schema: { hide: true },
       // The auth hook answers first; this handler is never reached.
       handler: async () => undefined,
     });

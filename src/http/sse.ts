@@ -5,6 +5,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TaskEvent } from '../contract/index.js';
+import { turnError } from '../errors.js';
 import type { EventRecord, Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
 
@@ -59,8 +61,8 @@ export function leavesTaskIdle(event: EventRecord): boolean {
 }
 
 /** An event that is not stored: no `id:` line. */
-export function unstoredFrame(type: string, data: unknown): string {
-  return `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+export function unstoredFrame(event: TaskEvent): string {
+  return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
 /** The resume point: `Last-Event-ID` header, else `?after=`, else 0. Invalid values are treated as 0 by the caller's schema. */
@@ -201,7 +203,8 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
     live = true;
   } catch (err) {
     request.log.warn({ err, task_id: opts.taskId }, 'event replay failed');
-    write(unstoredFrame('error', { error: 'service_unavailable', message: 'Events cannot be read right now: reconnect with Last-Event-ID.', retryable: true }));
+    const failure = turnError('service_unavailable', 'Events cannot be read right now: reconnect with Last-Event-ID.');
+    write(unstoredFrame({ type: 'error', task_id: opts.taskId, turn_id: null, at: new Date().toISOString(), ...failure }));
     end();
   }
 }

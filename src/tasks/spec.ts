@@ -3,19 +3,14 @@
  * its defaults, and the checks JSON Schema cannot express. Everything that reads a spec reads
  * the normalized form produced here.
  */
-import { Type, type Static } from 'typebox';
 import { Cron } from 'croner';
 import { compileRecordSchema } from '../outputs/row-validation.js';
 import { QuarryError } from '../errors.js';
+import { MAX_TEXT_CHARS, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
 
-export const TOOL_NAMES = ['web_search', 'fetch_url', 'read_input', 'run_code'] as const;
-export const COLUMN_TYPES = ['string', 'number', 'integer', 'boolean', 'date', 'url', 'json'] as const;
-export const OUTPUT_KINDS = ['table', 'report', 'records'] as const;
-
-export const OUTPUT_ID_PATTERN = '^[a-z][a-z0-9_-]{0,63}$';
-
-/** Prompts, messages and instructions: 1-100,000 characters after trimming (decisions §1). */
-export const MAX_TEXT_CHARS = 100_000;
+// The agent's update_spec tool validates outputs with the same schema a request does.
+export { OutputInput as OutputSchema } from '../contract/index.js';
+export type { ColumnDecl, ColumnType, OutputDecl, OutputKind, Schedule, TaskLimits, TaskSpec, TaskSpecInput, ToolName } from '../contract/index.js';
 
 /** A free-text field as stored: trimmed, and checked against MAX_TEXT_CHARS (schemas check it is non-blank). */
 export function checkedText(value: string, param: string): string {
@@ -24,99 +19,10 @@ export function checkedText(value: string, param: string): string {
   return text;
 }
 
-export const ColumnSchema = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[^_]', description: 'Column name; may not start with "_".' }),
-  type: Type.Optional(Type.Union(COLUMN_TYPES.map((t) => Type.Literal(t)), { default: 'string' })),
-  required: Type.Optional(Type.Boolean()),
-  description: Type.Optional(Type.String({ maxLength: 2000 })),
-});
-
-export const OutputSchema = Type.Object({
-  id: Type.String({ pattern: OUTPUT_ID_PATTERN, description: '1-64 chars of a-z 0-9 _ -, starting with a letter.' }),
-  kind: Type.Union(OUTPUT_KINDS.map((k) => Type.Literal(k))),
-  path: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-  description: Type.Optional(Type.String({ maxLength: 2000 })),
-  columns: Type.Optional(Type.Array(ColumnSchema, { minItems: 1, maxItems: 200 })),
-  schema: Type.Optional(Type.Object({}, { description: 'JSON Schema each row of a records output must satisfy.' })),
-});
-
-export const TaskSpecSchema = Type.Object(
-  {
-    name: Type.Optional(Type.String({ maxLength: 200 })),
-    type: Type.Optional(Type.Literal('research')),
-    prompt: Type.Optional(Type.String({ minLength: 1, pattern: '\\S', description: '1-100,000 characters after trimming.' })),
-    outputs: Type.Optional(Type.Array(OutputSchema, { maxItems: 64 })),
-    inputs: Type.Optional(
-      Type.Array(
-        Type.Object({ upload_id: Type.String({ minLength: 1, maxLength: 64 }), name: Type.Optional(Type.String({ maxLength: 256 })) }),
-        { maxItems: 100 },
-      ),
-    ),
-    schedule: Type.Optional(
-      Type.Union([
-        Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }),
-        Type.Null(),
-      ]),
-    ),
-    limits: Type.Optional(
-      Type.Object({
-        max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
-        max_turn_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
-        max_credits_per_turn: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-      }),
-    ),
-    tools: Type.Optional(Type.Array(Type.Union(TOOL_NAMES.map((t) => Type.Literal(t))), { uniqueItems: true })),
-  },
-  { description: 'A task spec: what to research and which outputs to fill.' },
-);
-
-export type TaskSpecInput = Static<typeof TaskSpecSchema>;
-export type ColumnType = (typeof COLUMN_TYPES)[number];
-export type OutputKind = (typeof OUTPUT_KINDS)[number];
-export type ToolName = (typeof TOOL_NAMES)[number];
-
-export interface ColumnDecl {
-  name: string;
-  type: ColumnType;
-  required: boolean;
-  description?: string;
-}
-
-export interface OutputDecl {
-  id: string;
-  kind: OutputKind;
-  path: string;
-  description?: string;
-  columns?: ColumnDecl[];
-  schema?: Record<string, unknown>;
-}
-
-export interface Schedule {
-  cron: string;
-  timezone: string;
-}
-
-export interface TaskLimits {
-  max_steps: number;
-  max_turn_seconds: number;
-  max_credits_per_turn: number;
-}
-
-export interface TaskSpec {
-  name: string | null;
-  type: 'research';
-  prompt: string | null;
-  outputs: OutputDecl[];
-  inputs: { upload_id: string; name?: string }[];
-  schedule: Schedule | null;
-  limits: TaskLimits;
-  tools: ToolName[];
-}
-
 export const DEFAULT_LIMITS: TaskLimits = { max_steps: 40, max_turn_seconds: 900, max_credits_per_turn: 50 };
 export const DEFAULT_TOOLS: ToolName[] = [...TOOL_NAMES];
 
-const EXTENSION: Record<OutputKind, string> = { table: 'csv', report: 'md', records: 'jsonl' };
+const EXTENSION: Record<OutputDecl['kind'], string> = { table: 'csv', report: 'md', records: 'jsonl' };
 
 /** Fails with a 422 naming `param`; `param` is a dotted path such as `task.outputs[1].id`. */
 function invalid(param: string, msg: string): QuarryError {
@@ -134,7 +40,7 @@ function toLoc(param: string): (string | number)[] {
   return loc;
 }
 
-export function normalizeOutput(input: Static<typeof OutputSchema>, param: string): OutputDecl {
+export function normalizeOutput(input: OutputInput, param: string): OutputDecl {
   const out: OutputDecl = {
     id: input.id,
     kind: input.kind,
@@ -164,7 +70,7 @@ export function normalizeOutput(input: Static<typeof OutputSchema>, param: strin
   return out;
 }
 
-export function normalizeOutputs(inputs: Static<typeof OutputSchema>[], param: string): OutputDecl[] {
+export function normalizeOutputs(inputs: OutputInput[], param: string): OutputDecl[] {
   const seen = new Set<string>();
   return inputs.map((o, i) => {
     if (seen.has(o.id)) throw invalid(`${param}[${i}].id`, `repeats the output id "${o.id}"`);

@@ -2,9 +2,10 @@
  * The self-description served by GET /task/workflow and GET /task/metaprompt: the route map and
  * state machine, and what a caller-side agent needs to write a good spec.
  */
-import { COLUMN_TYPES, OUTPUT_KINDS, TOOL_NAMES, TaskSpecSchema, DEFAULT_LIMITS } from './spec.js';
+import { COLUMN_TYPES, OUTPUT_KINDS, ROUTES, TOOL_NAMES, TaskSpecInput } from '../contract/index.js';
+import { DEFAULT_LIMITS } from './spec.js';
 
-export const WORKFLOW = {
+const WORKFLOW = {
   version: '1.0.0',
   summary: 'Start a task, follow it by stream or polling, send follow-up messages, read its rows.',
   states: {
@@ -25,29 +26,6 @@ export const WORKFLOW = {
     { from: 'execute', trigger: 'turn ends | POST /task/{task_id}/stop', to: 'plan', note: 'the next queued message starts, if any' },
     { from: 'any', trigger: 'message to a task in cron mode', to: 'unchanged', note: '409 task_in_cron_mode' },
   ],
-  routes: [
-    { method: 'POST', path: '/task', does: 'start from a prompt; with task_id, message that task' },
-    { method: 'POST', path: '/task/stream', does: 'as POST /task, answered with SSE' },
-    { method: 'POST', path: '/task/start', does: 'start from a spec in `task`' },
-    { method: 'POST', path: '/task/start/stream', does: 'as POST /task/start, answered with SSE' },
-    { method: 'GET', path: '/task', does: 'list tasks (limit, cursor; X-Next-Cursor and Link headers)' },
-    { method: 'GET', path: '/task/{task_id}', does: 'the task, its spec and last 100 events; ?wait=seconds long-polls' },
-    { method: 'GET', path: '/task/{task_id}/state', does: 'cheap poll: active, activity, queue' },
-    { method: 'GET', path: '/task/{task_id}/stream', does: 'SSE until no turn runs and nothing is queued; Last-Event-ID resumes' },
-    { method: 'GET', path: '/task/{task_id}/events', does: 'the full event history, paged (after, limit)' },
-    { method: 'GET', path: '/task/{task_id}/output', does: 'rows of the active output (limit, offset, output, format=csv|jsonl)' },
-    { method: 'GET', path: '/task/{task_id}/outputs', does: 'the named outputs with row counts' },
-    { method: 'GET', path: '/task/{task_id}/outputs/{output_id}', does: 'rows of one output' },
-    { method: 'POST', path: '/task/{task_id}/continue', does: 'send a message (queued while a turn runs)' },
-    { method: 'POST', path: '/task/{task_id}/continue/stream', does: 'as continue, answered with SSE' },
-    { method: 'POST', path: '/task/{task_id}/execute', does: 'run the spec again' },
-    { method: 'POST', path: '/task/{task_id}/execute/stream', does: 'as execute, answered with SSE' },
-    { method: 'POST', path: '/task/{task_id}/stop', does: 'stop the running turn; {clear_queue: true} drops queued messages' },
-    { method: 'PATCH', path: '/task/{task_id}', does: 'name, pinned, schedule (null leaves cron mode)' },
-    { method: 'DELETE', path: '/task/{task_id}', does: 'delete the task' },
-    { method: 'POST', path: '/upload-url', does: 'a signed URL to PUT a large input to' },
-    { method: 'GET', path: '/task/metaprompt', does: 'spec schema, output kinds, and a metaprompt for writing specs' },
-  ],
   events: {
     kinds: ['task', 'tool', 'text', 'error', 'done'],
     wire: 'id: <seq>\\nevent: <kind>\\ndata: <json>; resume with Last-Event-ID or ?after=',
@@ -55,6 +33,15 @@ export const WORKFLOW = {
   polling: 'Wait poll_after_s seconds between polls; GET /task/{task_id}/state is the cheap poll; ?wait=N (0-60) long-polls.',
   retry: 'Retry only when retryable is true: wait retry_after seconds if given, else back off briefly.',
 };
+
+/** The route map of the task API, from the contract's route table. */
+const ROUTE_MAP = Object.values(ROUTES)
+  .filter((route) => route.auth === 'key')
+  .map((route) => ({ method: route.method, path: route.url.replace(/:(\w+)/g, '{$1}'), does: route.schema.summary }));
+
+export function workflow() {
+  return { ...WORKFLOW, routes: ROUTE_MAP };
+}
 
 const METAPROMPT = `You are writing a task spec for Quarry, a research service. A spec tells Quarry's agent what to find
 and the exact shape of the results. Write it as JSON with these parts:
@@ -78,7 +65,7 @@ After the task runs, read rows from GET /task/{task_id}/output, and send correct
 export function metaprompt() {
   return {
     version: '1.0.0',
-    spec_schema: TaskSpecSchema,
+    spec_schema: TaskSpecInput,
     output_kinds: {
       table: { rows: 'objects keyed by the declared columns', column_types: COLUMN_TYPES, default_extension: 'csv' },
       report: { rows: 'ordered sections {heading, markdown}', default_extension: 'md' },

@@ -1,0 +1,46 @@
+/** Admin routes' bodies and answers (decisions §7). */
+import { Type } from 'typebox';
+import { component, Nullable, Timestamp } from './common.js';
+import { TurnKindSchema } from './task.js';
+
+const Credits = (description: string) => Type.Number({ description: `${description} (at most 6 decimal places).` });
+
+export const AccountBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), credits: Type.Number({ minimum: 0 }) });
+export const CreditsBody = Type.Object({ amount: Type.Number({ description: 'Credits to add; negative takes them (the balance never goes below 0).' }) });
+export const AccountParams = Type.Object({ account_id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const KeyParams = Type.Object({ account_id: Type.String({ minLength: 1, maxLength: 100 }), key_id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+export const CreatedAccount = component('CreatedAccount', Type.Object({
+  account_id: Type.String(),
+  name: Type.String(),
+  balance: Credits('The starting balance'),
+  api_key: Type.String({ description: 'Shown once.' }),
+  key_id: Type.String(),
+}));
+
+export const Account = component('Account', Type.Object({
+  account_id: Type.String(),
+  name: Type.String(),
+  balance: Credits('Credits left'),
+  credits_used: Credits('Credits used so far'),
+  created_at: Timestamp(),
+}));
+
+export const Balance = component('Balance', Type.Object({ account_id: Type.String(), balance: Credits('Credits left') }));
+
+export const CreatedKey = component('CreatedKey', Type.Object({ key_id: Type.String(), api_key: Type.String({ description: 'Shown once.' }) }));
+
+export const KeyInfo = component('KeyInfo', Type.Object({ key_id: Type.String(), created_at: Timestamp(), revoked_at: Nullable(Timestamp()) }));
+export const KeyList = component('KeyList', Type.Object({ keys: Type.Array(KeyInfo) }));
+
+export const TurnUsage = component('TurnUsage', Type.Object({
+  task_id: Type.String(),
+  turn_id: Type.String(),
+  kind: TurnKindSchema,
+  status: Type.String(),
+  credits: Credits('Credits the turn used'),
+  tokens_in: Type.Integer({ minimum: 0 }),
+  tokens_out: Type.Integer({ minimum: 0 }),
+  tool_calls: Type.Integer({ minimum: 0 }),
+}));
+export const Usage = component('Usage', Type.Object({ turns: Type.Array(TurnUsage) }));

@@ -1,0 +1,53 @@
+/** Rows and outputs (interface §2.2, §2.3, decisions §3, §8). */
+import { Type, type Static } from 'typebox';
+import { component, Nullable, OUTPUT_ID_PATTERN, StringEnum, Timestamp } from './common.js';
+import { ColumnDecl, OutputKindSchema } from './spec.js';
+
+export const RowSource = component('RowSource', Type.Object({
+  url: Type.Optional(Type.String()),
+  upload_id: Type.Optional(Type.String()),
+  title: Type.Optional(Type.String()),
+  quote: Type.Optional(Type.String()),
+  fields: Type.Optional(Type.Array(Type.String(), { description: 'The columns this source supports; absent: the whole row.' })),
+}, { additionalProperties: true }));
+export type RowSource = Static<typeof RowSource>;
+
+export const Row = component('Row', Type.Object({
+  _row: Type.Integer({ minimum: 1, description: '1-based position in the output.' }),
+  _sources: Type.Array(RowSource),
+}, { additionalProperties: true, description: 'One row: the output\'s columns (or report/records fields) plus _row and _sources.' }));
+export type Row = Static<typeof Row>;
+
+export const OutputRef = component('OutputRef', Type.Object({ id: Type.String(), kind: OutputKindSchema, path: Type.String() }));
+export type OutputRef = Static<typeof OutputRef>;
+
+export const OutputPage = component('OutputPage', Type.Object({
+  total: Type.Integer({ minimum: 0, description: 'Rows in the output, counted before offset and limit.' }),
+  rows: Type.Array(Row),
+  output: Nullable(OutputRef),
+}));
+export type OutputPage = Static<typeof OutputPage>;
+
+export const OutputInfo = component('OutputInfo', Type.Object({
+  id: Type.String(),
+  kind: OutputKindSchema,
+  path: Type.String(),
+  description: Nullable(Type.String()),
+  columns: Type.Optional(Type.Array(ColumnDecl, { description: 'Tables only: the normalized columns.' })),
+  row_count: Type.Integer({ minimum: 0 }),
+  updated_at: Nullable(Timestamp()),
+}));
+export type OutputInfo = Static<typeof OutputInfo>;
+
+export const OutputList = component('OutputList', Type.Object({ outputs: Type.Array(OutputInfo) }));
+
+export const EXPORT_FORMATS = ['json', 'csv', 'jsonl'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+export const OutputQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50_000, default: 100, description: 'Rows per page.' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  output: Type.Optional(Type.String({ pattern: OUTPUT_ID_PATTERN, description: 'A named output to read instead of the active one.' })),
+  format: Type.Optional(StringEnum([...EXPORT_FORMATS], { description: 'csv or jsonl streams the whole output as a file (also Accept: text/csv).' })),
+});
+export type OutputQuery = Static<typeof OutputQuery>;

@@ -1,0 +1,59 @@
+/** Bodies, queries and path parameters of the task routes (interface §4, decisions §2, §4, §6, §8). */
+import { Type, type Static } from 'typebox';
+import { CLIENT_ID_PATTERN, Nullable, Text } from './common.js';
+import { TaskSpecInput } from './spec.js';
+
+const ClientTaskId = Type.String({ pattern: CLIENT_ID_PATTERN, description: '1-64 chars of A-Z a-z 0-9 _ . : -' });
+
+export const TaskIdParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }) });
+export const OutputParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }), output_id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const PromptBody = Type.Object({
+  prompt: Text('What to research (1-100,000 characters after trimming).'),
+  task_id: Type.Optional(ClientTaskId),
+  plan_only: Type.Optional(Type.Boolean({ description: 'End the first turn after planning; then call execute.' })),
+  wait: Type.Optional(Type.Unknown({ description: 'Accepted for compatibility and ignored: creates never block.' })),
+});
+export type PromptBody = Static<typeof PromptBody>;
+
+export const StartBody = Type.Object({
+  task: Type.Optional(TaskSpecInput),
+  task_id: Type.Optional(ClientTaskId),
+  prompt: Type.Optional(Text('Used when `task` is absent: then the request is a prompt, as POST /task.')),
+  plan_only: Type.Optional(Type.Boolean()),
+  wait: Type.Optional(Type.Unknown({ description: 'Accepted for compatibility and ignored: creates never block.' })),
+});
+export type StartBody = Static<typeof StartBody>;
+
+const WaitFlag = Type.Optional(Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 })], { description: 'true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS).' }));
+
+export const ContinueBody = Type.Object({ message: Text('What to change, add or continue.'), wait: WaitFlag });
+export type ContinueBody = Static<typeof ContinueBody>;
+
+export const ExecuteBody = Type.Object({ instruction: Type.Optional(Text('An instruction for this run.')), wait: WaitFlag });
+export type ExecuteBody = Static<typeof ExecuteBody>;
+
+export const StopBody = Type.Object({ clear_queue: Type.Optional(Type.Boolean({ description: 'Also cancel the queued messages.' })) });
+
+export const PatchBody = Type.Object({
+  name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+  pinned: Type.Optional(Type.Boolean()),
+  schedule: Type.Optional(
+    Nullable(Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }), ),
+  ),
+});
+export type PatchBody = Static<typeof PatchBody>;
+
+export const ListQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 1000, description: 'X-Next-Cursor of the previous page.' })),
+});
+
+export const WaitQuery = Type.Object({ wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Seconds to wait for the running turn to end.' })) });
+
+export const StreamQuery = Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0, description: 'Replay stored events after this sequence number (as Last-Event-ID).' })) });
+
+export const EventsQuery = Type.Object({
+  after: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+});

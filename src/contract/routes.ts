@@ -1,0 +1,274 @@
+/**
+ * Every route of the API in one table: method, path, operation id, request schemas, and every
+ * answer it can give (status, media type, headers). The HTTP layer registers exactly these
+ * routes with exactly these schemas, /openapi.json is generated from them, and the client's
+ * types are generated from that document, so a field or status added here reaches all three.
+ */
+import { Type, type TSchema } from 'typebox';
+import { ERROR_CATALOGUE } from '../errors.js';
+import { Account, AccountBody, AccountParams, Balance, CreatedAccount, CreatedKey, CreditsBody, KeyInfo, KeyList, KeyParams, Usage } from './admin.js';
+import { ErrorBody } from './errors.js';
+import { EventPage, TaskDetail } from './events.js';
+import { OutputList, OutputPage, OutputQuery } from './outputs.js';
+import {
+  ContinueBody, EventsQuery, ExecuteBody, ListQuery, OutputParams, PatchBody, PromptBody, StartBody, StopBody, StreamQuery, TaskIdParams, WaitQuery,
+} from './requests.js';
+import { Task, TaskState } from './task.js';
+import { UploadParams, UploadPutQuery, UploadResult, UploadTicket, UploadUrlBody } from './uploads.js';
+
+// ---- answers ---------------------------------------------------------------------------------
+
+const header = (description: string, schema: TSchema = Type.String()) => ({ ...schema, description });
+
+/** Headers on every answer. */
+const COMMON_HEADERS = { 'X-Request-ID': header('The request id: the client\'s valid X-Request-ID echoed, else a new req_ id.') };
+
+function answer(description: string, media: Record<string, TSchema>, headers: Record<string, TSchema> = {}) {
+  return {
+    description,
+    headers: { ...COMMON_HEADERS, ...headers },
+    content: Object.fromEntries(Object.entries(media).map(([type, schema]) => [type, { schema }])),
+  };
+}
+
+const json = (description: string, schema: TSchema, headers: Record<string, TSchema> = {}) => answer(description, { 'application/json': schema }, headers);
+
+const EVENT_STREAM = answer('Server-sent events: task, tool, text, error and done (each `data:` is a TaskEvent as JSON). Refusals from the task\'s state arrive in the stream as error then done.', {
+  'text/event-stream': Type.String({ description: 'id: <seq>, event: <type>, data: <TaskEvent JSON> frames, and `: ping` comments.' }),
+});
+
+const RETRY_AFTER = { 'Retry-After': header('Seconds to wait before resending.', Type.Integer({ minimum: 0 })) };
+
+/** The error answers of one status, described with the catalogue codes it can carry. */
+function errorAnswer(status: number) {
+  const entries = Object.values(ERROR_CATALOGUE).filter((e) => e.status === status);
+  const codes = [...new Set(entries.map((e) => `\`${e.error}\``))].join(', ');
+  const headers: Record<string, TSchema> = {
+    ...(status === 401 ? { 'WWW-Authenticate': header('Bearer realm="quarry"') } : {}),
+    ...(status === 429 || status === 503 ? RETRY_AFTER : {}),
+  };
+  return json(`${codes}: ${entries.map((e) => e.message).join(' / ')}`, ErrorBody, headers);
+}
+
+type Status = 400 | 401 | 402 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 502 | 503;
+function errors(...statuses: Status[]) {
+  return Object.fromEntries([...new Set(statuses)].sort().map((s) => [s, errorAnswer(s)])) as Record<Status, ReturnType<typeof errorAnswer>>;
+}
+
+/** Every keyed route: bad key (401), rate limit (429), store or key check down (503), a bug (500). */
+const KEYED = [401, 429, 500, 503] as const;
+/** A route with a task in its path: unknown task (404), bad id (422). */
+const ON_TASK = [404, 422] as const;
+/** A route with a JSON body: bad JSON (400), too large (413), not JSON (415), invalid (422). */
+const WITH_BODY = [400, 413, 415, 422] as const;
+/** A route that may start a turn: no credits (402), the task's state (409), upstream (502). */
+const STARTS_TURN = [402, 409, 502] as const;
+
+// ---- request headers -------------------------------------------------------------------------
+
+const RequestId = { 'X-Request-ID': Type.Optional(Type.String({ description: '1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed.' })) };
+const Idempotent = Type.Object({
+  ...RequestId,
+  'Idempotency-Key': Type.Optional(Type.String({ description: 'The same key (1-128 chars) within 24 h replays the first answer and changes nothing.' })),
+});
+const Resumable = Type.Object({
+  ...RequestId,
+  'Last-Event-ID': Type.Optional(Type.String({ description: 'Replay stored events after this sequence number, then go live.' })),
+});
+const Plain = Type.Object(RequestId);
+
+const REPLAYED = { 'Idempotent-Replayed': header('true when this answer replays an earlier request with the same Idempotency-Key.', Type.Literal('true')) };
+
+// ---- the table -------------------------------------------------------------------------------
+
+const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], admin: ['admin'] };
+const noKey = { security: [] as Record<string, string[]>[] };
+const taskAnswers = (description: string) => ({
+  200: json(description, Task, REPLAYED),
+  202: json('The message was queued behind the running turn (status `accepted`).', Task, REPLAYED),
+});
+const changeErrors = errors(...KEYED, ...ON_TASK, ...WITH_BODY, ...STARTS_TURN);
+
+export const ROUTES = {
+  health: {
+    method: 'GET', url: '/healthz', auth: 'none',
+    schema: { operationId: 'health', summary: 'Liveness: 200 once the server accepts requests', tags: tags.health, ...noKey, headers: Plain,
+      response: { 200: json('Up.', Type.Object({ ok: Type.Literal(true) })) } },
+  },
+  ready: {
+    method: 'GET', url: '/readyz', auth: 'none',
+    schema: { operationId: 'ready', summary: 'Readiness: 200 once the store and the workers are ready', tags: tags.health, ...noKey, headers: Plain,
+      response: { 200: json('Ready.', Type.Object({ ok: Type.Boolean() })), 503: json('Not ready yet.', Type.Object({ ok: Type.Boolean() })) } },
+  },
+  workflow: {
+    method: 'GET', url: '/task/workflow', auth: 'key',
+    schema: { operationId: 'getWorkflow', summary: 'Route map and state machine', tags: tags.meta, headers: Plain,
+      response: { 200: json('The task workflow and route map.', Type.Record(Type.String(), Type.Unknown())), ...errors(...KEYED) } },
+  },
+  metaprompt: {
+    method: 'GET', url: '/task/metaprompt', auth: 'key',
+    schema: { operationId: 'getMetaprompt', summary: 'Spec schema, output kinds and a metaprompt for caller-side agents', tags: tags.meta, headers: Plain,
+      response: { 200: json('The spec\'s JSON Schema, the output kinds and a guide for writing a spec.', Type.Record(Type.String(), Type.Unknown())), ...errors(...KEYED) } },
+  },
+  createTask: {
+    method: 'POST', url: '/task', auth: 'key',
+    schema: { operationId: 'createTask', summary: 'Start a task from a prompt, or message an existing task', tags: tags.tasks, headers: Idempotent, body: PromptBody,
+      response: { ...taskAnswers('The new task (a turn is running), or the task the message started a turn on.'), ...changeErrors } },
+  },
+  createTaskStream: {
+    method: 'POST', url: '/task/stream', auth: 'key',
+    schema: { operationId: 'createTaskStream', summary: 'As POST /task, answered with the event stream', tags: tags.tasks, headers: Plain, body: PromptBody,
+      response: { 200: EVENT_STREAM, ...errors(...KEYED, ...WITH_BODY) } },
+  },
+  startTask: {
+    method: 'POST', url: '/task/start', auth: 'key',
+    schema: { operationId: 'startTask', summary: 'Start a task from a spec (without task: as POST /task)', tags: tags.tasks, headers: Idempotent, body: StartBody,
+      response: { ...taskAnswers('The new task (a turn is running).'), ...changeErrors } },
+  },
+  startTaskStream: {
+    method: 'POST', url: '/task/start/stream', auth: 'key',
+    schema: { operationId: 'startTaskStream', summary: 'As POST /task/start, answered with the event stream', tags: tags.tasks, headers: Plain, body: StartBody,
+      response: { 200: EVENT_STREAM, ...errors(...KEYED, ...WITH_BODY) } },
+  },
+  listTasks: {
+    method: 'GET', url: '/task', auth: 'key',
+    schema: { operationId: 'listTasks', summary: 'List tasks: pinned first, then most recently updated', tags: tags.tasks, headers: Plain, querystring: ListQuery,
+      response: {
+        200: json('One page of tasks. Without X-Next-Cursor and Link this is the last page.', Type.Array(Task), {
+          'X-Next-Cursor': header('Pass as `cursor` for the next page.'),
+          Link: header('`<url>; rel="next"`: the next page.'),
+        }),
+        ...errors(...KEYED, 422),
+      } },
+  },
+  getTask: {
+    method: 'GET', url: '/task/:task_id', auth: 'key',
+    schema: { operationId: 'getTask', summary: 'The task with its spec and last 100 events (a deleted task too)', tags: tags.tasks, headers: Plain, params: TaskIdParams, querystring: WaitQuery,
+      response: { 200: json('The task, its spec and its last 100 events.', TaskDetail), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  getTaskState: {
+    method: 'GET', url: '/task/:task_id/state', auth: 'key',
+    schema: { operationId: 'getTaskState', summary: 'The cheap poll: is a turn running?', tags: tags.tasks, headers: Plain, params: TaskIdParams, querystring: WaitQuery,
+      response: { 200: json('The task\'s state from one indexed read.', TaskState), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  streamTask: {
+    method: 'GET', url: '/task/:task_id/stream', auth: 'key',
+    schema: { operationId: 'streamTask', summary: 'Follow the task as SSE until no turn runs and nothing is queued', tags: tags.tasks, headers: Resumable, params: TaskIdParams, querystring: StreamQuery,
+      response: { 200: EVENT_STREAM, ...errors(...KEYED, ...ON_TASK) } },
+  },
+  listEvents: {
+    method: 'GET', url: '/task/:task_id/events', auth: 'key',
+    schema: { operationId: 'listEvents', summary: 'Page through the full event history', tags: tags.tasks, headers: Plain, params: TaskIdParams, querystring: EventsQuery,
+      response: { 200: json('Stored events after `after`, oldest first.', EventPage), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  continueTask: {
+    method: 'POST', url: '/task/:task_id/continue', auth: 'key',
+    schema: { operationId: 'continueTask', summary: 'Send a message: runs now when idle, queued (202) while a turn runs', tags: tags.tasks, headers: Idempotent, params: TaskIdParams, body: ContinueBody,
+      response: { ...taskAnswers('A turn started on the message (or, with wait, the task after it).'), ...changeErrors } },
+  },
+  continueTaskStream: {
+    method: 'POST', url: '/task/:task_id/continue/stream', auth: 'key',
+    schema: { operationId: 'continueTaskStream', summary: 'As continue, answered with the event stream', tags: tags.tasks, headers: Plain, params: TaskIdParams, body: ContinueBody,
+      response: { 200: EVENT_STREAM, ...errors(...KEYED, ...ON_TASK, ...WITH_BODY) } },
+  },
+  executeTask: {
+    method: 'POST', url: '/task/:task_id/execute', auth: 'key', optionalBody: true,
+    schema: { operationId: 'executeTask', summary: 'Run the current spec again; refused while a turn runs', tags: tags.tasks, headers: Idempotent, params: TaskIdParams, body: ExecuteBody,
+      response: { 200: json('A turn started (or, with wait, the task after it).', Task, REPLAYED), ...changeErrors } },
+  },
+  executeTaskStream: {
+    method: 'POST', url: '/task/:task_id/execute/stream', auth: 'key', optionalBody: true,
+    schema: { operationId: 'executeTaskStream', summary: 'As execute, answered with the event stream', tags: tags.tasks, headers: Plain, params: TaskIdParams, body: ExecuteBody,
+      response: { 200: EVENT_STREAM, ...errors(...KEYED, ...ON_TASK, ...WITH_BODY) } },
+  },
+  stopTask: {
+    method: 'POST', url: '/task/:task_id/stop', auth: 'key', optionalBody: true,
+    schema: { operationId: 'stopTask', summary: 'Stop the running turn (rows written are kept)', tags: tags.tasks, headers: Plain, params: TaskIdParams, body: StopBody,
+      response: { 200: json('The task right after the stop.', Task), ...errors(...KEYED, ...ON_TASK, ...WITH_BODY) } },
+  },
+  updateTask: {
+    method: 'PATCH', url: '/task/:task_id', auth: 'key',
+    schema: { operationId: 'updateTask', summary: 'Rename, pin, or enter/leave cron mode', tags: tags.tasks, headers: Plain, params: TaskIdParams, body: PatchBody,
+      response: { 200: json('The task as changed.', Task), ...errors(...KEYED, ...ON_TASK, ...WITH_BODY) } },
+  },
+  deleteTask: {
+    method: 'DELETE', url: '/task/:task_id', auth: 'key',
+    schema: { operationId: 'deleteTask', summary: 'Delete the task (its turn is stopped)', tags: tags.tasks, headers: Plain, params: TaskIdParams,
+      response: { 200: json('The task with status `deleted`.', Task), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  getOutput: {
+    method: 'GET', url: '/task/:task_id/output', auth: 'key',
+    schema: { operationId: 'getOutput', summary: 'Rows of the active output (or ?output=ID); format=csv|jsonl exports', tags: tags.outputs, headers: Plain, params: TaskIdParams, querystring: OutputQuery,
+      response: { 200: exportAnswer(), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  listOutputs: {
+    method: 'GET', url: '/task/:task_id/outputs', auth: 'key',
+    schema: { operationId: 'listOutputs', summary: 'The task\'s named outputs with row counts', tags: tags.outputs, headers: Plain, params: TaskIdParams,
+      response: { 200: json('The outputs of the spec, in order.', OutputList), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  getNamedOutput: {
+    method: 'GET', url: '/task/:task_id/outputs/:output_id', auth: 'key',
+    schema: { operationId: 'getNamedOutput', summary: 'Rows of one named output; format=csv|jsonl exports', tags: tags.outputs, headers: Plain, params: OutputParams, querystring: OutputQuery,
+      response: { 200: exportAnswer(), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  createUploadUrl: {
+    method: 'POST', url: '/upload-url', auth: 'key',
+    schema: { operationId: 'createUploadUrl', summary: 'Get a signed URL to PUT a large input to', tags: tags.uploads, headers: Plain, body: UploadUrlBody,
+      response: { 200: json('Where and how to PUT the file.', UploadTicket), ...errors(...KEYED, ...WITH_BODY) } },
+  },
+  putUpload: {
+    method: 'PUT', url: '/upload/:upload_id', auth: 'none',
+    schema: { operationId: 'putUpload', summary: 'Upload the file to a signed URL (the signature is the credential)', tags: tags.uploads, ...noKey, headers: Plain, params: UploadParams, querystring: UploadPutQuery,
+      consumes: ['application/octet-stream'],
+      response: { 201: json('Stored.', UploadResult), ...errors(401, 404, 413, 422, 500, 503) } },
+  },
+  createAccount: {
+    method: 'POST', url: '/admin/accounts', auth: 'admin',
+    schema: { operationId: 'adminCreateAccount', summary: 'Create an account with credits and a first key', tags: tags.admin, headers: Plain, body: AccountBody,
+      response: { 201: json('The account and its first key (shown once).', CreatedAccount), ...errors(401, 404, 500, 503, ...WITH_BODY) } },
+  },
+  getAccount: {
+    method: 'GET', url: '/admin/accounts/:account_id', auth: 'admin',
+    schema: { operationId: 'adminGetAccount', summary: 'An account and its balance', tags: tags.admin, headers: Plain, params: AccountParams,
+      response: { 200: json('The account.', Account), ...errors(401, 404, 422, 500, 503) } },
+  },
+  addCredits: {
+    method: 'POST', url: '/admin/accounts/:account_id/credits', auth: 'admin',
+    schema: { operationId: 'adminAddCredits', summary: 'Add (or, negative, take) credits; the balance never goes below 0', tags: tags.admin, headers: Plain, params: AccountParams, body: CreditsBody,
+      response: { 200: json('The new balance.', Balance), ...errors(401, 404, 500, 503, ...WITH_BODY) } },
+  },
+  createKey: {
+    method: 'POST', url: '/admin/accounts/:account_id/keys', auth: 'admin', optionalBody: true,
+    schema: { operationId: 'adminCreateKey', summary: 'Create another API key (shown once)', tags: tags.admin, headers: Plain, params: AccountParams, body: Type.Object({}),
+      response: { 201: json('The new key (shown once).', CreatedKey), ...errors(401, 404, 500, 503, ...WITH_BODY) } },
+  },
+  listKeys: {
+    method: 'GET', url: '/admin/accounts/:account_id/keys', auth: 'admin',
+    schema: { operationId: 'adminListKeys', summary: 'An account\'s keys (never the secrets)', tags: tags.admin, headers: Plain, params: AccountParams,
+      response: { 200: json('The keys, revoked ones too.', KeyList), ...errors(401, 404, 422, 500, 503) } },
+  },
+  revokeKey: {
+    method: 'DELETE', url: '/admin/accounts/:account_id/keys/:key_id', auth: 'admin',
+    schema: { operationId: 'adminRevokeKey', summary: 'Revoke a key: it is 401 from then on', tags: tags.admin, headers: Plain, params: KeyParams,
+      response: { 200: json('The key as revoked.', Type.Object({ key_id: Type.String(), revoked_at: KeyInfo.properties.revoked_at })), ...errors(401, 404, 422, 500, 503) } },
+  },
+  getUsage: {
+    method: 'GET', url: '/admin/accounts/:account_id/usage', auth: 'admin',
+    schema: { operationId: 'adminGetUsage', summary: 'Per-turn usage', tags: tags.admin, headers: Plain, params: AccountParams,
+      response: { 200: json('The account\'s turns, newest first.', Usage), ...errors(401, 404, 422, 500, 503) } },
+  },
+} as const;
+
+/** A page of rows as JSON, or the whole output as CSV or JSON Lines (format=, or Accept: text/csv). */
+function exportAnswer() {
+  return answer('A page of rows (JSON), or with format=csv|jsonl (or Accept: text/csv) the whole output as a file.', {
+    'application/json': OutputPage,
+    'text/csv': Type.String({ description: 'A header row, then one line per row.' }),
+    'application/x-ndjson': Type.String({ description: 'One JSON row per line.' }),
+  }, { 'Content-Disposition': header('attachment; filename="<output file>" (csv and jsonl).') });
+}
+
+export type RouteName = keyof typeof ROUTES;
+export type RouteDef = (typeof ROUTES)[RouteName];
+/** Who may call a route: an API key, the admin key, or anyone (health probes, signed uploads). */
+export type RouteAuth = RouteDef['auth'];

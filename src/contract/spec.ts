@@ -1,0 +1,99 @@
+/**
+ * The task spec (decisions §3): as a caller sends it (`TaskSpecInput`, every member optional) and
+ * as the server stores and returns it (`TaskSpec`, every default filled in). tasks/spec.ts
+ * normalizes the one into the other and checks what JSON Schema cannot.
+ */
+import { Type, type Static } from 'typebox';
+import { component, Nullable, OUTPUT_ID_PATTERN, StringEnum } from './common.js';
+
+export const TOOL_NAMES = ['web_search', 'fetch_url', 'read_input', 'run_code'] as const;
+export const COLUMN_TYPES = ['string', 'number', 'integer', 'boolean', 'date', 'url', 'json'] as const;
+export const OUTPUT_KINDS = ['table', 'report', 'records'] as const;
+
+export type ToolName = (typeof TOOL_NAMES)[number];
+export type ColumnType = (typeof COLUMN_TYPES)[number];
+export type OutputKind = (typeof OUTPUT_KINDS)[number];
+
+const ToolNameSchema = StringEnum([...TOOL_NAMES]);
+const ColumnTypeSchema = StringEnum([...COLUMN_TYPES]);
+export const OutputKindSchema = StringEnum([...OUTPUT_KINDS], { description: 'table: typed columns; report: {heading, markdown} sections; records: free objects.' });
+const ColumnName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[^_]', description: 'Column name; may not start with "_".' });
+const OutputId = Type.String({ pattern: OUTPUT_ID_PATTERN, description: '1-64 chars of a-z 0-9 _ -, starting with a letter.' });
+const RecordSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema each row of a records output must satisfy.' });
+const SpecInput = Type.Object({ upload_id: Type.String({ minLength: 1, maxLength: 64 }), name: Type.Optional(Type.String({ maxLength: 256 })) });
+
+export const ColumnInput = Type.Object({
+  name: ColumnName,
+  type: Type.Optional(ColumnTypeSchema),
+  required: Type.Optional(Type.Boolean()),
+  description: Type.Optional(Type.String({ maxLength: 2000 })),
+});
+
+export const OutputInput = Type.Object({
+  id: OutputId,
+  kind: OutputKindSchema,
+  path: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  description: Type.Optional(Type.String({ maxLength: 2000 })),
+  columns: Type.Optional(Type.Array(ColumnInput, { minItems: 1, maxItems: 200 })),
+  schema: Type.Optional(RecordSchema),
+});
+export type OutputInput = Static<typeof OutputInput>;
+
+const ScheduleInput = Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) });
+
+export const TaskSpecInput = component('TaskSpecInput', Type.Object(
+  {
+    name: Type.Optional(Type.String({ maxLength: 200 })),
+    type: Type.Optional(Type.Literal('research')),
+    prompt: Type.Optional(Type.String({ minLength: 1, pattern: '\\S', description: '1-100,000 characters after trimming.' })),
+    outputs: Type.Optional(Type.Array(OutputInput, { maxItems: 64 })),
+    inputs: Type.Optional(Type.Array(SpecInput, { maxItems: 100 })),
+    schedule: Type.Optional(Nullable(ScheduleInput)),
+    limits: Type.Optional(
+      Type.Object({
+        max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+        max_turn_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
+        max_credits_per_turn: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+      }),
+    ),
+    tools: Type.Optional(Type.Array(ToolNameSchema, { uniqueItems: true })),
+  },
+  { description: 'A task spec: what to research and which outputs to fill.' },
+));
+export type TaskSpecInput = Static<typeof TaskSpecInput>;
+
+export const ColumnDecl = Type.Object({
+  name: Type.String(),
+  type: ColumnTypeSchema,
+  required: Type.Boolean(),
+  description: Type.Optional(Type.String()),
+});
+export type ColumnDecl = Static<typeof ColumnDecl>;
+
+export const OutputDecl = Type.Object({
+  id: Type.String(),
+  kind: OutputKindSchema,
+  path: Type.String(),
+  description: Type.Optional(Type.String()),
+  columns: Type.Optional(Type.Array(ColumnDecl)),
+  schema: Type.Optional(RecordSchema),
+});
+export type OutputDecl = Static<typeof OutputDecl>;
+
+export const Schedule = Type.Object({ cron: Type.String(), timezone: Type.String() });
+export type Schedule = Static<typeof Schedule>;
+
+export const TaskLimits = Type.Object({ max_steps: Type.Integer(), max_turn_seconds: Type.Integer(), max_credits_per_turn: Type.Number() });
+export type TaskLimits = Static<typeof TaskLimits>;
+
+export const TaskSpec = component('TaskSpec', Type.Object({
+  name: Nullable(Type.String()),
+  type: Type.Literal('research'),
+  prompt: Nullable(Type.String()),
+  outputs: Type.Array(OutputDecl),
+  inputs: Type.Array(SpecInput),
+  schedule: Nullable(Schedule),
+  limits: TaskLimits,
+  tools: Type.Array(ToolNameSchema),
+}, { description: 'The spec as stored: every default filled in.' }));
+export type TaskSpec = Static<typeof TaskSpec>;

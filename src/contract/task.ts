@@ -1,0 +1,55 @@
+/** The Task body (interface §2.1, decisions §9), its detail and state forms, and their enums. */
+import { Type, type Static } from 'typebox';
+import { component, Nullable, StringEnum, Timestamp } from './common.js';
+
+
+export const TASK_STATUSES = ['plan', 'execute', 'deleted'] as const;
+export const TASK_PHASES = ['plan', 'execute'] as const;
+export const TASK_ACTIVITIES = ['idle', 'planning', 'executing', 'thinking'] as const;
+export const TURN_KINDS = ['plan', 'execute', 'continue'] as const;
+
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+export type TaskPhase = (typeof TASK_PHASES)[number];
+export type TaskActivity = (typeof TASK_ACTIVITIES)[number];
+export type TurnKind = (typeof TURN_KINDS)[number];
+
+export const TaskPhaseSchema = StringEnum([...TASK_PHASES]);
+export const TaskActivitySchema = StringEnum([...TASK_ACTIVITIES], { description: 'idle when no turn runs.' });
+export const TurnKindSchema = StringEnum([...TURN_KINDS], { description: 'plan: a prompt create; execute: a spec create, execute or cron tick; continue: a message.' });
+
+export const Task = component('Task', Type.Object({
+  task_id: Type.String(),
+  name: Nullable(Type.String()),
+  type: Nullable(Type.String({ description: 'research' })),
+  status: StringEnum([...TASK_STATUSES, 'accepted'], { description: 'plan: no turn runs; execute: a turn runs or waits; deleted; accepted on a 202 (message queued).' }),
+  phase: Nullable(TaskPhaseSchema),
+  activity: Nullable(TaskActivitySchema),
+  output_count: Type.Integer({ minimum: 0 }),
+  poll_after_s: Type.Integer({ minimum: 1, description: 'Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run, at most 300).' }),
+  status_url: Type.String(),
+  output_url: Type.String(),
+  stream_url: Type.String(),
+  created_at: Timestamp(),
+  updated_at: Timestamp(),
+  pinned: Type.Boolean(),
+  cron: Nullable(Type.Object({ expression: Type.String(), timezone: Type.String(), next_run_at: Nullable(Timestamp()) })),
+  queued_messages: Type.Integer({ minimum: 0 }),
+  credits_used: Type.Number({ minimum: 0, description: 'Credits this task has used (at most 6 decimal places).' }),
+  active_output: Nullable(Type.String()),
+}));
+export type Task = Static<typeof Task>;
+
+export const TaskState = component('TaskState', Type.Object({
+  task_id: Type.String(),
+  active: Type.Boolean({ description: 'True while a turn runs (or waits for a worker).' }),
+  status: StringEnum([...TASK_STATUSES]),
+  phase: Nullable(TaskPhaseSchema),
+  activity: Nullable(TaskActivitySchema),
+  queued_messages: Type.Integer({ minimum: 0 }),
+  turn: Nullable(Type.Object({ id: Type.String(), kind: TurnKindSchema, started_at: Nullable(Timestamp()) })),
+  last_event_id: Type.Integer({ minimum: 0, description: 'Sequence number of the last stored event: a Last-Event-ID to resume from.' }),
+  updated_at: Timestamp(),
+}));
+export type TaskState = Static<typeof TaskState>;
+
+

@@ -1,0 +1,72 @@
+/**
+ * GET /openapi.json: @fastify/swagger builds the document from the routes' contract schemas;
+ * this module adds what the routes cannot say themselves. Schemas marked as components
+ * (contract/common.ts `component`) become `#/components/schemas/<name>` references, so a
+ * generated client gets one named type per shape; a route whose body may be left out says so.
+ */
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+
+type Json = Record<string, unknown>;
+
+const COMPONENT = 'x-component';
+export const OPTIONAL_BODY = 'x-optional-body';
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Replaces every marked schema under `node` by a reference, storing one copy of each in `schemas`. */
+function hoist(node: unknown, schemas: Json): unknown {
+  if (Array.isArray(node)) return node.map((item) => hoist(item, schemas));
+  if (!isObject(node)) return node;
+  const copy: Json = {};
+  for (const [key, value] of Object.entries(node)) if (key !== COMPONENT) copy[key] = hoist(value, schemas);
+  const name = node[COMPONENT];
+  if (typeof name !== 'string') return copy;
+  if (!(name in schemas)) schemas[name] = copy;
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+function finish(document: Json): Json {
+  const paths = document.paths as Record<string, Record<string, Json>>;
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      if (operation[OPTIONAL_BODY]) {
+        (operation.requestBody as Json).required = false;
+        delete operation[OPTIONAL_BODY];
+      }
+    }
+  }
+  const schemas: Json = {};
+  const hoisted = hoist(document, schemas) as Json;
+  (hoisted.components as Json).schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
+  return hoisted;
+}
+
+export async function registerOpenApi(app: FastifyInstance, publicUrl: string | undefined): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Quarry',
+        version: '1.0.0',
+        description: 'Durable research tasks run by a sandboxed agent. Every error is one JSON body: branch on `error`, show `message`.',
+        license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
+      },
+      // Relative to the document's own address unless QUARRY_PUBLIC_URL names the public one.
+      servers: [{ url: publicUrl ?? '/' }],
+      tags: [
+        { name: 'tasks', description: 'Create tasks, message them, follow them, stop them.' },
+        { name: 'outputs', description: 'Read and export the rows of a task\'s outputs.' },
+        { name: 'uploads', description: 'Upload large inputs through signed URLs.' },
+        { name: 'meta', description: 'The workflow and the spec\'s schema.' },
+        { name: 'health', description: 'Probes for load balancers and orchestrators.' },
+        { name: 'admin', description: 'Accounts, keys and credits (QUARRY_ADMIN_KEY).' },
+      ],
+      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' }, bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }, { bearer: [] }],
+    },
+    transformObject: (document) => finish((document as { openapiObject: Json }).openapiObject),
+  });
+}

@@ -1,0 +1,87 @@
+/**
+ * The read side of tasks: which tasks an account may see (decided here, once), and the reads
+ * the routes answer with — a task, its detail, its state, a page of the list, its events.
+ */
+import type { TaskState } from '../contract/index.js';
+import { QuarryError } from '../errors.js';
+import type { EventRecord, Store, TaskListCursor, TaskRecord } from '../store/store.js';
+import type { TaskService } from './task-service.js';
+
+/** An account sees its own tasks; a deleted one only where the caller asks for it (GET /task/{task_id}). */
+export function isVisibleTo(task: Pick<TaskRecord, 'accountId' | 'status'> | undefined, accountId: string, includeDeleted = false): boolean {
+  return task !== undefined && task.accountId === accountId && (includeDeleted || task.status !== 'deleted');
+}
+
+/** The list cursor is opaque to clients: base64url of the last task's sort key. */
+function encodeCursor(c: TaskListCursor): string {
+  return Buffer.from(JSON.stringify([c.pinned ? 1 : 0, c.updatedAt, c.id])).toString('base64url');
+}
+
+function decodeCursor(raw: string): TaskListCursor {
+  try {
+    const [pinned, updatedAt, id] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown[];
+    if ((pinned === 0 || pinned === 1) && typeof updatedAt === 'string' && typeof id === 'string') return { pinned: pinned === 1, updatedAt, id };
+  } catch {
+    // fall through to the 422 below
+  }
+  throw QuarryError.validation('cursor', 'cursor is not a value this server issued: pass X-Next-Cursor from the previous page', [
+    { type: 'value_error', loc: ['query', 'cursor'], msg: 'is not a cursor this server issued' },
+  ]);
+}
+
+export class TaskQueries {
+  constructor(private readonly store: Store, private readonly tasks: TaskService) {}
+
+  /** A task of this account, else 404 task_not_found (503 when the store cannot answer). */
+  async task(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
+    const task = await this.store.getTask(taskId);
+    if (!task || !isVisibleTo(task, accountId, opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
+    return task;
+  }
+
+  /** The task (deleted ones too) and its last 100 events; with `waitSeconds`, after its running turn ends. */
+  async detail(accountId: string, taskId: string, waitSeconds = 0): Promise<{ task: TaskRecord; events: EventRecord[] }> {
+    let task = await this.task(accountId, taskId, { includeDeleted: true });
+    if (waitSeconds > 0 && task.currentTurnId) {
+      await this.tasks.waitForTurn(task.id, task.currentTurnId, waitSeconds * 1000);
+      task = await this.task(accountId, taskId, { includeDeleted: true });
+    }
+    return { task, events: await this.store.lastEvents(task.id, 100) };
+  }
+
+  /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
+  async state(accountId: string, taskId: string, waitSeconds = 0): Promise<TaskState> {
+    let state = await this.store.getTaskState(taskId);
+    if (!state || !isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
+    if (waitSeconds > 0 && state.currentTurnId) {
+      await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000);
+      state = (await this.store.getTaskState(taskId))!;
+    }
+    const { turn } = state;
+    return {
+      task_id: state.id,
+      active: state.currentTurnId !== null,
+      status: state.status,
+      phase: state.phase,
+      activity: state.activity,
+      queued_messages: state.queuedCount,
+      turn: turn ? { id: turn.id, kind: turn.kind, started_at: turn.startedAt } : null,
+      last_event_id: state.lastEventSeq,
+      updated_at: state.updatedAt,
+    };
+  }
+
+  /** One page in list order; `nextCursor` when more remain. */
+  async list(accountId: string, limit: number, cursor?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
+    const page = await this.tasks.listTasks(accountId, limit, cursor ? decodeCursor(cursor) : undefined);
+    return { tasks: page.tasks, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) };
+  }
+
+  /** Stored events after `after`, oldest first, and where the next page starts (null: none). */
+  async events(accountId: string, taskId: string, after: number, limit: number): Promise<{ events: EventRecord[]; nextAfter: number | null }> {
+    const task = await this.task(accountId, taskId);
+    const events = await this.store.listEvents(task.id, after, limit);
+    const last = events[events.length - 1];
+    return { events, nextAfter: events.length === limit && last ? last.seq : null };
+  }
+}
