@@ -1,64 +1,19 @@
 /**
  * One turn of agent work: call the model, run the tools it asks for, repeat until it answers
- * without a tool call. Every completed step is checkpointed through the TurnContext before the
- * next begins, so a turn taken up again after a crash replays stored steps instead of redoing them.
+ * without a tool call. Everything it does to the task goes through the turn's TurnPort, and every
+ * completed step is checkpointed there before the next begins, so a turn taken up again after a
+ * crash replays stored steps instead of redoing them.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { crashPoint } from '../crash-points.js';
-import type { TaskActivity, TaskPhase, TurnError, TurnKind } from '../store/store.js';
-import type { TaskSpec, ToolName } from '../tasks/spec.js';
+import type { TaskPhase, TurnError } from '../store/store.js';
+import type { ToolName } from '../tasks/spec.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
 import { fitToContext } from './context-window.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
-import type { InputFile } from './tools/read-input.js';
-import type { AgentTool, ToolContext } from './tools/tool.js';
-
-/** A checkpointed step, as stored. */
-export type StoredStep =
-  | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase }
-  | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
-  | { type: 'nudge'; content: string };
-
-export interface ToolEvent {
-  call_id: string;
-  name: string;
-  state: 'started' | 'finished' | 'failed';
-  input: unknown;
-  summary: string | null;
-  duration_ms: number | null;
-  /** The full result the model was given (finished and failed calls). */
-  output?: string;
-}
-
-/** What the loop needs from the task it works on; the turn runner provides it. */
-export interface TurnContext {
-  readonly turnId: string;
-  readonly kind: TurnKind;
-  readonly planOnly: boolean;
-  readonly signal: AbortSignal;
-  /** Earlier steps of this turn (non-empty when the turn is taken up again). */
-  readonly steps: StoredStep[];
-  /** The user messages of the task so far: its prompt, then each message and instruction. */
-  readonly userMessages: string[];
-  spec(): TaskSpec;
-  setState(state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void>;
-  text(delta: string): void;
-  tool(event: ToolEvent): Promise<void>;
-  /** Stores a step and charges its usage; resolves with the balance and this turn's credits so far. */
-  checkpoint(step: number, data: StoredStep, usage: { tokensIn: number; tokensOut: number; toolCalls: number }): Promise<{ balance: number; turnCredits: number }>;
-  tools: TurnTools;
-}
-
-/** What tools may do to the task; the loop binds each call's write key. */
-export interface TurnTools {
-  spec(): TaskSpec;
-  updateSpec(spec: TaskSpec): Promise<void>;
-  rowCounts(): Promise<Map<string, number>>;
-  appendRows(outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
-  inputs(): Promise<InputFile[]>;
-  workspaceDir(): Promise<string>;
-}
+import { toolContext, type AgentTool } from './tools/tool.js';
+import type { Charge, StoredStep, TurnPort } from './turn-port.js';
 
 export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
 
@@ -115,17 +70,17 @@ export class Agent {
     this.retryDelaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
   }
 
-  async runTurn(ctx: TurnContext): Promise<TurnResult> {
+  async runTurn(port: TurnPort): Promise<TurnResult> {
     const provider = this.provider;
     if (!provider) {
       return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY), or QUARRY_MODEL_PROVIDER=anthropic with QUARRY_MODEL_API_KEY, and restart Quarry.', true);
     }
-    const spec = ctx.spec();
-    let phase: TaskPhase = ctx.kind === 'plan' ? 'plan' : 'execute';
-    const history: ModelMessage[] = ctx.userMessages.map((content) => ({ role: 'user', content }));
+    const spec = port.spec();
+    let phase: TaskPhase = port.kind === 'plan' ? 'plan' : 'execute';
+    const history: ModelMessage[] = port.userMessages.map((content) => ({ role: 'user', content }));
     let step = 0;
     let pendingCalls: ModelToolCall[] = [];
-    for (const stored of ctx.steps) {
+    for (const stored of port.steps) {
       step++;
       if (stored.type === 'model') {
         phase = stored.phase;
@@ -142,18 +97,18 @@ export class Agent {
     const limits = spec.limits;
     // The model answered without a tool call: the turn ends, or a plan turn goes on to execute.
     // Also the state a resumed turn is in when its last checkpoint is such an answer.
-    const lastStep = ctx.steps.at(-1);
+    const lastStep = port.steps.at(-1);
     let answered = lastStep?.type === 'model' && lastStep.toolCalls.length === 0;
 
     while (true) {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (port.signal.aborted) throw port.signal.reason;
       if (answered) {
         answered = false;
         // A plan turn that finished planning goes on to carry the plan out in the same turn.
-        if (phase === 'plan' && !ctx.planOnly && ctx.spec().outputs.length > 0) {
+        if (phase === 'plan' && !port.planOnly && port.spec().outputs.length > 0) {
           phase = 'execute';
           step++;
-          await ctx.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
+          await port.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
           history.push({ role: 'user', content: CARRY_OUT_PLAN });
           continue;
         }
@@ -161,18 +116,18 @@ export class Agent {
       }
       if (pendingCalls.length === 0) {
         if (step >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
-        await ctx.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
-        const tools = this.toolsFor(ctx);
+        await port.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
+        const tools = this.toolsFor(port);
         const messages = fitToContext([
-          { role: 'system', content: systemPrompt(ctx.spec(), await ctx.tools.rowCounts(), { phase, planOnly: ctx.planOnly }) },
+          { role: 'system', content: systemPrompt(port.spec(), await port.rowCounts(), { phase, planOnly: port.planOnly }) },
           ...history,
         ], this.contextChars);
-        const reply = await this.callModel(provider, messages, tools, ctx);
+        const reply = await this.callModel(provider, messages, tools, port);
         if ('outcome' in reply) return reply;
         crashPoint('model.replied');
         step++;
         const stored: StoredStep = { type: 'model', text: reply.text, toolCalls: reply.toolCalls, phase };
-        const charge = await ctx.checkpoint(step, stored, { tokensIn: reply.usage.inputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0 });
+        const charge = await port.checkpoint(step, stored, { tokensIn: reply.usage.inputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0 });
         history.push({ role: 'assistant', content: reply.text || null, toolCalls: reply.toolCalls });
         const over = this.overBudget(charge, limits.max_credits_per_turn);
         if (over) return over;
@@ -184,16 +139,16 @@ export class Agent {
       }
 
       // A plan turn moves to execute as soon as the model reaches for a tool other than update_spec.
-      if (phase === 'plan' && !ctx.planOnly && pendingCalls.some((c) => c.name !== 'update_spec')) phase = 'execute';
-      await ctx.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'executing' });
+      if (phase === 'plan' && !port.planOnly && pendingCalls.some((c) => c.name !== 'update_spec')) phase = 'execute';
+      await port.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'executing' });
       const results: { callId: string; name: string; content: string }[] = [];
       for (const call of pendingCalls) {
-        if (ctx.signal.aborted) throw ctx.signal.reason;
-        const content = await this.runTool(call, ctx, step + 1);
+        if (port.signal.aborted) throw port.signal.reason;
+        const content = await this.runTool(call, port, step + 1);
         results.push({ callId: call.id, name: call.name, content });
       }
       step++;
-      const charge = await ctx.checkpoint(step, { type: 'tools', results }, { tokensIn: 0, tokensOut: 0, toolCalls: results.length });
+      const charge = await port.checkpoint(step, { type: 'tools', results }, { tokensIn: 0, tokensOut: 0, toolCalls: results.length });
       for (const r of results) history.push({ role: 'tool', toolCallId: r.callId, name: r.name, content: r.content });
       pendingCalls = [];
       const over = this.overBudget(charge, limits.max_credits_per_turn);
@@ -201,37 +156,37 @@ export class Agent {
     }
   }
 
-  private toolsFor(ctx: TurnContext): AgentTool<unknown>[] {
-    if (ctx.planOnly) return [this.tools.get('update_spec')!];
-    const allowed = new Set<string>(['update_spec', 'write_rows', ...(ctx.spec().tools as ToolName[])]);
+  private toolsFor(port: TurnPort): AgentTool<unknown>[] {
+    if (port.planOnly) return [this.tools.get('update_spec')!];
+    const allowed = new Set<string>(['update_spec', 'write_rows', ...(port.spec().tools as ToolName[])]);
     return [...this.tools.values()].filter((t) => allowed.has(t.name));
   }
 
-  private overBudget(charge: { balance: number; turnCredits: number }, maxPerTurn: number): TurnResult | null {
+  private overBudget(charge: Charge, maxPerTurn: number): TurnResult | null {
     if (charge.balance <= 0) return failed('out_of_credits', 'The account ran out of credits during the turn: add credits, then continue the task.');
     if (charge.turnCredits >= maxPerTurn) return failed('limit_reached', `The turn used ${charge.turnCredits.toFixed(4)} credits, its limit (spec.limits.max_credits_per_turn) is ${maxPerTurn}.`);
     return null;
   }
 
   /** Calls the model, retrying retryable failures; gives up with a bad_gateway failure. */
-  private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], ctx: TurnContext) {
+  private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], port: TurnPort) {
     const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
     for (let attempt = 0; ; attempt++) {
       try {
-        return await provider.generate({ messages, tools: definitions, signal: ctx.signal, onTextDelta: (d) => ctx.text(d) });
+        return await provider.generate({ messages, tools: definitions, signal: port.signal, onTextDelta: (d) => port.text(d) });
       } catch (err) {
-        if (ctx.signal.aborted) throw ctx.signal.reason;
+        if (port.signal.aborted) throw port.signal.reason;
         if (!(err instanceof ModelProviderError)) throw err;
         if (!err.retryable || attempt >= this.retryDelaysMs.length) {
           return failed('bad_gateway', `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`, true);
         }
-        await sleep(this.retryDelaysMs[attempt]!, ctx.signal);
+        await sleep(this.retryDelaysMs[attempt]!, port.signal);
       }
     }
   }
 
   /** Runs one tool call; every failure becomes text for the model, never a crashed turn. */
-  private async runTool(call: ModelToolCall, ctx: TurnContext, step: number): Promise<string> {
+  private async runTool(call: ModelToolCall, port: TurnPort, step: number): Promise<string> {
     const started = Date.now();
     let input: unknown;
     try {
@@ -239,14 +194,14 @@ export class Agent {
     } catch {
       input = call.arguments;
     }
-    await ctx.tool({ call_id: call.id, name: call.name, state: 'started', input: capStrings(input), summary: null, duration_ms: null });
+    await port.tool({ call_id: call.id, name: call.name, state: 'started', input: capStrings(input), summary: null, duration_ms: null });
     crashPoint('tool.started');
     const finish = async (ok: boolean, summary: string, content: string) => {
-      await ctx.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started, output: content });
+      await port.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started, output: content });
       return content;
     };
     const tool = this.tools.get(call.name);
-    const offered = tool && this.toolsFor(ctx).includes(tool);
+    const offered = tool && this.toolsFor(port).includes(tool);
     if (!tool || !offered) return finish(false, `unknown tool ${call.name}`, `Error: there is no tool named "${call.name}" in this turn.`);
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       return finish(false, 'arguments are not a JSON object', 'Error: the arguments must be a JSON object. Call the tool again with valid JSON.');
@@ -257,21 +212,10 @@ export class Agent {
       return finish(false, 'invalid arguments', `Error: invalid arguments for ${tool.name}: ${problems}. Call it again with corrected arguments.`);
     }
     try {
-      const writeKey = `${ctx.turnId}:${step}:${call.id}`;
-      const toolCtx: ToolContext = {
-        signal: ctx.signal,
-        writeKey,
-        spec: () => ctx.tools.spec(),
-        updateSpec: (spec) => ctx.tools.updateSpec(spec),
-        rowCounts: () => ctx.tools.rowCounts(),
-        appendRows: (outputId, rows) => ctx.tools.appendRows(outputId, writeKey, rows),
-        inputs: () => ctx.tools.inputs(),
-        workspaceDir: () => ctx.tools.workspaceDir(),
-      };
-      const result = await tool.run(input, toolCtx);
+      const result = await tool.run(input, toolContext(port, `${port.turnId}:${step}:${call.id}`));
       return finish(!result.isError, result.summary, result.content);
     } catch (err) {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (port.signal.aborted) throw port.signal.reason;
       return finish(false, `${tool.name} failed`, `Error: ${tool.name} failed: ${(err as Error).message}`);
     }
   }

@@ -1,16 +1,19 @@
 /**
  * The worker side: claims ready turns from the store under a lease, runs each through the agent
- * with a TurnContext bound to the task service, renews the lease while it runs, and reports the
- * end. At most `maxConcurrentTurns` run at once; the rest wait in the store.
+ * with a TaskTurnPort (the agent's TurnPort, implemented against the task service), renews the
+ * lease while it runs, and reports the end. At most `maxConcurrentTurns` run at once; the rest
+ * wait in the store.
  */
 import type { Logger } from 'pino';
-import type { Agent, StoredStep, TurnContext, TurnResult } from '../agent/agent-loop.js';
+import type { Agent, TurnResult } from '../agent/agent-loop.js';
 import type { InputFile } from '../agent/tools/read-input.js';
+import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
-import type { HeldLock, Store, TurnRecord } from '../store/store.js';
+import type { HeldLock, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
+import type { TaskSpec } from './spec.js';
 import type { TaskService } from './task-service.js';
 
 const TEXT_FLUSH_MS = 250;
@@ -191,7 +194,15 @@ export class TurnRunner {
     crashPoint('turn.claimed');
     const task = await service.turnStarted(turn, resumed);
     if (!task) return;
-    let spec = task.spec;
+    // Only a resumed turn has checkpoints to replay.
+    const steps = resumed ? (await store.listSteps(turn.id)).map((s) => JSON.parse(s.data) as StoredStep) : [];
+    const inputs = await store.listTurnInputs(turn.taskId, turn.id);
+    const port = new TaskTurnPort(this.opts, turn, task, {
+      signal: controller.signal,
+      steps,
+      userMessages: [...(task.spec.prompt ? [task.spec.prompt] : []), ...inputs],
+    });
+    const maxSeconds = task.spec.limits.max_turn_seconds;
 
     const heartbeat = setInterval(() => {
       const until = new Date(Date.now() + config.leaseSeconds * 1000).toISOString();
@@ -200,82 +211,18 @@ export class TurnRunner {
         (err) => logger.warn({ err, turn_id: turn.id }, 'lease renewal failed'),
       );
     }, Math.max(200, (config.leaseSeconds * 1000) / 3));
-    const deadline = setTimeout(() => controller.abort(new TurnAbort('timeout')), spec.limits.max_turn_seconds * 1000);
-
-    let textBuffer = '';
-    let textTimer: NodeJS.Timeout | undefined;
-    const flushText = async () => {
-      clearTimeout(textTimer);
-      textTimer = undefined;
-      if (!textBuffer) return;
-      const text = textBuffer;
-      textBuffer = '';
-      await service.turnEvent(turn.id, turn.taskId, 'text', { text });
-    };
-
-    // Only a resumed turn has checkpoints to replay.
-    const steps = resumed ? (await store.listSteps(turn.id)).map((s) => JSON.parse(s.data) as StoredStep) : [];
-    const inputs = await store.listTurnInputs(turn.taskId, turn.id);
-    const ctx: TurnContext = {
-      turnId: turn.id,
-      kind: turn.kind,
-      planOnly: turn.planOnly,
-      signal: controller.signal,
-      steps,
-      userMessages: [...(spec.prompt ? [spec.prompt] : []), ...inputs],
-      spec: () => spec,
-      setState: async (state) => {
-        await flushText();
-        await service.setTurnState(turn.id, turn.taskId, state);
-      },
-      text: (delta) => {
-        textBuffer += delta;
-        textTimer ??= setTimeout(() => void flushText().catch((err) => logger.warn({ err }, 'text event failed')), TEXT_FLUSH_MS);
-      },
-      tool: async (event) => {
-        await flushText();
-        await service.turnEvent(turn.id, turn.taskId, 'tool', { ...event });
-      },
-      checkpoint: async (step, data, usage) => {
-        await flushText();
-        const charged = await service.checkpointStep(turn, step, JSON.stringify(data), usage);
-        if (!charged) throw new TurnAbort('stopped');
-        crashPoint('step.checkpointed');
-        return charged;
-      },
-      tools: {
-        spec: () => spec,
-        updateSpec: async (next) => {
-          if (!(await service.updateSpec(turn.id, turn.taskId, next))) throw new TurnAbort('stopped');
-          spec = next;
-        },
-        rowCounts: async () => new Map((await store.listOutputStats(turn.taskId)).map((o) => [o.outputId, o.rowCount])),
-        inputs: async () => {
-          const files: InputFile[] = [];
-          for (const input of spec.inputs) {
-            const upload = await this.opts.uploads.findCompleted(task.accountId, input.upload_id);
-            if (!upload) continue;
-            files.push({ upload_id: upload.id, name: input.name ?? upload.filename, path: await this.opts.uploads.localPath(upload), contentType: upload.contentType });
-          }
-          return files;
-        },
-        workspaceDir: async () => openTaskWorkspace(config.dataDir, turn.taskId),
-        appendRows: async (outputId, writeKey, rows) => {
-          const written = await service.appendRows(turn.id, turn.taskId, outputId, writeKey, rows);
-          if (!written) throw new TurnAbort('stopped');
-          return written;
-        },
-      },
-    };
+    const deadline = setTimeout(() => controller.abort(new TurnAbort('timeout')), maxSeconds * 1000);
 
     let result: TurnResult | undefined;
     try {
-      result = await this.opts.agent.runTurn(ctx);
-      await flushText();
+      result = await this.opts.agent.runTurn(port);
+      await port.flushText();
     } catch (err) {
-      const reason = controller.signal.aborted ? (controller.signal.reason as TurnAbort).reason : undefined;
+      // The port throws a TurnAbort of its own when the task service says the turn no longer runs.
+      const abort: unknown = controller.signal.aborted ? controller.signal.reason : err;
+      const reason = abort instanceof TurnAbort ? abort.reason : undefined;
       if (reason === 'timeout') {
-        result = { outcome: 'failed', error: { error: 'limit_reached', message: `The turn ran longer than its limit of ${spec.limits.max_turn_seconds} s (spec.limits.max_turn_seconds).`, retryable: false } };
+        result = { outcome: 'failed', error: { error: 'limit_reached', message: `The turn ran longer than its limit of ${maxSeconds} s (spec.limits.max_turn_seconds).`, retryable: false } };
       } else if (reason) {
         // Stopped, deleted, lost to another worker or shut down: whoever did that recorded the end.
         logger.debug({ turn_id: turn.id, reason }, 'turn abandoned');
@@ -286,11 +233,127 @@ export class TurnRunner {
     } finally {
       clearInterval(heartbeat);
       clearTimeout(deadline);
-      clearTimeout(textTimer);
+      port.close();
     }
     if (result) {
       crashPoint('turn.finishing');
       await service.finishTurn(turn.id, turn.taskId, result.outcome, result.outcome === 'failed' ? result.error : null);
     }
+  }
+}
+
+/**
+ * The TurnPort of one claimed turn, against the task service: every change goes through it (one
+ * transaction each), and a change refused because the turn no longer runs (stopped, deleted)
+ * ends the turn's work with a TurnAbort.
+ */
+export class TaskTurnPort implements TurnPort {
+  readonly turnId: string;
+  readonly kind: TurnKind;
+  readonly planOnly: boolean;
+  readonly signal: AbortSignal;
+  readonly steps: readonly StoredStep[];
+  readonly userMessages: readonly string[];
+  private currentSpec: TaskSpec;
+  /** The phase and activity the task is in as far as this turn knows: as claimed, then as last set. */
+  private phase: TaskPhase | null;
+  private activity: TaskActivity | null;
+  private textBuffer = '';
+  private textTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deps: Pick<TurnRunnerOptions, 'service' | 'store' | 'uploads' | 'config' | 'logger'>,
+    private readonly turn: TurnRecord,
+    private readonly task: TaskRecord,
+    opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[] },
+  ) {
+    this.turnId = turn.id;
+    this.kind = turn.kind;
+    this.planOnly = turn.planOnly;
+    this.signal = opts.signal;
+    this.steps = opts.steps;
+    this.userMessages = opts.userMessages;
+    this.currentSpec = task.spec;
+    this.phase = task.phase;
+    this.activity = task.activity;
+  }
+
+  spec(): TaskSpec {
+    return this.currentSpec;
+  }
+
+  async updateSpec(spec: TaskSpec): Promise<void> {
+    if (!(await this.deps.service.updateSpec(this.turn.id, this.turn.taskId, spec))) throw new TurnAbort('stopped');
+    this.currentSpec = spec;
+  }
+
+  async rowCounts(): Promise<Map<string, number>> {
+    return new Map((await this.deps.store.listOutputStats(this.turn.taskId)).map((o) => [o.outputId, o.rowCount]));
+  }
+
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }> {
+    const written = await this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows);
+    if (!written) throw new TurnAbort('stopped');
+    return written;
+  }
+
+  async inputs(): Promise<InputFile[]> {
+    const { uploads } = this.deps;
+    const files: InputFile[] = [];
+    for (const input of this.currentSpec.inputs) {
+      const upload = await uploads.findCompleted(this.task.accountId, input.upload_id);
+      if (!upload) continue;
+      files.push({ upload_id: upload.id, name: input.name ?? upload.filename, path: await uploads.localPath(upload), contentType: upload.contentType });
+    }
+    return files;
+  }
+
+  async workspaceDir(): Promise<string> {
+    return openTaskWorkspace(this.deps.config.dataDir, this.turn.taskId);
+  }
+
+  async setState(state: TurnState): Promise<void> {
+    const phase = state.phase ?? this.phase;
+    const activity = state.activity ?? this.activity;
+    // Most model calls and tool rounds find the task in the state they ask for: no transaction then.
+    if (phase === this.phase && activity === this.activity) return;
+    await this.flushText();
+    await this.deps.service.setTurnState(this.turn.id, this.turn.taskId, state);
+    this.phase = phase;
+    this.activity = activity;
+  }
+
+  text(delta: string): void {
+    this.textBuffer += delta;
+    this.textTimer ??= setTimeout(() => void this.flushText().catch((err) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'text event failed')), TEXT_FLUSH_MS);
+  }
+
+  async tool(event: ToolEvent): Promise<void> {
+    await this.flushText();
+    await this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event });
+  }
+
+  async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
+    await this.flushText();
+    const charged = await this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage);
+    if (!charged) throw new TurnAbort('stopped');
+    crashPoint('step.checkpointed');
+    return charged;
+  }
+
+  /** Stores the streamed text not yet stored as one `text` event. */
+  async flushText(): Promise<void> {
+    clearTimeout(this.textTimer);
+    this.textTimer = undefined;
+    if (!this.textBuffer) return;
+    const text = this.textBuffer;
+    this.textBuffer = '';
+    await this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text });
+  }
+
+  /** The turn's work is over: text still buffered is dropped with its timer. */
+  close(): void {
+    clearTimeout(this.textTimer);
+    this.textTimer = undefined;
   }
 }

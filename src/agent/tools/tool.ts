@@ -2,21 +2,26 @@
  * The shape of an agent tool. A tool validates nothing itself: the loop checks the arguments
  * against `parameters` first and sends problems back to the model as a tool error.
  */
-import type { TaskSpec } from '../../tasks/spec.js';
-import type { InputFile } from './read-input.js';
+import type { TurnPort } from '../turn-port.js';
 
-export interface ToolContext {
-  readonly signal: AbortSignal;
+/** The part of the turn's port a tool may use as it is; state, events and checkpoints stay the loop's. */
+const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir'] as const;
+type ToolMethod = (typeof TOOL_METHODS)[number];
+
+/** A port method with its leading write key bound, so a tool cannot write under another call's key. */
+type KeyBound<F> = F extends (writeKey: string, ...rest: infer Args) => infer R ? (...rest: Args) => R : never;
+
+/** What a tool call sees of its turn: a view of the TurnPort, with row writes bound to the call's write key. */
+export type ToolContext = Pick<TurnPort, 'signal' | ToolMethod> & {
   /** Unique per (turn, step, call): row writes under it happen once however often a turn is replayed. */
   readonly writeKey: string;
-  spec(): TaskSpec;
-  updateSpec(spec: TaskSpec): Promise<void>;
-  rowCounts(): Promise<Map<string, number>>;
-  appendRows(outputId: string, rows: ((rowNumber: number) => string)[]): Promise<{ firstRow: number; count: number }>;
-  /** The task spec's inputs, resolved to local files of finished uploads of the task's account. */
-  inputs(): Promise<InputFile[]>;
-  /** The task's workspace directory on this node (<data dir>/workspaces/<task id>), made on first use. */
-  workspaceDir(): Promise<string>;
+  appendRows: KeyBound<TurnPort['appendRows']>;
+};
+
+/** The view of `port` one tool call gets. */
+export function toolContext(port: TurnPort, writeKey: string): ToolContext {
+  const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
+  return { ...methods, signal: port.signal, writeKey, appendRows: (outputId, rows) => port.appendRows(writeKey, outputId, rows) };
 }
 
 export interface ToolResult {

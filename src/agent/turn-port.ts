@@ -1,0 +1,85 @@
+/**
+ * The port between a running turn and its task: everything the agent loop and its tools may read
+ * from or do to the task, declared once. The turn runner implements it against the task service
+ * (`TaskTurnPort`); tests implement it in memory. Tools see a narrow view of it (`ToolContext` in
+ * tools/tool.ts), derived from this interface by type.
+ */
+import type { TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
+import type { TaskSpec } from '../tasks/spec.js';
+import type { ModelToolCall } from './providers/model-provider.js';
+import type { InputFile } from './tools/read-input.js';
+
+/** A checkpointed step, as stored. */
+export type StoredStep =
+  | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase }
+  | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
+  | { type: 'nudge'; content: string };
+
+/** The payload of a `tool` event (docs/api.md lists its fields). */
+export interface ToolEvent {
+  call_id: string;
+  name: string;
+  state: 'started' | 'finished' | 'failed';
+  input: unknown;
+  summary: string | null;
+  duration_ms: number | null;
+  /** The full result the model was given (finished and failed calls). */
+  output?: string;
+}
+
+/** Where the task's work stands, as clients see it: `plan`/`planning`, `execute`/`thinking`, `execute`/`executing`. */
+export interface TurnState {
+  phase?: TaskPhase;
+  activity?: TaskActivity;
+}
+
+/** What a checkpointed step used: priced by the port, charged once however often it is stored. */
+export interface StepUsage {
+  tokensIn: number;
+  tokensOut: number;
+  toolCalls: number;
+}
+
+/** The account's balance after a charge, and what this turn has cost so far. */
+export interface Charge {
+  balance: number;
+  turnCredits: number;
+}
+
+/** Builds one stored row from the row number it gets (rows are numbered when appended). */
+export type RowWriter = (rowNumber: number) => string;
+
+export interface TurnPort {
+  // ---- the turn -----------------------------------------------------------------------------
+  readonly turnId: string;
+  readonly kind: TurnKind;
+  /** The request asked for a plan only: the turn ends when planning does. */
+  readonly planOnly: boolean;
+  /** Fires when the turn is stopped, times out or is lost; every model call and tool honours it. */
+  readonly signal: AbortSignal;
+  /** Earlier steps of this turn (non-empty when the turn is taken up again). */
+  readonly steps: readonly StoredStep[];
+  /** The user messages of the task so far: its prompt, then each message and instruction. */
+  readonly userMessages: readonly string[];
+
+  // ---- the task's spec, rows and files --------------------------------------------------------
+  spec(): TaskSpec;
+  updateSpec(spec: TaskSpec): Promise<void>;
+  /** Rows written so far, by output id. */
+  rowCounts(): Promise<Map<string, number>>;
+  /** Appends rows once per write key: a replayed call with the same key writes nothing and gets the first answer. */
+  appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }>;
+  /** The task spec's inputs, resolved to local files of finished uploads of the task's account. */
+  inputs(): Promise<InputFile[]>;
+  /** The task's workspace directory on this node (<data dir>/workspaces/<task id>), made on first use. */
+  workspaceDir(): Promise<string>;
+
+  // ---- progress -------------------------------------------------------------------------------
+  /** Moves the task's phase and activity; asking for the state it is already in does nothing. */
+  setState(state: TurnState): Promise<void>;
+  /** Streamed model text; the port may coalesce it before storing. */
+  text(delta: string): void;
+  tool(event: ToolEvent): Promise<void>;
+  /** Stores a step and charges its usage, once per step number. */
+  checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge>;
+}

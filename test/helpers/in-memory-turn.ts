@@ -1,0 +1,278 @@
+/**
+ * Test doubles for the agent loop, with no sockets and no database: a scripted ModelProvider that
+ * records every call it receives, and an in-memory TurnPort that keeps the task's spec, rows,
+ * steps and credits and journals everything the turn did to it.
+ */
+import type { Prices } from '../../src/config.js';
+import type {
+  ModelMessage,
+  ModelProvider,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+  ModelUsage,
+} from '../../src/agent/providers/model-provider.js';
+import type { InputFile } from '../../src/agent/tools/read-input.js';
+import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
+import type { TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
+import { normalizeSpec, type TaskSpec, type TaskSpecInput } from '../../src/tasks/spec.js';
+
+// ---- the model --------------------------------------------------------------------------------
+
+/** A tool call in a script: arguments given as a value are sent as JSON, a string is sent as it is. */
+export interface ScriptedCall {
+  id?: string;
+  name: string;
+  arguments: unknown;
+}
+
+/** One scripted answer: a reply, a failure to throw, or a function of the request. */
+export type ScriptedReply =
+  | { text?: string; toolCalls?: ScriptedCall[]; usage?: Partial<ModelUsage> }
+  | { error: Error }
+  | ((request: ModelRequest) => ModelResponse | Promise<ModelResponse>);
+
+/** A call the model received, copied as it was sent. */
+export interface RecordedCall {
+  messages: ModelMessage[];
+  /** Names of the tools offered. */
+  tools: string[];
+  /** The system prompt (the first message). */
+  system: string;
+}
+
+/** A reply that never comes: rejects with an AbortError when the request's signal fires, as real providers do. */
+export function untilAborted(onCalled?: () => void): ScriptedReply {
+  return (request) =>
+    new Promise<ModelResponse>((_, reject) => {
+      const abort = () => reject(Object.assign(new Error('the model call was aborted'), { name: 'AbortError' }));
+      if (request.signal.aborted) return abort();
+      request.signal.addEventListener('abort', abort, { once: true });
+      onCalled?.();
+    });
+}
+
+export class ScriptedModel implements ModelProvider {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'scripted';
+  readonly calls: RecordedCall[] = [];
+  private readonly script: ScriptedReply[];
+
+  constructor(...script: ScriptedReply[]) {
+    this.script = script;
+  }
+
+  /** Replies not used yet. */
+  get remaining(): number {
+    return this.script.length;
+  }
+
+  async generate(request: ModelRequest): Promise<ModelResponse> {
+    const messages = structuredClone(request.messages);
+    const first = messages[0];
+    this.calls.push({ messages, tools: request.tools.map((t) => t.name), system: first?.role === 'system' ? first.content : '' });
+    const next = this.script.shift();
+    if (!next) throw new Error(`the model was called ${this.calls.length} times, more than its script has replies`);
+    if (typeof next === 'function') return next(request);
+    if ('error' in next) throw next.error;
+    const text = next.text ?? '';
+    // Streamed in two pieces, as a streaming provider would.
+    if (text) for (const piece of [text.slice(0, text.length >> 1), text.slice(text.length >> 1)]) if (piece) request.onTextDelta?.(piece);
+    const toolCalls: ModelToolCall[] = (next.toolCalls ?? []).map((c, i) => ({
+      id: c.id ?? `call_${this.calls.length}_${i + 1}`,
+      name: c.name,
+      arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+    }));
+    return {
+      text,
+      toolCalls,
+      usage: { inputTokens: next.usage?.inputTokens ?? 100, outputTokens: next.usage?.outputTokens ?? 10 },
+      finishReason: toolCalls.length ? 'tool_calls' : 'stop',
+    };
+  }
+}
+
+// ---- the task ---------------------------------------------------------------------------------
+
+/** Everything the turn did through the port, in order. */
+export type TurnJournalEntry =
+  | { type: 'state'; phase: TaskPhase | null; activity: TaskActivity | null }
+  | { type: 'text'; text: string }
+  | { type: 'tool'; event: ToolEvent }
+  | { type: 'checkpoint'; step: number; data: StoredStep; usage: StepUsage }
+  | { type: 'spec'; spec: TaskSpec }
+  | { type: 'rows'; outputId: string; writeKey: string; rows: string[] };
+
+/** A spec as a request gives it; defaults are filled as for a request. */
+export type SpecRequest = { [K in keyof TaskSpecInput]?: unknown };
+
+export interface InMemoryTurnOptions {
+  turnId?: string;
+  kind?: TurnKind;
+  planOnly?: boolean;
+  /** The task's spec; default: the first user message as its prompt. */
+  spec?: SpecRequest;
+  /** Steps this turn checkpointed before (a resumed turn). */
+  steps?: StoredStep[];
+  userMessages?: string[];
+  /** The account's balance before the turn (default 100 credits). */
+  balance?: number;
+  prices?: Prices;
+  inputs?: InputFile[];
+  workspaceDir?: string;
+}
+
+/** Quarry's default prices (QUARRY_PRICE_*). */
+export const DEFAULT_PRICES: Prices = { inputPer1k: 0.01, outputPer1k: 0.03, toolCall: 0.01 };
+
+export class InMemoryTurn implements TurnPort {
+  readonly turnId: string;
+  readonly kind: TurnKind;
+  readonly planOnly: boolean;
+  readonly steps: readonly StoredStep[];
+  readonly userMessages: readonly string[];
+  readonly journal: TurnJournalEntry[] = [];
+  /** Stored rows by output id, in order. */
+  readonly rows = new Map<string, string[]>();
+  /** Stored steps by step number: earlier ones and this run's checkpoints. */
+  readonly stored = new Map<number, StoredStep>();
+  balance: number;
+  turnCredits = 0;
+  phase: TaskPhase | null;
+  activity: TaskActivity | null;
+  private currentSpec: TaskSpec;
+  private readonly controller = new AbortController();
+  private readonly prices: Prices;
+  private readonly writes = new Map<string, { firstRow: number; count: number }>();
+  private readonly inputFiles: InputFile[];
+  private readonly workspace: string;
+
+  constructor(opts: InMemoryTurnOptions = {}) {
+    this.turnId = opts.turnId ?? 'turn_1';
+    this.kind = opts.kind ?? 'execute';
+    this.planOnly = opts.planOnly ?? false;
+    this.steps = opts.steps ?? [];
+    this.steps.forEach((s, i) => this.stored.set(i + 1, s));
+    this.userMessages = opts.userMessages ?? ['Find the oldest granite quarries.'];
+    this.currentSpec = normalizeSpec((opts.spec ?? { prompt: this.userMessages[0] }) as TaskSpecInput);
+    this.balance = opts.balance ?? 100;
+    this.prices = opts.prices ?? DEFAULT_PRICES;
+    this.inputFiles = opts.inputs ?? [];
+    this.workspace = opts.workspaceDir ?? '/nonexistent/workspace';
+    // The state a claimed turn starts in (task-service's startingState).
+    this.phase = this.kind === 'plan' ? 'plan' : 'execute';
+    this.activity = this.kind === 'plan' ? 'planning' : 'executing';
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Stops the turn, as `POST /task/{id}/stop` does. */
+  stop(reason: unknown = Object.assign(new Error('turn stopped'), { name: 'AbortError' })): void {
+    this.controller.abort(reason);
+  }
+
+  // ---- what the tests read ----
+
+  get states(): { phase: TaskPhase | null; activity: TaskActivity | null }[] {
+    return this.journal.flatMap((e) => (e.type === 'state' ? [{ phase: e.phase, activity: e.activity }] : []));
+  }
+
+  get toolEvents(): ToolEvent[] {
+    return this.journal.flatMap((e) => (e.type === 'tool' ? [e.event] : []));
+  }
+
+  get checkpoints(): { step: number; data: StoredStep; usage: StepUsage }[] {
+    return this.journal.flatMap((e) => (e.type === 'checkpoint' ? [{ step: e.step, data: e.data, usage: e.usage }] : []));
+  }
+
+  /** All streamed text, joined. */
+  get streamedText(): string {
+    return this.journal.flatMap((e) => (e.type === 'text' ? [e.text] : [])).join('');
+  }
+
+  /** The parsed rows of an output. */
+  rowsOf(outputId: string): Record<string, unknown>[] {
+    return (this.rows.get(outputId) ?? []).map((r) => JSON.parse(r) as Record<string, unknown>);
+  }
+
+  /** Write keys used, in order. */
+  get writeKeys(): string[] {
+    return this.journal.flatMap((e) => (e.type === 'rows' ? [e.writeKey] : []));
+  }
+
+  // ---- the port ----
+
+  spec(): TaskSpec {
+    return this.currentSpec;
+  }
+
+  async updateSpec(spec: TaskSpec): Promise<void> {
+    this.currentSpec = spec;
+    this.journal.push({ type: 'spec', spec });
+  }
+
+  async rowCounts(): Promise<Map<string, number>> {
+    return new Map([...this.rows].map(([id, list]) => [id, list.length]));
+  }
+
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }> {
+    const earlier = this.writes.get(writeKey);
+    if (earlier) return earlier;
+    const list = this.rows.get(outputId) ?? [];
+    const firstRow = list.length + 1;
+    const made = rows.map((make, i) => make(firstRow + i));
+    list.push(...made);
+    this.rows.set(outputId, list);
+    const written = { firstRow, count: rows.length };
+    this.writes.set(writeKey, written);
+    this.journal.push({ type: 'rows', outputId, writeKey, rows: made });
+    return written;
+  }
+
+  /** Marks a write key as used before the turn runs (a call that wrote, then the worker died). */
+  seedWrite(writeKey: string, outputId: string, rows: string[]): void {
+    const list = this.rows.get(outputId) ?? [];
+    this.writes.set(writeKey, { firstRow: list.length + 1, count: rows.length });
+    list.push(...rows);
+    this.rows.set(outputId, list);
+  }
+
+  async inputs(): Promise<InputFile[]> {
+    return this.inputFiles;
+  }
+
+  async workspaceDir(): Promise<string> {
+    return this.workspace;
+  }
+
+  async setState(state: TurnState): Promise<void> {
+    const phase = state.phase ?? this.phase;
+    const activity = state.activity ?? this.activity;
+    if (phase === this.phase && activity === this.activity) return;
+    this.phase = phase;
+    this.activity = activity;
+    this.journal.push({ type: 'state', phase, activity });
+  }
+
+  text(delta: string): void {
+    this.journal.push({ type: 'text', text: delta });
+  }
+
+  async tool(event: ToolEvent): Promise<void> {
+    this.journal.push({ type: 'tool', event: structuredClone(event) });
+  }
+
+  async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
+    // As the task service does: a step is stored and charged once.
+    if (!this.stored.has(step)) {
+      this.stored.set(step, structuredClone(data));
+      this.journal.push({ type: 'checkpoint', step, data: structuredClone(data), usage });
+      const cost = (usage.tokensIn / 1000) * this.prices.inputPer1k + (usage.tokensOut / 1000) * this.prices.outputPer1k + usage.toolCalls * this.prices.toolCall;
+      this.turnCredits += cost;
+      this.balance -= cost;
+    }
+    return { balance: this.balance, turnCredits: this.turnCredits };
+  }
+}
