@@ -7,6 +7,12 @@
 import type { DoneEvent, TaskEvent } from '../../packages/client/src/index.js';
 import { credits, eventLine } from './format.js';
 
+/** How many rows a write_rows call carried (its input is whatever the model sent). */
+function rowsIn(input: unknown): number {
+  const rows = typeof input === 'object' && input !== null ? (input as { rows?: unknown }).rows : undefined;
+  return Array.isArray(rows) ? rows.length : 0;
+}
+
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
@@ -37,7 +43,7 @@ export class ProgressTracker {
         } else {
           this.running.delete(event.call_id);
           this.toolCalls += 1;
-          if (event.name === 'write_rows' && event.state === 'finished' && Array.isArray(event.input.rows)) this.rowsWritten += event.input.rows.length;
+          if (event.name === 'write_rows' && event.state === 'finished') this.rowsWritten += rowsIn(event.input);
         }
         break;
       case 'done':

@@ -12,4 +12,5 @@ export * from './outputs.js';
 export * from './uploads.js';
 export * from './admin.js';
 export * from './requests.js';
+export * from './meta.js';
 export * from './routes.js';

@@ -8,6 +8,7 @@ import { Type, type TSchema } from 'typebox';
 import { ERROR_CATALOGUE } from '../errors.js';
 import { Account, AccountBody, AccountParams, Balance, CreatedAccount, CreatedKey, CreditsBody, KeyInfo, KeyList, KeyParams, Usage } from './admin.js';
 import { ErrorBody } from './errors.js';
+import { Metaprompt, Workflow } from './meta.js';
 import { EventPage, TaskDetail } from './events.js';
 import { OutputList, OutputPage, OutputQuery } from './outputs.js';
 import {
@@ -50,15 +51,18 @@ function errorAnswer(status: number) {
   return json(`${codes}: ${entries.map((e) => e.message).join(' / ')}`, ErrorBody, headers);
 }
 
-type Status = 400 | 401 | 402 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 502 | 503;
+type Status = 400 | 401 | 402 | 404 | 405 | 409 | 413 | 415 | 422 | 429 | 500 | 502 | 503;
 function errors(...statuses: Status[]) {
   return Object.fromEntries([...new Set(statuses)].sort().map((s) => [s, errorAnswer(s)])) as Record<Status, ReturnType<typeof errorAnswer>>;
 }
 
 /** Every keyed route: bad key (401), rate limit (429), store or key check down (503), a bug (500). */
 const KEYED = [401, 429, 500, 503] as const;
-/** A route with a task in its path: unknown task (404), bad id (422). */
-const ON_TASK = [404, 422] as const;
+/**
+ * A route with a task in its path: unknown task (404), bad id (422). A path such as
+ * /task/workflow also matches /task/{task_id}, and answers the methods it lacks with 405.
+ */
+const ON_TASK = [404, 405, 422] as const;
 /** A route with a JSON body: bad JSON (400), too large (413), not JSON (415), invalid (422). */
 const WITH_BODY = [400, 413, 415, 422] as const;
 /** A route that may start a turn: no credits (402), the task's state (409), upstream (502). */
@@ -78,6 +82,9 @@ const Resumable = Type.Object({
 const Plain = Type.Object(RequestId);
 
 const REPLAYED = { 'Idempotent-Replayed': header('true when this answer replays an earlier request with the same Idempotency-Key.', Type.Literal('true')) };
+
+/** Marks an operation whose body is the raw file, of any type (http/openapi.ts declares it). */
+export const RAW_BODY = 'x-raw-body';
 
 // ---- the table -------------------------------------------------------------------------------
 
@@ -103,12 +110,12 @@ export const ROUTES = {
   workflow: {
     method: 'GET', url: '/task/workflow', auth: 'key',
     schema: { operationId: 'getWorkflow', summary: 'Route map and state machine', tags: tags.meta, headers: Plain,
-      response: { 200: json('The task workflow and route map.', Type.Record(Type.String(), Type.Unknown())), ...errors(...KEYED) } },
+      response: { 200: json('The task workflow and route map.', Workflow), ...errors(...KEYED) } },
   },
   metaprompt: {
     method: 'GET', url: '/task/metaprompt', auth: 'key',
     schema: { operationId: 'getMetaprompt', summary: 'Spec schema, output kinds and a metaprompt for caller-side agents', tags: tags.meta, headers: Plain,
-      response: { 200: json('The spec\'s JSON Schema, the output kinds and a guide for writing a spec.', Type.Record(Type.String(), Type.Unknown())), ...errors(...KEYED) } },
+      response: { 200: json('The spec\'s JSON Schema, the output kinds and a guide for writing a spec.', Metaprompt), ...errors(...KEYED) } },
   },
   createTask: {
     method: 'POST', url: '/task', auth: 'key',
@@ -219,7 +226,7 @@ export const ROUTES = {
   putUpload: {
     method: 'PUT', url: '/upload/:upload_id', auth: 'none',
     schema: { operationId: 'putUpload', summary: 'Upload the file to a signed URL (the signature is the credential)', tags: tags.uploads, ...noKey, headers: Plain, params: UploadParams, querystring: UploadPutQuery,
-      consumes: ['application/octet-stream'],
+      [RAW_BODY]: true,
       response: { 201: json('Stored.', UploadResult), ...errors(401, 404, 413, 422, 500, 503) } },
   },
   createAccount: {

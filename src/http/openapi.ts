@@ -4,8 +4,10 @@
  * (contract/common.ts `component`) become `#/components/schemas/<name>` references, so a
  * generated client gets one named type per shape; a route whose body may be left out says so.
  */
-import type { FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
+import { RAW_BODY, ROUTES } from '../contract/index.js';
+import { contractRoute } from './contract-route.js';
 
 type Json = Record<string, unknown>;
 
@@ -35,6 +37,10 @@ function finish(document: Json): Json {
       if (operation[OPTIONAL_BODY]) {
         (operation.requestBody as Json).required = false;
         delete operation[OPTIONAL_BODY];
+      }
+      if (operation[RAW_BODY]) {
+        operation.requestBody = { required: true, description: 'The file itself, of any type, at most size_bytes bytes.', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } };
+        delete operation[RAW_BODY];
       }
     }
   }
@@ -69,4 +75,23 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string | 
     },
     transformObject: (document) => finish((document as { openapiObject: Json }).openapiObject),
   });
+}
+
+/**
+ * The OpenAPI document from the contract's route table alone, without a store or services: what
+ * GET /openapi.json serves, for tools that generate from it (the client's types).
+ */
+export async function buildOpenApiDocument(publicUrl?: string): Promise<Json> {
+  const app = Fastify();
+  // Nothing is served: requests are never validated nor answers serialized here.
+  app.setValidatorCompiler(() => () => true);
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  try {
+    await registerOpenApi(app, publicUrl);
+    for (const route of Object.values(ROUTES)) app.route({ ...contractRoute(route), handler: async () => undefined });
+    await app.ready();
+    return app.swagger() as unknown as Json;
+  } finally {
+    await app.close();
+  }
 }

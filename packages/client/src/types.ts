@@ -1,7 +1,11 @@
 /**
- * The wire shapes of Quarry's API (docs/api.md), as the client sees them. Fields the server may
- * add later are allowed: every object type is open to extra members at runtime.
+ * The wire shapes of Quarry's API (docs/api.md), as the client sees them. Each is generated from
+ * the server's OpenAPI document (generated/openapi.ts, see scripts/generate-client-types.ts);
+ * here they get their names and examples. Fields the server may add later are allowed at runtime.
  */
+import type { components } from './generated/openapi.js';
+
+type Schemas = components['schemas'];
 
 /**
  * `plan` (no turn runs), `execute` (a turn runs or waits), `deleted`; `accepted` on a 202.
@@ -11,7 +15,7 @@
  * if (task.status === 'accepted') console.log('queued behind the running turn');
  * ```
  */
-export type TaskStatus = 'plan' | 'execute' | 'deleted' | 'accepted';
+export type TaskStatus = Schemas['Task']['status'];
 
 /**
  * The phase of the running turn: planning the spec, or carrying it out.
@@ -21,7 +25,7 @@ export type TaskStatus = 'plan' | 'execute' | 'deleted' | 'accepted';
  * if (task.phase === 'execute') console.log('researching');
  * ```
  */
-export type TaskPhase = 'plan' | 'execute';
+export type TaskPhase = NonNullable<Schemas['Task']['phase']>;
 
 /**
  * What the task is doing right now; `idle` when no turn runs.
@@ -31,7 +35,7 @@ export type TaskPhase = 'plan' | 'execute';
  * const busy = task.activity !== 'idle';
  * ```
  */
-export type TaskActivity = 'idle' | 'planning' | 'executing' | 'thinking';
+export type TaskActivity = NonNullable<Schemas['Task']['activity']>;
 
 /**
  * What caused a turn: a prompt create (`plan`), a spec create, execute or cron tick (`execute`), a message (`continue`).
@@ -41,7 +45,7 @@ export type TaskActivity = 'idle' | 'planning' | 'executing' | 'thinking';
  * const { turn } = await client.tasks.state(taskId); console.log(turn?.kind);
  * ```
  */
-export type TurnKind = 'plan' | 'execute' | 'continue';
+export type TurnKind = NonNullable<Schemas['TaskState']['turn']>['kind'];
 
 /**
  * A task as most task routes answer it.
@@ -52,27 +56,7 @@ export type TurnKind = 'plan' | 'execute' | 'continue';
  * console.log(task.task_id, task.status, task.activity);
  * ```
  */
-export interface Task {
-  task_id: string;
-  name: string | null;
-  type: string | null;
-  status: TaskStatus;
-  phase: TaskPhase | null;
-  activity: TaskActivity | null;
-  output_count: number;
-  /** Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run). */
-  poll_after_s: number;
-  status_url: string;
-  output_url: string;
-  stream_url: string;
-  created_at: string;
-  updated_at: string;
-  pinned: boolean;
-  cron: { expression: string; timezone: string; next_run_at: string | null } | null;
-  queued_messages: number;
-  credits_used: number;
-  active_output: string | null;
-}
+export type Task = Schemas['Task'];
 
 /**
  * `GET /task/{task_id}`: the task with its normalized spec and its last 100 events.
@@ -83,10 +67,7 @@ export interface Task {
  * console.log(detail.spec.outputs.map((o) => o.id), detail.events.length);
  * ```
  */
-export interface TaskDetail extends Task {
-  spec: TaskSpec;
-  events: TaskEvent[];
-}
+export type TaskDetail = Schemas['TaskDetail'];
 
 /**
  * `GET /task/{task_id}/state`: the cheap poll.
@@ -96,19 +77,7 @@ export interface TaskDetail extends Task {
  * const { active, last_event_id } = await client.tasks.state(taskId);
  * ```
  */
-export interface TaskState {
-  task_id: string;
-  /** True while a turn runs (or waits for a worker). */
-  active: boolean;
-  status: TaskStatus;
-  phase: TaskPhase | null;
-  activity: TaskActivity | null;
-  queued_messages: number;
-  turn: { id: string; kind: TurnKind; started_at: string | null } | null;
-  /** Sequence number of the last stored event: a `Last-Event-ID` to resume from. */
-  last_event_id: number;
-  updated_at: string;
-}
+export type TaskState = Schemas['TaskState'];
 
 /**
  * The type of a table column's values.
@@ -118,7 +87,7 @@ export interface TaskState {
  * const column: ColumnSpec = { name: 'capacity_gwh', type: 'number' satisfies ColumnType };
  * ```
  */
-export type ColumnType = 'string' | 'number' | 'integer' | 'boolean' | 'date' | 'url' | 'json';
+export type ColumnType = NonNullable<ColumnSpec['type']>;
 
 /**
  * `table` (typed columns), `report` (`{heading, markdown}` sections) or `records` (free objects).
@@ -128,7 +97,7 @@ export type ColumnType = 'string' | 'number' | 'integer' | 'boolean' | 'date' | 
  * const output: OutputSpec = { id: 'summary', kind: 'report' satisfies OutputKind };
  * ```
  */
-export type OutputKind = 'table' | 'report' | 'records';
+export type OutputKind = OutputSpec['kind'];
 
 /**
  * A tool the agent may use (spec editing and row writing are always allowed).
@@ -138,7 +107,7 @@ export type OutputKind = 'table' | 'report' | 'records';
  * const task: TaskSpecInput = { prompt: 'Offline only.', tools: ['read_input', 'run_code'] satisfies ToolName[] };
  * ```
  */
-export type ToolName = 'web_search' | 'fetch_url' | 'read_input' | 'run_code';
+export type ToolName = NonNullable<TaskSpecInput['tools']>[number];
 
 /**
  * A column of a `table` output.
@@ -148,12 +117,7 @@ export type ToolName = 'web_search' | 'fetch_url' | 'read_input' | 'run_code';
  * const column: ColumnSpec = { name: 'company', type: 'string', required: true, description: 'legal name' };
  * ```
  */
-export interface ColumnSpec {
-  name: string;
-  type?: ColumnType;
-  required?: boolean;
-  description?: string;
-}
+export type ColumnSpec = NonNullable<OutputSpec['columns']>[number];
 
 /**
  * An output declared in a spec.
@@ -163,14 +127,7 @@ export interface ColumnSpec {
  * const makers: OutputSpec = { id: 'makers', kind: 'table', columns: [{ name: 'company', required: true }] };
  * ```
  */
-export interface OutputSpec {
-  id: string;
-  kind: OutputKind;
-  path?: string;
-  description?: string;
-  columns?: ColumnSpec[];
-  schema?: Record<string, unknown>;
-}
+export type OutputSpec = NonNullable<TaskSpecInput['outputs']>[number];
 
 /**
  * A task spec as sent in `POST /task/start` (every member optional; the server fills defaults).
@@ -183,16 +140,7 @@ export interface OutputSpec {
  * };
  * ```
  */
-export interface TaskSpecInput {
-  name?: string;
-  type?: 'research';
-  prompt?: string;
-  outputs?: OutputSpec[];
-  inputs?: { upload_id: string; name?: string }[];
-  schedule?: { cron: string; timezone?: string } | null;
-  limits?: { max_steps?: number; max_turn_seconds?: number; max_credits_per_turn?: number };
-  tools?: ToolName[];
-}
+export type TaskSpecInput = Schemas['TaskSpecInput'];
 
 /**
  * The normalized spec the server stores and returns (every default filled in).
@@ -203,16 +151,7 @@ export interface TaskSpecInput {
  * console.log(spec.limits.max_steps, spec.outputs.map((o) => o.path));
  * ```
  */
-export interface TaskSpec {
-  name: string | null;
-  type: 'research';
-  prompt: string | null;
-  outputs: (OutputSpec & { path: string })[];
-  inputs: { upload_id: string; name?: string }[];
-  schedule: { cron: string; timezone: string } | null;
-  limits: { max_steps: number; max_turn_seconds: number; max_credits_per_turn: number };
-  tools: ToolName[];
-}
+export type TaskSpec = Schemas['TaskSpec'];
 
 /**
  * A row's source: exactly one of `url` and `upload_id`.
@@ -222,13 +161,7 @@ export interface TaskSpec {
  * for (const source of row._sources) console.log(source.url ?? source.upload_id, source.quote ?? '');
  * ```
  */
-export interface RowSource {
-  url?: string;
-  upload_id?: string;
-  title?: string;
-  quote?: string;
-  fields?: string[];
-}
+export type RowSource = Schemas['RowSource'];
 
 /**
  * A stored row: its values plus the reserved `_row` (1-based) and `_sources`.
@@ -238,11 +171,7 @@ export interface RowSource {
  * for await (const row of client.tasks.rows(taskId)) console.log(row._row, row.company, row._sources.length);
  * ```
  */
-export interface Row {
-  _row: number;
-  _sources: RowSource[];
-  [column: string]: unknown;
-}
+export type Row = Schemas['Row'];
 
 /**
  * `{id, kind, path}` of the output a page was read from.
@@ -252,11 +181,7 @@ export interface Row {
  * const { output } = await client.tasks.output(taskId); console.log(output?.path);
  * ```
  */
-export interface OutputRef {
-  id: string;
-  kind: OutputKind;
-  path: string;
-}
+export type OutputRef = Schemas['OutputRef'];
 
 /**
  * One page of rows (`GET /task/{task_id}/output` or `/outputs/{output_id}`).
@@ -267,13 +192,7 @@ export interface OutputRef {
  * console.log(`${page.rows.length} of ${page.total}`);
  * ```
  */
-export interface OutputPage {
-  /** Rows in the output, counted before `offset` and `limit`. */
-  total: number;
-  rows: Row[];
-  /** Null when the task has no outputs yet. */
-  output: OutputRef | null;
-}
+export type OutputPage = Schemas['OutputPage'];
 
 /**
  * One entry of `GET /task/{task_id}/outputs`.
@@ -283,13 +202,7 @@ export interface OutputPage {
  * for (const o of await client.tasks.outputs(taskId)) console.log(o.id, o.row_count);
  * ```
  */
-export interface OutputInfo extends OutputRef {
-  description: string | null;
-  /** Tables only: the normalized columns. */
-  columns?: { name: string; type: ColumnType; required: boolean; description?: string }[];
-  row_count: number;
-  updated_at: string | null;
-}
+export type OutputInfo = Schemas['OutputInfo'];
 
 // ---- events ----------------------------------------------------------------------------------
 
@@ -301,18 +214,7 @@ export interface OutputInfo extends OutputRef {
  * if (event.type === 'task' && event.reason === 'turn_ended') console.log('turn over');
  * ```
  */
-export type TaskEventReason =
-  | 'created'
-  | 'turn_started'
-  | 'phase_changed'
-  | 'activity_changed'
-  | 'message_queued'
-  | 'turn_ended'
-  | 'updated'
-  | 'cron_tick_skipped'
-  | 'deleted'
-  /** Unstored: the idle snapshot of `GET /task/{task_id}/stream`. */
-  | 'snapshot';
+export type TaskEventReason = TaskChangedEvent['reason'];
 
 /**
  * Members every event has. Unstored frames (idle snapshot, refusals) have no `seq`.
@@ -322,14 +224,7 @@ export type TaskEventReason =
  * console.log(event.seq ?? '-', event.turn_id, event.at);
  * ```
  */
-export interface EventBase {
-  /** Per-task sequence number (1, 2, 3, …); absent on unstored frames. */
-  seq?: number;
-  task_id: string | null;
-  turn_id: string | null;
-  /** ISO 8601. */
-  at: string;
-}
+export type EventBase = Pick<TaskEvent, 'seq' | 'task_id' | 'turn_id' | 'at'>;
 
 /**
  * The task changed; `task` is the Task right after the change.
@@ -339,11 +234,7 @@ export interface EventBase {
  * if (event.type === 'task') console.log(event.reason, event.task.activity);
  * ```
  */
-export interface TaskChangedEvent extends EventBase {
-  type: 'task';
-  reason: TaskEventReason;
-  task: Task;
-}
+export type TaskChangedEvent = Schemas['TaskChangedEvent'];
 
 /**
  * A tool call started, finished or failed.
@@ -353,16 +244,7 @@ export interface TaskChangedEvent extends EventBase {
  * if (event.type === 'tool' && event.state === 'failed') console.warn(event.name, event.summary);
  * ```
  */
-export interface ToolEvent extends EventBase {
-  type: 'tool';
-  call_id: string;
-  name: string;
-  state: 'started' | 'finished' | 'failed';
-  /** The arguments the model sent (strings longer than 2,000 characters cut). */
-  input: Record<string, unknown>;
-  summary: string | null;
-  duration_ms: number | null;
-}
+export type ToolEvent = Schemas['ToolEvent'];
 
 /**
  * A chunk of the model's text.
@@ -372,10 +254,7 @@ export interface ToolEvent extends EventBase {
  * if (event.type === 'text') process.stdout.write(event.text);
  * ```
  */
-export interface TextEvent extends EventBase {
-  type: 'text';
-  text: string;
-}
+export type TextEvent = Schemas['TextEvent'];
 
 /**
  * A turn failed (refusals inside a stream are thrown as errors instead).
@@ -385,12 +264,7 @@ export interface TextEvent extends EventBase {
  * if (event.type === 'error') console.error(event.error, event.message, event.retryable);
  * ```
  */
-export interface ErrorEvent extends EventBase {
-  type: 'error';
-  error: string;
-  message: string;
-  retryable: boolean;
-}
+export type ErrorEvent = Schemas['ErrorEvent'];
 
 /**
  * `completed`, `stopped`, `failed`; unstored `refused` and `idle`.
@@ -400,7 +274,7 @@ export interface ErrorEvent extends EventBase {
  * const ok = (await stream.finalDone())?.outcome === 'completed';
  * ```
  */
-export type DoneOutcome = 'completed' | 'stopped' | 'failed' | 'refused' | 'idle';
+export type DoneOutcome = DoneEvent['outcome'];
 
 /**
  * A turn ended (or, unstored, an idle stream).
@@ -410,12 +284,7 @@ export type DoneOutcome = 'completed' | 'stopped' | 'failed' | 'refused' | 'idle
  * if (event.type === 'done') console.log(event.outcome, event.credits_used);
  * ```
  */
-export interface DoneEvent extends EventBase {
-  type: 'done';
-  outcome: DoneOutcome;
-  output_count: number | null;
-  credits_used: number;
-}
+export type DoneEvent = Schemas['DoneEvent'];
 
 /**
  * Every event a stream carries, narrowed by `type`.
@@ -427,7 +296,7 @@ export interface DoneEvent extends EventBase {
  * }
  * ```
  */
-export type TaskEvent = TaskChangedEvent | ToolEvent | TextEvent | ErrorEvent | DoneEvent;
+export type TaskEvent = Schemas['TaskEvent'];
 
 // ---- uploads and admin -----------------------------------------------------------------------
 
@@ -440,14 +309,7 @@ export type TaskEvent = TaskChangedEvent | ToolEvent | TextEvent | ErrorEvent | 
  * await client.uploads.put(ticket, 'a,b\n1,2\n');
  * ```
  */
-export interface UploadTicket {
-  upload_id: string;
-  upload_url: string;
-  method: 'PUT';
-  headers: Record<string, string>;
-  expires_at: string;
-  max_bytes: number;
-}
+export type UploadTicket = Schemas['UploadTicket'];
 
 /**
  * The answer of the upload PUT.
@@ -457,12 +319,7 @@ export interface UploadTicket {
  * const { upload_id, sha256 } = await client.uploads.upload({ data: 'hello', filename: 'hello.txt' });
  * ```
  */
-export interface UploadResult {
-  upload_id: string;
-  size_bytes: number;
-  /** Hex SHA-256 of the stored file. */
-  sha256: string;
-}
+export type UploadResult = Schemas['UploadResult'];
 
 /**
  * A new account and its first key (shown once).
@@ -472,14 +329,7 @@ export interface UploadResult {
  * const { account_id, api_key } = await client.admin.accounts.create({ name: 'team', credits: 100 });
  * ```
  */
-export interface CreatedAccount {
-  account_id: string;
-  name: string;
-  balance: number;
-  /** Shown once. */
-  api_key: string;
-  key_id: string;
-}
+export type CreatedAccount = Schemas['CreatedAccount'];
 
 /**
  * An account and its balance.
@@ -489,13 +339,7 @@ export interface CreatedAccount {
  * const { balance, credits_used } = await client.admin.accounts.retrieve(accountId);
  * ```
  */
-export interface Account {
-  account_id: string;
-  name: string;
-  balance: number;
-  credits_used: number;
-  created_at: string;
-}
+export type Account = Schemas['Account'];
 
 /**
  * An account's balance after a change.
@@ -505,10 +349,7 @@ export interface Account {
  * const { balance } = await client.admin.accounts.addCredits(accountId, 50);
  * ```
  */
-export interface Balance {
-  account_id: string;
-  balance: number;
-}
+export type Balance = Schemas['Balance'];
 
 /**
  * A new API key (shown once).
@@ -518,11 +359,7 @@ export interface Balance {
  * const { key_id, api_key } = await client.admin.keys.create(accountId);
  * ```
  */
-export interface CreatedKey {
-  key_id: string;
-  /** Shown once. */
-  api_key: string;
-}
+export type CreatedKey = Schemas['CreatedKey'];
 
 /**
  * A key of an account, never its secret.
@@ -532,11 +369,7 @@ export interface CreatedKey {
  * const revoked = (await client.admin.keys.list(accountId)).filter((k) => k.revoked_at !== null);
  * ```
  */
-export interface KeyInfo {
-  key_id: string;
-  created_at: string;
-  revoked_at: string | null;
-}
+export type KeyInfo = Schemas['KeyInfo'];
 
 /**
  * What one turn used.
@@ -546,13 +379,4 @@ export interface KeyInfo {
  * const total = (await client.admin.accounts.usage(accountId)).reduce((n, t) => n + t.credits, 0);
  * ```
  */
-export interface TurnUsage {
-  task_id: string;
-  turn_id: string;
-  kind: TurnKind;
-  status: string;
-  credits: number;
-  tokens_in: number;
-  tokens_out: number;
-  tool_calls: number;
-}
+export type TurnUsage = Schemas['TurnUsage'];
