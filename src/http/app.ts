@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swaggerUi from '@fastify/swagger-ui';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
+import buildSerializer from 'fast-json-stringify';
 import addFormatsModule from 'ajv-formats';
 import type { Logger } from 'pino';
 import type { Accounts } from '../accounts/accounts.js';
@@ -83,9 +84,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorate('deps', deps);
 
+  // Validators and serializers are compiled on a route's first use, not at start: the contract
+  // declares every answer of every route (hundreds of schemas), and compiling them all up front
+  // cost seconds at every start of a process.
   const bodyAjv = makeAjv(false);
   const queryAjv = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
+    let compiled: ValidateFunction | undefined;
+    const validate = (data: unknown) => {
+      compiled ??= ajv.compile(schema);
+      const valid = compiled(data);
+      validate.errors = compiled.errors;
+      return valid;
+    };
+    validate.errors = null as ValidateFunction['errors'];
+    return validate;
+  });
+  app.setSerializerCompiler(({ schema }) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data) => (serialize ??= buildSerializer(schema as Parameters<typeof buildSerializer>[0]))(data);
+  });
 
   // An empty body with Content-Type: application/json is no body at all (stop, execute).
   // JSON is the only body type (415 for anything else).
