@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { readInputTool, type InputFile } from '../src/agent/tools/read-input.js';
+import { readInputTool } from '../src/agent/tools/read-input.js';
+import type { InputFile } from '../src/agent/turn-port.js';
 import type { ToolContext, ToolResult } from '../src/agent/tools/tool.js';
 import { ARTICLE_FACT, BOILERPLATE, CSV, GRANITE_HTML, JSON_DATA, PDF, PNG } from './fixtures/fixture-web.js';
 

@@ -7,7 +7,18 @@
 import type { TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
 import type { TaskSpec } from '../tasks/spec.js';
 import type { ModelToolCall } from './providers/model-provider.js';
-import type { InputFile } from './tools/read-input.js';
+import type { ToolEvent as ToolEventBody } from '../contract/index.js';
+
+/** One input of the task, resolved to its stored file. */
+export interface InputFile {
+  upload_id: string;
+  /** The name the spec gives it, else the upload's file name. */
+  name: string;
+  /** Where the finished upload is stored. */
+  path: string;
+  /** The content type declared when the upload was made. */
+  contentType: string;
+}
 
 /** A checkpointed step, as stored. */
 export type StoredStep =
@@ -15,17 +26,8 @@ export type StoredStep =
   | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
   | { type: 'nudge'; content: string };
 
-/** The payload of a `tool` event (docs/api.md lists its fields). */
-export interface ToolEvent {
-  call_id: string;
-  name: string;
-  state: 'started' | 'finished' | 'failed';
-  input: unknown;
-  summary: string | null;
-  duration_ms: number | null;
-  /** The full result the model was given (finished and failed calls). */
-  output?: string;
-}
+/** The payload of a `tool` event: the contract's ToolEvent without the members every event gets when stored. */
+export type ToolEvent = Omit<ToolEventBody, 'seq' | 'type' | 'task_id' | 'turn_id' | 'at'>;
 
 /** Where the task's work stands, as clients see it: `plan`/`planning`, `execute`/`thinking`, `execute`/`executing`. */
 export interface TurnState {

@@ -85,6 +85,8 @@ const REPLAYED = { 'Idempotent-Replayed': header('true when this answer replays 
 
 /** Marks an operation whose body is the raw file, of any type (http/openapi.ts declares it). */
 export const RAW_BODY = 'x-raw-body';
+/** Marks an operation whose JSON body may be left out (http/openapi.ts says so). */
+export const OPTIONAL_BODY = 'x-optional-body';
 
 // ---- the table -------------------------------------------------------------------------------
 

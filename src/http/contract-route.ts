@@ -5,8 +5,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { RouteDef } from '../contract/index.js';
-import { OPTIONAL_BODY } from './openapi.js';
+import { OPTIONAL_BODY, type RouteDef } from '../contract/index.js';
 
 /** The app as route modules use it: every route typed by its contract schema. */
 export function typed(app: FastifyInstance) {

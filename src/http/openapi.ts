@@ -6,13 +6,12 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
-import { RAW_BODY, ROUTES } from '../contract/index.js';
+import { OPTIONAL_BODY, RAW_BODY, ROUTES } from '../contract/index.js';
 import { contractRoute } from './contract-route.js';
 
 type Json = Record<string, unknown>;
 
 const COMPONENT = 'x-component';
-export const OPTIONAL_BODY = 'x-optional-body';
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

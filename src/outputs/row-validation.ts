@@ -5,7 +5,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { ColumnDecl, ColumnType, OutputDecl } from '../tasks/spec.js';
+import type { ColumnDecl, ColumnType, OutputDecl } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
 export const MAX_STRING_LENGTH = 100_000;

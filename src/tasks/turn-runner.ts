@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Agent, TurnResult } from '../agent/agent-loop.js';
-import type { InputFile } from '../agent/tools/read-input.js';
+import type { InputFile } from '../agent/turn-port.js';
 import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { Uploads } from '../uploads/uploads.js';

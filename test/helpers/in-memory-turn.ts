@@ -12,7 +12,7 @@ import type {
   ModelToolCall,
   ModelUsage,
 } from '../../src/agent/providers/model-provider.js';
-import type { InputFile } from '../../src/agent/tools/read-input.js';
+import type { InputFile } from '../../src/agent/turn-port.js';
 import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
 import type { TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
 import { normalizeSpec, type TaskSpec, type TaskSpecInput } from '../../src/tasks/spec.js';

@@ -8,17 +8,7 @@ import fs from 'node:fs';
 import { Type } from 'typebox';
 import { cutText, extractText, UnsupportedContentError, type ExtractedText } from '../web/extract.js';
 import type { AgentTool } from './tool.js';
-
-/** One input of the task, resolved to its stored file. */
-export interface InputFile {
-  upload_id: string;
-  /** The name the spec gives it, else the upload's file name. */
-  name: string;
-  /** Where the finished upload is stored. */
-  path: string;
-  /** The content type declared when the upload was made. */
-  contentType: string;
-}
+import type { InputFile } from '../turn-port.js';
 
 interface ReadInputArgs {
   upload_id: string;

@@ -25,4 +25,4 @@ export { createSearchProvider, searchConfigProblem, SEARCH_PROVIDERS, type Searc
 export { safeFetch, WebFetchError, type SafeFetchOptions, type Lookup } from './safe-fetch.js';
 export { blockedReason, isBlockedAddress } from './address-policy.js';
 export { extractText, detectKind, type ExtractedText, type ContentKind } from './extract.js';
-export type { InputFile } from '../tools/read-input.js';
+export type { InputFile } from '../turn-port.js';
