@@ -1,13 +1,15 @@
 /**
- * Credits over HTTP (interface §3, §5, §7; decisions §4, §7): 402 out_of_credits before a turn,
- * credits running out mid-turn, charges that add up to the price table on the task and in the
- * admin usage route, and the per-turn limits max_credits_per_turn and max_steps.
+ * Credits over HTTP (interface §3, §5, §7; decisions §4, §7, §14): 402 out_of_credits before a
+ * turn, credits running out mid-turn, charges that add up to the price table on the task and in
+ * the admin usage route, the per-turn limits max_credits_per_turn and max_steps, and credits
+ * that are exact decimals (integers of micro-credits), so a balance that reads 0 is 0.
  *
- * Prices are set to round numbers so the arithmetic is exact in binary floating point:
+ * Prices are round numbers, so a test can say what a turn costs:
  * 1 credit per 1,000 input tokens, 2 per 1,000 output tokens, 0.5 per tool call.
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { fromMicros, MICROS_PER_CREDIT, stepCostMicros, toMicros } from '../src/accounts/credits.js';
 import { ADMIN_KEY, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
 import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs } from './helpers/task-api.js';
 import type { FakeReply } from './fake-model/fake-openai-server.js';
@@ -296,6 +298,108 @@ describe('credits', () => {
     const s = (await call('GET', `/task/${id}/state`)).body;
     assert.equal(s.status, 'plan');
     assert.equal(s.active, false);
+  });
+});
+
+describe('exact credits', () => {
+  it('amounts with float noise add up exactly: 0.1 then 0.2 credits read 0.3, and taking 0.3 leaves 0', async (t) => {
+    const h = await setup(t);
+    const account = await createAccount(h, 0);
+    assert.equal(await addCredits(h, account, 0.1), 0.1);
+    assert.equal(await addCredits(h, account, 0.2), 0.3);
+    assert.equal((await adminAccount(h, account)).balance, 0.3);
+    // 0.1 + 0.2 as a client computes it: the float noise past 6 decimals is not credit.
+    assert.equal(await addCredits(h, account, 0.1 + 0.2), 0.6);
+    assert.equal(await addCredits(h, account, -0.1 - 0.2), 0.3);
+    assert.equal(await addCredits(h, account, -0.3), 0);
+    assertOutOfCredits(await as(h, account)('POST', '/task', { prompt: PROMPT }));
+
+    const noisy = await createNamedAccount(h, 'noisy', 0.1 + 0.2);
+    assert.equal(noisy.balance, 0.3);
+    assert.equal((await adminAccount(h, { id: noisy.account_id, key: noisy.api_key })).balance, 0.3);
+  });
+
+  it('amounts are rounded to 6 decimals, half away from zero; amounts too large to hold exactly are 422', async (t) => {
+    const h = await setup(t);
+    const account = await createAccount(h, 1);
+    assert.equal(await addCredits(h, account, 0.0000005), 1.000001);
+    assert.equal(await addCredits(h, account, 0.00000049), 1.000001);
+    assert.equal(await addCredits(h, account, -0.0000005), 1);
+    const tooLarge = await h.request('POST', `/admin/accounts/${account.id}/credits`, { body: { amount: 1e10 }, key: ADMIN_KEY });
+    assertError(tooLarge, 422, 'invalid_request');
+    assert.equal(tooLarge.body.param, 'amount');
+    assert.equal((await adminAccount(h, account)).balance, 1, 'a refused amount changes nothing');
+  });
+
+  it('an account whose balance a turn took to exactly 0 starts no turn: 402 on the next create', async (t) => {
+    const h = await setup(t);
+    // 0.1 + 0.2 credits given separately, and a turn that costs exactly 0.3 (300 input tokens):
+    // in binary floating point 0.1 + 0.2 - 0.3 is 5.6e-17, a balance that reads 0 yet is above it.
+    const account = await createAccount(h, 0);
+    await addCredits(h, account, 0.1);
+    await addCredits(h, account, 0.2);
+    const call = as(h, account);
+    fakeModel(h).script({ text: 'Done.', usage: { prompt_tokens: 300, completion_tokens: 0 } });
+    const created = await call('POST', '/task', { prompt: PROMPT });
+    assert.equal(created.status, 200, created.text);
+    await waitIdleAs(h, created.body.task_id, account.key);
+    const acct = await adminAccount(h, account);
+    assert.equal(acct.balance, 0);
+    assert.equal(acct.credits_used, 0.3);
+    assert.equal((await call('GET', `/task/${created.body.task_id}`)).body.credits_used, 0.3);
+
+    const next = await call('POST', '/task', { prompt: PROMPT });
+    assertOutOfCredits(next);
+    assert.equal(next.body.task_created, false);
+    assertOutOfCredits(await call('POST', `/task/${created.body.task_id}/continue`, { message: 'Go on.' }));
+    assert.equal(fakeModel(h).requests.length, 1, 'no turn ran on a balance of 0');
+  });
+
+  it('an account debited to exactly 0 by the admin starts no turn', async (t) => {
+    const h = await setup(t);
+    const account = await createAccount(h, 1);
+    assert.equal(await addCredits(h, account, -0.7), 0.3);
+    assert.equal(await addCredits(h, account, -0.1), 0.2);
+    assert.equal(await addCredits(h, account, -0.2), 0);
+    assertOutOfCredits(await as(h, account)('POST', '/task', { prompt: PROMPT }));
+  });
+});
+
+describe('micro-credits', () => {
+  it('toMicros reads the decimal a number is written as and rounds it to 6 places, half away from zero', () => {
+    assert.equal(MICROS_PER_CREDIT, 1_000_000);
+    assert.equal(toMicros(0.1 + 0.2), 300_000);
+    assert.equal(toMicros(0.3), 300_000);
+    assert.equal(toMicros(100), 100_000_000);
+    assert.equal(toMicros(0.000001), 1);
+    assert.equal(toMicros(1.0000005), 1_000_001, 'half rounds up, where 1.0000005 * 1e6 is 1000000.4999…');
+    assert.equal(toMicros(-1.0000005), -1_000_001, 'and away from zero below it');
+    assert.equal(toMicros(0.00000049), 0);
+    assert.equal(toMicros(5e-7), 1);
+    assert.equal(toMicros(1e-7), 0);
+    assert.ok(Object.is(toMicros(-1e-7), 0), 'no negative zero');
+    assert.equal(toMicros(123456.789), 123_456_789_000);
+    assert.equal(toMicros(9007199254.74099), 9_007_199_254_740_990, 'amounts up to 2^53 micro-credits are exact');
+  });
+
+  it('toMicros refuses what no exact amount can be', () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e10, -1e10, 1e21]) assert.throws(() => toMicros(bad), RangeError, String(bad));
+  });
+
+  it('fromMicros shows what the integer holds', () => {
+    assert.equal(fromMicros(300_000), 0.3);
+    assert.equal(fromMicros(1), 0.000001);
+    assert.equal(fromMicros(0), 0);
+    assert.equal(JSON.stringify(fromMicros(123_456_789_123)), '123456.789123');
+    for (const micros of [1, 7, 299_999, 300_001, 123_456_789, 10_000_000_000_000]) assert.equal(toMicros(fromMicros(micros)), micros);
+  });
+
+  it('a step costs whole micro-credits: tokens per 1,000 rounded once per step, tool calls each', () => {
+    const prices = { inputPer1k: toMicros(0.01), outputPer1k: toMicros(0.03), toolCall: toMicros(0.01) };
+    assert.equal(stepCostMicros(prices, { tokensIn: 1234, tokensOut: 567, toolCalls: 2 }), 12_340 + 17_010 + 20_000);
+    assert.equal(stepCostMicros({ inputPer1k: 1, outputPer1k: 0, toolCall: 0 }, { tokensIn: 499, tokensOut: 0, toolCalls: 0 }), 0);
+    assert.equal(stepCostMicros({ inputPer1k: 1, outputPer1k: 0, toolCall: 0 }, { tokensIn: 500, tokensOut: 0, toolCalls: 0 }), 1);
+    assert.equal(stepCostMicros(prices, { tokensIn: 0, tokensOut: 0, toolCalls: 0 }), 0);
   });
 });
 

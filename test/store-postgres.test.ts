@@ -196,3 +196,38 @@ test('a worker that stops while it is claiming turns starts none of them and lea
     await dropSchemas(claimSchema);
   }
 });
+
+test('a second claim of an idempotency key waits on the first one\'s uncommitted claim, and loses once that commits', { skip }, async () => {
+  const claimSchema = `t_key_claim_${process.pid}`;
+  const applicationName = `quarry-key-claim-${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema, applicationName });
+  const admin = await connectClient();
+  try {
+    await store.migrate();
+    const now = new Date();
+    const expiredBefore = new Date(now.getTime() - 24 * 60 * 60 * 1000).toISOString();
+    const record = (requestHash: string) => ({ requestHash, status: 200, body: `made by ${requestHash}`, createdAt: now.toISOString() });
+    let endFirst!: () => void;
+    const firstMayEnd = new Promise<void>((resolve) => (endFirst = resolve));
+    let firstClaimed!: (won: boolean) => void;
+    const claimedByFirst = new Promise<boolean>((resolve) => (firstClaimed = resolve));
+    const first = store.transaction(async (tx) => {
+      firstClaimed(await tx.claimIdempotency('acct_1', 'key', record('first'), expiredBefore));
+      await firstMayEnd;
+    });
+    assert.equal(await claimedByFirst, true);
+    const second = store.transaction((tx) => tx.claimIdempotency('acct_1', 'key', record('second'), expiredBefore));
+    await until('the second claim waits on the lock of the first one\'s row', async () => {
+      const waiting = await admin.query(`select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'`, [applicationName]);
+      return waiting.rows[0].n === 1;
+    });
+    endFirst();
+    await first;
+    assert.equal(await second, false, 'the key went to the first claim');
+    assert.equal((await store.getIdempotency('acct_1', 'key', expiredBefore))!.requestHash, 'first');
+  } finally {
+    await admin.end();
+    await store.close();
+    await dropSchemas(claimSchema);
+  }
+});

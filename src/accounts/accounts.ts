@@ -8,12 +8,23 @@ import { QuarryError } from '../errors.js';
 import { CONTROL_CHANNEL } from '../events/cluster-messages.js';
 import { newId, randomToken } from '../ids.js';
 import type { AccountRecord, ApiKeyRecord, Store, TurnRecord } from '../store/store.js';
+import { toMicros } from './credits.js';
 
 const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_MAX = 10_000;
 
 export function hashKey(apiKey: string): string {
   return crypto.createHash('sha256').update(apiKey).digest('hex');
+}
+
+/** Credits a caller sent (`param` of the request), in micro-credits; an amount micro-credits cannot hold exactly is 422. */
+function creditsParam(credits: number, param: string): number {
+  try {
+    return toMicros(credits);
+  } catch (err) {
+    if (err instanceof RangeError) throw QuarryError.validation(param, `${param} ${err.message}`);
+    throw err;
+  }
 }
 
 export interface VerifiedKey {
@@ -33,9 +44,10 @@ export class Accounts {
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
+  /** A new account with `credits` (a decimal amount, rounded to whole micro-credits) and its first key. */
   async createAccount(name: string, credits: number): Promise<{ account: AccountRecord; apiKey: string; keyId: string }> {
     const now = this.clock().toISOString();
-    const account: AccountRecord = { id: newId('acct'), name, balance: credits, creditsUsed: 0, createdAt: now };
+    const account: AccountRecord = { id: newId('acct'), name, balanceMicros: creditsParam(credits, 'credits'), creditsUsedMicros: 0, createdAt: now };
     const apiKey = `qry_${randomToken()}`;
     const keyId = newId('key');
     await this.store.transaction(async (tx) => {
@@ -85,9 +97,11 @@ export class Accounts {
     return account;
   }
 
+  /** Adds `amount` credits (negative: takes them, down to 0 at most); returns the balance in micro-credits. */
   async addCredits(accountId: string, amount: number): Promise<number> {
+    const deltaMicros = creditsParam(amount, 'amount');
     await this.getAccount(accountId);
-    return this.store.adjustBalance(accountId, amount);
+    return this.store.adjustBalanceMicros(accountId, deltaMicros);
   }
 
   async createKey(accountId: string): Promise<{ keyId: string; apiKey: string }> {

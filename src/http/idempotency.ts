@@ -1,16 +1,40 @@
 /**
- * Idempotency-Key (decisions §2): the same key from the same account within 24 h answers with
- * the first response again and changes nothing; the same key with a different request is 422.
- * Only successful answers are remembered, so a refused or failed request can be retried under
- * the same key.
+ * Idempotency-Key (decisions §2, §14): the same key from the same account within 24 h answers
+ * with the first response again and changes nothing; the same key with a different request is
+ * 422. Only successful answers are remembered, so a refused or failed request can be retried
+ * under the same key.
+ *
+ * The key is claimed by the task service inside the transaction of the change it guards
+ * (`IdempotencyMark`), so two requests with one key never both make the change. This module
+ * reads the header, answers from the stored record, and stores the answer once it is sent. A
+ * request that finds the key held by one still in flight waits for that one's answer and
+ * replays it: on the request itself when it runs in this process, by polling the store when it
+ * may run in another (a shared store).
  */
 import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../errors.js';
-import { COMMITTED_MARK } from '../tasks/task-service.js';
+import type { IdempotencyRecord } from '../store/store.js';
+import { COMMITTED_MARK, IDEMPOTENCY_WINDOW_MS, IdempotencyKeyClaimed } from '../tasks/task-service.js';
 import { toReplyView } from '../tasks/task-view.js';
 
-const WINDOW_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a request waits for the answer of the request that made the change, counted from
+ * that change's commit. Answers normally follow their commit within milliseconds; a record still
+ * without its answer after this (its process died in between, or the request blocks on `wait`)
+ * is answered with the task as it stands.
+ */
+const ANSWER_WAIT_MS = 5_000;
+const POLL_FIRST_MS = 5;
+const POLL_MAX_MS = 100;
+
+/**
+ * How often a request looks for the record again after its own change found the key claimed.
+ * The claim it lost to was committed by then, so one look finds it; more are for a record that
+ * expired in between.
+ */
+const CLAIM_ATTEMPTS = 3;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,30 +42,111 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The requests of this process that run a change under a key, by account and key, each until
+ * its answer is stored and sent (or until it found the key claimed by another). A request
+ * waiting for a key's answer waits for these, never for itself.
+ */
+class Answering {
+  private readonly byKey = new Map<string, Set<Promise<void>>>();
+
+  /** Enters a request; the returned function takes it out again (once it is done, or lost the key). Leaving twice is leaving once. */
+  enter(id: string): () => void {
+    let resolve!: () => void;
+    const left = new Promise<void>((r) => (resolve = r));
+    const running = this.byKey.get(id) ?? new Set();
+    running.add(left);
+    this.byKey.set(id, running);
+    return () => {
+      if (running.delete(left) && running.size === 0 && this.byKey.get(id) === running) this.byKey.delete(id);
+      resolve();
+    };
+  }
+
+  /** Resolves once every request of this process under the key has left, or after `ms`; false at once when there is none. */
+  async waitFor(id: string, ms: number): Promise<boolean> {
+    const running = this.byKey.get(id);
+    if (!running || running.size === 0) return false;
+    const timeout = new AbortController();
+    await Promise.race([Promise.all(running), sleep(ms, undefined, { signal: timeout.signal }).catch(() => {})]);
+    timeout.abort();
+    return true;
+  }
+}
+
+const answering = new Answering();
+
 function refuse(msg: string): QuarryError {
   return QuarryError.validation('Idempotency-Key', `Idempotency-Key ${msg}`, [{ type: 'value_error', loc: ['header', 'Idempotency-Key'], msg }]);
 }
 
-/** Wraps a handler: replays a remembered answer, or runs it and lets the onSend hook remember it. */
+function windowStart(): string {
+  return new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
+}
+
+/**
+ * The record under the key, with its answer once the request that made the change has stored
+ * it. A record that says only that the change committed belongs to a request still answering,
+ * which is waited for until ANSWER_WAIT_MS after its commit: a request of this process until it
+ * is done, one that may be in another process (a shared store) by polling with a growing pause.
+ * With neither, no one is left to answer (the process died after the commit) and the record is
+ * returned as it is.
+ */
+async function settledRecord(request: FastifyRequest, key: string): Promise<IdempotencyRecord | undefined> {
+  const { store } = request.server.deps;
+  for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, POLL_MAX_MS)) {
+    const seen = await store.getIdempotency(request.accountId, key, windowStart());
+    if (!seen || !seen.body.startsWith(COMMITTED_MARK)) return seen;
+    const waitLeft = ANSWER_WAIT_MS - (Date.now() - Date.parse(seen.createdAt));
+    if (waitLeft <= 0) return seen;
+    if (await answering.waitFor(answeringId(request, key), waitLeft)) continue;
+    if (!store.shared) return seen;
+    await sleep(Math.min(pause, waitLeft));
+  }
+}
+
+function answeringId(request: FastifyRequest, key: string): string {
+  return `${request.accountId}\n${key}`;
+}
+
+async function replay(request: FastifyRequest, reply: FastifyReply, seen: IdempotencyRecord, requestHash: string): Promise<FastifyReply> {
+  if (seen.requestHash !== requestHash) throw refuse('was already used with a different request; use a new key');
+  reply.code(seen.status).header('Idempotent-Replayed', 'true').type('application/json; charset=utf-8');
+  if (!seen.body.startsWith(COMMITTED_MARK)) return reply.send(seen.body);
+  // The change committed but its answer was never stored (the process died in between, or the
+  // request is still waiting on its turn): answer with the task as it stands now.
+  const task = await request.server.deps.tasks.getTask(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
+  return reply.send(toReplyView(task, seen.status));
+}
+
+/**
+ * Wraps a handler: replays a remembered answer, or runs the handler with the key for its change
+ * to claim (`request.idempotency`), and lets the onSend hook remember the answer.
+ */
 export async function withIdempotency(request: FastifyRequest, reply: FastifyReply, handle: () => Promise<FastifyReply>): Promise<FastifyReply> {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined) return handle();
   const key = Array.isArray(raw) ? raw[0]! : raw;
   if (key.length < 1 || key.length > 128) throw refuse('must be 1-128 characters');
-  const { store } = request.server.deps;
   const requestHash = crypto.createHash('sha256').update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`).digest('hex');
-  const seen = await store.getIdempotency(request.accountId, key, new Date(Date.now() - WINDOW_MS).toISOString());
-  if (seen) {
-    if (seen.requestHash !== requestHash) throw refuse('was already used with a different request; use a new key');
-    reply.code(seen.status).header('Idempotent-Replayed', 'true').type('application/json; charset=utf-8');
-    if (!seen.body.startsWith(COMMITTED_MARK)) return reply.send(seen.body);
-    // The change committed but its answer was never sent (the process died in between): answer
-    // with the task as it stands now.
-    const task = await request.server.deps.tasks.getTask(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
-    return reply.send(toReplyView(task, seen.status));
+  for (let attempt = 1; ; attempt++) {
+    const seen = await settledRecord(request, key);
+    if (seen) return replay(request, reply, seen, requestHash);
+    request.idempotency = { key, requestHash };
+    const leave = answering.enter(answeringId(request, key));
+    // The answer is stored (onSend) before the response is done.
+    reply.raw.once('close', leave);
+    try {
+      return await handle();
+    } catch (err) {
+      // Another request claimed the key between the look above and this change: this change
+      // rolled back, and the other one's answer is the answer.
+      if (!(err instanceof IdempotencyKeyClaimed) || attempt === CLAIM_ATTEMPTS) throw err;
+      request.idempotency = undefined;
+      reply.raw.off('close', leave);
+      leave();
+    }
   }
-  request.idempotency = { key, requestHash };
-  return handle();
 }
 
 export function registerIdempotency(app: FastifyInstance): void {

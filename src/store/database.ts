@@ -1,13 +1,21 @@
+import type { ColumnType } from 'kysely';
+
 /**
  * Table shapes as Kysely sees them. Both databases store the same columns with the same
  * meaning: times are ISO-8601 UTC text (they sort as text), booleans are 0/1 integers,
- * JSON is text. Keeping the types identical keeps one query code path for both.
+ * JSON is text, credits are integers of micro-credits. Keeping the types identical keeps one
+ * query code path for both.
+ *
+ * Micro-credits live in bigint columns: SQLite returns them as numbers, pg as strings (it does
+ * not narrow int8), so reads go through `fromStoredMicros`.
  */
+export type MicrosColumn = ColumnType<number | string, number, number>;
+
 export interface AccountsTable {
   id: string;
   name: string;
-  balance: number;
-  credits_used: number;
+  balance_micros: MicrosColumn;
+  credits_used_micros: MicrosColumn;
   created_at: string;
 }
 
@@ -33,7 +41,7 @@ export interface TasksTable {
   cron_timezone: string | null;
   cron_next_run_at: string | null;
   active_output: string | null;
-  credits_used: number;
+  credits_used_micros: MicrosColumn;
   last_event_seq: number;
   current_turn_id: string | null;
   queued_count: number;
@@ -55,7 +63,7 @@ export interface TurnsTable {
   ended_at: string | null;
   lease_owner: string | null;
   lease_expires_at: string | null;
-  credits_used: number;
+  credits_used_micros: MicrosColumn;
   tokens_in: number;
   tokens_out: number;
   tool_calls: number;

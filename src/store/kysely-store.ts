@@ -3,7 +3,8 @@
  * (sqlite/, postgres/) only open the connection, set the DialectProfile and run migrations.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { Kysely, Migrator, sql, type Compilable, type CompiledQuery, type ExpressionOrFactory, type QueryResult, type SqlBool, type Migration, type MigrationProvider, type Selectable, type Transaction } from 'kysely';
+import { Kysely, Migrator, sql, type Compilable, type CompiledQuery, type ExpressionOrFactory, type QueryResult, type SqlBool, type Insertable, type Migration, type MigrationProvider, type Selectable, type Transaction, type Updateable } from 'kysely';
+import { fromStoredMicros } from '../accounts/credits.js';
 import { GroupCommit } from './group-commit.js';
 import type { Database, TasksTable, TurnsTable, UploadsTable } from './database.js';
 import type {
@@ -12,6 +13,7 @@ import type {
 } from './store.js';
 import * as m000001 from './migrations/000001_initial.js';
 import * as m000002 from './migrations/000002_cluster.js';
+import * as m000003 from './migrations/000003_credit_micros.js';
 
 /** What differs between the databases, declared in one place. */
 export interface DialectProfile {
@@ -48,6 +50,7 @@ const LOCAL_LINK: ClusterLink = {
 const MIGRATIONS: Record<string, Migration> = {
   '000001_initial': m000001,
   '000002_cluster': m000002,
+  '000003_credit_micros': m000003,
 };
 
 class StaticMigrations implements MigrationProvider {
@@ -57,6 +60,12 @@ class StaticMigrations implements MigrationProvider {
 }
 
 const ROW_BATCH = 2_000;
+
+/** A micro-credit amount bound into SQL: whole, so no fraction of a micro-credit reaches a column. */
+function wholeMicros(micros: number): number {
+  if (!Number.isSafeInteger(micros)) throw new RangeError(`micro-credits must be a safe integer, got ${micros}`);
+  return micros;
+}
 
 export interface StateRow {
   id: string;
@@ -106,7 +115,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     cronTimezone: r.cron_timezone,
     cronNextRunAt: r.cron_next_run_at,
     activeOutput: r.active_output,
-    creditsUsed: Number(r.credits_used),
+    creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
     lastEventSeq: Number(r.last_event_seq),
     currentTurnId: r.current_turn_id,
     queuedCount: Number(r.queued_count),
@@ -119,11 +128,11 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
 const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
   name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
   cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
-  activeOutput: 'active_output', creditsUsed: 'credits_used', lastEventSeq: 'last_event_seq',
+  activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq',
   currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at',
 };
 
-function taskRow(patch: TaskPatch): Partial<TasksTable> {
+function taskRow(patch: TaskPatch): Updateable<TasksTable> {
   const row: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === undefined) continue;
@@ -132,7 +141,7 @@ function taskRow(patch: TaskPatch): Partial<TasksTable> {
     else if (key === 'pinned') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
-  return row as Partial<TasksTable>;
+  return row as Updateable<TasksTable>;
 }
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {
@@ -149,7 +158,7 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     endedAt: r.ended_at,
     leaseOwner: r.lease_owner,
     leaseExpiresAt: r.lease_expires_at,
-    creditsUsed: Number(r.credits_used),
+    creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
     tokensIn: Number(r.tokens_in),
     tokensOut: Number(r.tokens_out),
     toolCalls: Number(r.tool_calls),
@@ -159,11 +168,11 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
 
 const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
   status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
-  leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsed: 'credits_used', tokensIn: 'tokens_in',
+  leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
   tokensOut: 'tokens_out', toolCalls: 'tool_calls', error: 'error',
 };
 
-function turnRow(patch: TurnPatch): Partial<TurnsTable> {
+function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
   const row: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === undefined) continue;
@@ -172,7 +181,7 @@ function turnRow(patch: TurnPatch): Partial<TurnsTable> {
     else if (key === 'planOnly') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
-  return row as Partial<TurnsTable>;
+  return row as Updateable<TurnsTable>;
 }
 
 function toUpload(r: Selectable<UploadsTable>): UploadRecord {
@@ -198,12 +207,12 @@ export class KyselyOps implements StoreOps {
   ) {}
 
   async insertAccount(a: AccountRecord): Promise<void> {
-    await this.db.insertInto('accounts').values({ id: a.id, name: a.name, balance: a.balance, credits_used: a.creditsUsed, created_at: a.createdAt }).execute();
+    await this.db.insertInto('accounts').values({ id: a.id, name: a.name, balance_micros: a.balanceMicros, credits_used_micros: a.creditsUsedMicros, created_at: a.createdAt }).execute();
   }
 
   async getAccount(id: string): Promise<AccountRecord | undefined> {
     const [r] = (await this.runCompiled('getAccount', [id], () => this.db.selectFrom('accounts').selectAll().where('id', '=', id))).rows;
-    return r && { id: r.id, name: r.name, balance: Number(r.balance), creditsUsed: Number(r.credits_used), createdAt: r.created_at };
+    return r && { id: r.id, name: r.name, balanceMicros: fromStoredMicros(r.balance_micros), creditsUsedMicros: fromStoredMicros(r.credits_used_micros), createdAt: r.created_at };
   }
 
   async countAccounts(): Promise<number> {
@@ -211,27 +220,29 @@ export class KyselyOps implements StoreOps {
     return Number(r.n);
   }
 
-  async adjustBalance(accountId: string, delta: number): Promise<number> {
+  async adjustBalanceMicros(accountId: string, deltaMicros: number): Promise<number> {
+    const delta = wholeMicros(deltaMicros);
     const r = await this.db
       .updateTable('accounts')
-      .set({ balance: sql<number>`case when balance + ${delta} < 0 then 0 else balance + ${delta} end` })
+      .set({ balance_micros: sql<number>`case when balance_micros + ${delta} < 0 then 0 else balance_micros + ${delta} end` })
       .where('id', '=', accountId)
-      .returning('balance')
+      .returning('balance_micros')
       .executeTakeFirst();
-    return Number(r?.balance ?? 0);
+    return r ? fromStoredMicros(r.balance_micros) : 0;
   }
 
-  async chargeAccount(accountId: string, amount: number): Promise<number> {
+  async chargeAccountMicros(accountId: string, amountMicros: number): Promise<number> {
+    const amount = wholeMicros(amountMicros);
     const r = await this.db
       .updateTable('accounts')
       .set({
-        balance: sql<number>`case when balance - ${amount} < 0 then 0 else balance - ${amount} end`,
-        credits_used: sql<number>`credits_used + ${amount}`,
+        balance_micros: sql<number>`case when balance_micros - ${amount} < 0 then 0 else balance_micros - ${amount} end`,
+        credits_used_micros: sql<number>`credits_used_micros + ${amount}`,
       })
       .where('id', '=', accountId)
-      .returning('balance')
+      .returning('balance_micros')
       .executeTakeFirst();
-    return Number(r?.balance ?? 0);
+    return r ? fromStoredMicros(r.balance_micros) : 0;
   }
 
   async insertApiKey(k: ApiKeyRecord & { keyHash: string }): Promise<void> {
@@ -256,7 +267,7 @@ export class KyselyOps implements StoreOps {
 
   async insertTask(t: TaskRecord): Promise<void> {
     const { id, accountId, createdAt, ...fields } = t;
-    const row = { id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as TasksTable;
+    const row = { id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as Insertable<TasksTable>;
     await this.runCompiled(`insertTask:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('tasks').values(row));
   }
 
@@ -363,7 +374,7 @@ export class KyselyOps implements StoreOps {
 
   async insertTurn(t: TurnRecord): Promise<void> {
     const { id, taskId, accountId, kind, createdAt, ...fields } = t;
-    const row = { id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as TurnsTable;
+    const row = { id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as Insertable<TurnsTable>;
     await this.runCompiled(`insertTurn:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('turns').values(row));
   }
 
@@ -450,8 +461,15 @@ export class KyselyOps implements StoreOps {
     return rows.map((r) => r.input!);
   }
 
-  async insertStep(turnId: string, step: number, data: string, at: string): Promise<void> {
-    await this.db.insertInto('turn_steps').values({ turn_id: turnId, step, data, created_at: at }).onConflict((oc) => oc.columns(['turn_id', 'step']).doNothing()).execute();
+  async insertStep(turnId: string, step: number, data: string, at: string): Promise<boolean> {
+    // The primary key (turn_id, step) decides: one index probe, however many steps the turn has.
+    const inserted = await this.db
+      .insertInto('turn_steps')
+      .values({ turn_id: turnId, step, data, created_at: at })
+      .onConflict((oc) => oc.columns(['turn_id', 'step']).doNothing())
+      .returning('step')
+      .executeTakeFirst();
+    return inserted !== undefined;
   }
 
   async listSteps(turnId: string): Promise<{ step: number; data: string }[]> {
@@ -526,6 +544,25 @@ export class KyselyOps implements StoreOps {
   async getIdempotency(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined> {
     const r = await this.db.selectFrom('idempotency').selectAll().where('account_id', '=', accountId).where('key', '=', key).where('created_at', '>=', since).executeTakeFirst();
     return r && { requestHash: r.request_hash, status: Number(r.status), body: r.body, createdAt: r.created_at };
+  }
+
+  async claimIdempotency(accountId: string, key: string, rec: IdempotencyRecord, expiredBefore: string): Promise<boolean> {
+    // One statement on the primary key (account_id, key), so the database decides between
+    // concurrent claims: PostgreSQL makes a second insert of the key wait on the first one's
+    // uncommitted row, then does nothing if that committed; SQLite writes one transaction at a
+    // time. A record past its window is taken over as if the key were new.
+    const claimed = await this.db
+      .insertInto('idempotency')
+      .values({ account_id: accountId, key, request_hash: rec.requestHash, status: rec.status, body: rec.body, created_at: rec.createdAt })
+      .onConflict((oc) =>
+        oc
+          .columns(['account_id', 'key'])
+          .doUpdateSet({ request_hash: rec.requestHash, status: rec.status, body: rec.body, created_at: rec.createdAt })
+          .where('idempotency.created_at', '<', expiredBefore),
+      )
+      .returning('key')
+      .executeTakeFirst();
+    return claimed !== undefined;
   }
 
   async putIdempotency(accountId: string, key: string, rec: IdempotencyRecord): Promise<void> {

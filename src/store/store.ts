@@ -16,11 +16,12 @@ export type TurnKind = 'plan' | 'execute' | 'continue';
 /** queued: waits behind the task's current turn · pending: ready for a worker · running: owned by a worker. */
 export type TurnStatus = 'queued' | 'pending' | 'running' | 'completed' | 'stopped' | 'failed' | 'cancelled';
 
+/** Credits are integers of micro-credits everywhere in the store (src/accounts/credits.ts). */
 export interface AccountRecord {
   id: string;
   name: string;
-  balance: number;
-  creditsUsed: number;
+  balanceMicros: number;
+  creditsUsedMicros: number;
   createdAt: string;
 }
 
@@ -45,7 +46,7 @@ export interface TaskRecord {
   cronTimezone: string | null;
   cronNextRunAt: string | null;
   activeOutput: string | null;
-  creditsUsed: number;
+  creditsUsedMicros: number;
   lastEventSeq: number;
   currentTurnId: string | null;
   queuedCount: number;
@@ -87,7 +88,7 @@ export interface TurnRecord {
   endedAt: string | null;
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
-  creditsUsed: number;
+  creditsUsedMicros: number;
   tokensIn: number;
   tokensOut: number;
   toolCalls: number;
@@ -144,10 +145,10 @@ export interface StoreOps {
   insertAccount(account: AccountRecord): Promise<void>;
   getAccount(id: string): Promise<AccountRecord | undefined>;
   countAccounts(): Promise<number>;
-  /** Adds `delta` (may be negative) to the balance, never below zero; returns the new balance. */
-  adjustBalance(accountId: string, delta: number): Promise<number>;
-  /** Takes `amount` from the balance (floor zero) and adds it to credits_used; returns the new balance. */
-  chargeAccount(accountId: string, amount: number): Promise<number>;
+  /** Adds `deltaMicros` (may be negative) to the balance, never below zero; returns the new balance in micro-credits. */
+  adjustBalanceMicros(accountId: string, deltaMicros: number): Promise<number>;
+  /** Takes `amountMicros` from the balance (floor zero) and adds it to credits_used; returns the new balance in micro-credits. */
+  chargeAccountMicros(accountId: string, amountMicros: number): Promise<number>;
   insertApiKey(key: ApiKeyRecord & { keyHash: string }): Promise<void>;
   findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
   listApiKeys(accountId: string): Promise<ApiKeyRecord[]>;
@@ -189,7 +190,8 @@ export interface StoreOps {
   listTurnInputs(taskId: string, upToTurnId: string): Promise<string[]>;
 
   // agent step checkpoints
-  insertStep(turnId: string, step: number, data: string, at: string): Promise<void>;
+  /** Stores a step unless the turn already has one of that number; returns whether it stored it. Touches that one step only. */
+  insertStep(turnId: string, step: number, data: string, at: string): Promise<boolean>;
   listSteps(turnId: string): Promise<{ step: number; data: string }[]>;
 
   // events
@@ -216,6 +218,15 @@ export interface StoreOps {
 
   // idempotency keys
   getIdempotency(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined>;
+  /**
+   * Takes the key for the change of the transaction it runs in, storing `record`: true when this
+   * transaction now holds it (a new key, or one whose record is older than `expiredBefore`),
+   * false when another request's record holds it. Where transactions run side by side
+   * (PostgreSQL), a key another transaction has claimed but not yet committed makes this wait
+   * for that one to end: it is taken if that one rolled back, refused if it committed. A
+   * rolled-back claim leaves nothing behind.
+   */
+  claimIdempotency(accountId: string, key: string, record: IdempotencyRecord, expiredBefore: string): Promise<boolean>;
   putIdempotency(accountId: string, key: string, record: IdempotencyRecord): Promise<void>;
 
   // settings

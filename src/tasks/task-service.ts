@@ -4,6 +4,7 @@
  * and publishes them after commit. Routes and the turn runner call these methods and never write
  * task state themselves.
  */
+import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../accounts/credits.js';
 import type { Config } from '../config.js';
 import { QuarryError } from '../errors.js';
 import type { EventBus } from '../events/event-bus.js';
@@ -11,10 +12,10 @@ import { CONTROL_CHANNEL, EVENTS_CHANNEL, eventsNotice, type ControlMessage } fr
 import { crashPoint } from '../crash-points.js';
 import { newId } from '../ids.js';
 import type {
-  EventRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
+  EventRecord, IdempotencyRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
 } from '../store/store.js';
 import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
-import { roundCredits, toReplyView, toTaskView, type TaskView } from './task-view.js';
+import { toReplyView, toTaskView, type TaskView } from './task-view.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
 
@@ -26,12 +27,29 @@ export interface TaskServiceOptions {
 }
 
 /**
- * An Idempotency-Key to record with a change, in the change's own transaction: a crash between
- * commit and answer must not let a retry under the same key make the change twice.
+ * An Idempotency-Key to claim for a change, first thing in the change's own transaction: two
+ * requests with one key cannot both make the change, and a crash between commit and answer
+ * cannot let a retry under the key make it twice. A change that is refused or fails rolls back
+ * and takes its claim with it, so the key can be used again.
  */
 export interface IdempotencyMark {
   key: string;
   requestHash: string;
+}
+
+/** How long a key's answer is remembered (decisions §2). */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The change was not made: another request holds the key, and its change committed (or, on
+ * SQLite, is about to commit with this one's group). The caller answers with that request's
+ * record instead (src/http/idempotency.ts).
+ */
+export class IdempotencyKeyClaimed extends Error {
+  constructor(readonly key: string) {
+    super(`Idempotency-Key "${key}" was claimed by another request`);
+    this.name = 'IdempotencyKeyClaimed';
+  }
 }
 
 /** What a route answers with after a change: 200 with the task, or 202 when a message was queued. */
@@ -61,8 +79,18 @@ const PENDING_RECOUNT_MS = 1000;
 /** The body of an idempotency record whose change committed but whose answer was not stored yet. */
 export const COMMITTED_MARK = '@committed-task:';
 
-async function markCommitted(tx: StoreOps, accountId: string, mark: IdempotencyMark, status: number, taskId: string, at: string): Promise<void> {
-  await tx.putIdempotency(accountId, mark.key, { requestHash: mark.requestHash, status, body: `${COMMITTED_MARK}${taskId}`, createdAt: at });
+/**
+ * Claims the key for this change, or throws IdempotencyKeyClaimed. The record says the change
+ * committed (it is visible to other requests only once it has) and which task it changed; the
+ * answer itself is stored once it is sent.
+ */
+async function claimKey(tx: StoreOps, accountId: string, mark: IdempotencyMark, status: number, taskId: string, at: string): Promise<void> {
+  const expiredBefore = new Date(Date.parse(at) - IDEMPOTENCY_WINDOW_MS).toISOString();
+  if (!(await tx.claimIdempotency(accountId, mark.key, committedRecord(mark, status, taskId, at), expiredBefore))) throw new IdempotencyKeyClaimed(mark.key);
+}
+
+function committedRecord(mark: IdempotencyMark, status: number, taskId: string, at: string): IdempotencyRecord {
+  return { requestHash: mark.requestHash, status, body: `${COMMITTED_MARK}${taskId}`, createdAt: at };
 }
 
 /** Where a turn of each kind starts: a plan turn plans first, the others execute. */
@@ -127,6 +155,7 @@ export class TaskService {
   private readonly bus: EventBus;
   private readonly config: Config;
   private readonly clock: () => Date;
+  private readonly prices: MicroPrices;
   private pendingCount = { value: 0, at: 0 };
   /** Called after a commit that made a turn ready to run. */
   onTurnReady: () => void = () => {};
@@ -138,6 +167,7 @@ export class TaskService {
     this.bus = opts.bus;
     this.config = opts.config;
     this.clock = opts.clock ?? (() => new Date());
+    this.prices = pricesInMicros(opts.config.prices);
   }
 
   now(): string {
@@ -193,13 +223,16 @@ export class TaskService {
   async create(accountId: string, input: { taskId?: string; spec: TaskSpec; kind: 'plan' | 'execute'; planOnly?: boolean }, idempotency?: IdempotencyMark): Promise<TaskReply> {
     const taskId = input.taskId ?? newId('tsk');
     const result = await this.store.transaction(async (tx) => {
+      const now = this.now();
+      // Before anything else: a second request with this key changes nothing, and is not told
+      // task_exists about the task the first one made.
+      if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
       // A new ULID cannot be taken already; only a client-chosen id needs the look.
       if (input.taskId !== undefined && (await tx.getTask(taskId, { lock: true }))) {
         throw new QuarryError('task_exists', `A task with task_id "${taskId}" already exists: continue it instead.`, { task_id: taskId });
       }
       await this.requireCredits(tx, accountId, { task_created: false });
       await this.requireCapacity(tx);
-      const now = this.now();
       // The prompt lives in the spec; the first turn carries no message of its own.
       const turn = this.newTurn(taskId, accountId, input.kind, null, now, 'pending', input.planOnly ?? false);
       const schedule = input.spec.schedule;
@@ -216,7 +249,7 @@ export class TaskService {
         cronTimezone: schedule?.timezone ?? null,
         cronNextRunAt: schedule ? this.nextRun(schedule) : null,
         activeOutput: null,
-        creditsUsed: 0,
+        creditsUsedMicros: 0,
         lastEventSeq: 0,
         currentTurnId: turn.id,
         queuedCount: 0,
@@ -229,7 +262,6 @@ export class TaskService {
       unit.taskEvent('created', turn.id);
       await unit.flush();
       await tx.insertTurn(turn);
-      if (idempotency) await markCommitted(tx, accountId, idempotency, 200, taskId, now);
       return { unit, turn };
     });
     crashPoint('create.committed');
@@ -444,27 +476,29 @@ export class TaskService {
 
   /**
    * Stores a completed agent step and charges what it used, atomically: a step is charged once,
-   * however often the turn is replayed. Returns the account balance after the charge.
+   * however often the turn is replayed. Returns the account balance after the charge and what
+   * the turn has used, in credits: the exact micro-credit amounts as the API shows them, so
+   * `balance <= 0` holds exactly when the balance reads 0. Null when the turn no longer runs or
+   * the step was stored already (another worker got there first).
    */
   async checkpointStep(turn: TurnRecord, step: number, data: string, usage: { tokensIn: number; tokensOut: number; toolCalls: number }): Promise<{ balance: number; turnCredits: number } | null> {
-    const p = this.config.prices;
-    const cost = (usage.tokensIn / 1000) * p.inputPer1k + (usage.tokensOut / 1000) * p.outputPer1k + usage.toolCalls * p.toolCall;
+    const costMicros = stepCostMicros(this.prices, usage);
     let result: { balance: number; turnCredits: number } | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
-      const existing = await unit.tx.listSteps(turn.id);
-      if (existing.some((s) => s.step === step)) return;
-      await unit.tx.insertStep(turn.id, step, data, unit.now);
+      if (!(await unit.tx.insertStep(turn.id, step, data, unit.now))) return;
       const current = (await unit.tx.getTurn(turn.id))!;
-      const turnCredits = current.creditsUsed + cost;
+      const turnMicros = current.creditsUsedMicros + costMicros;
       await unit.tx.updateTurn(turn.id, {
-        creditsUsed: turnCredits,
+        creditsUsedMicros: turnMicros,
         tokensIn: current.tokensIn + usage.tokensIn,
         tokensOut: current.tokensOut + usage.tokensOut,
         toolCalls: current.toolCalls + usage.toolCalls,
       });
-      const balance = cost > 0 ? await unit.tx.chargeAccount(turn.accountId, cost) : ((await unit.tx.getAccount(turn.accountId))?.balance ?? 0);
-      if (cost > 0) unit.set({ creditsUsed: unit.task.creditsUsed + cost });
-      result = { balance, turnCredits };
+      const balanceMicros = costMicros > 0
+        ? await unit.tx.chargeAccountMicros(turn.accountId, costMicros)
+        : ((await unit.tx.getAccount(turn.accountId))?.balanceMicros ?? 0);
+      if (costMicros > 0) unit.set({ creditsUsedMicros: unit.task.creditsUsedMicros + costMicros });
+      result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
     });
     return result;
   }
@@ -490,7 +524,7 @@ export class TaskService {
   private newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
     return {
       id: newId('turn'), taskId, accountId, kind, status, input, planOnly, createdAt: now, startedAt: null, endedAt: null,
-      leaseOwner: null, leaseExpiresAt: null, creditsUsed: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null,
+      leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null,
     };
   }
 
@@ -526,7 +560,7 @@ export class TaskService {
     unit.event('done', turnId, {
       outcome,
       output_count: unit.task.spec.outputs.length,
-      credits_used: roundCredits(turn?.creditsUsed ?? 0),
+      credits_used: fromMicros(turn?.creditsUsedMicros ?? 0),
       // The queued message that starts now, or null: the task is idle (streams of the task end here).
       next_turn_id: next?.id ?? null,
     });
@@ -542,13 +576,18 @@ export class TaskService {
   ): Promise<TaskReply> {
     const { notFoundExtras = {}, idempotency } = opts;
     const result = await this.store.transaction(async (tx) => {
+      const now = this.now();
+      // Before the task's lock: a second request with this key waits on the first one's claim,
+      // never on the task, and changes nothing.
+      if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
       const task = await tx.getTask(taskId, { lock: true });
       if (!task || task.accountId !== accountId || task.status === 'deleted') throw QuarryError.taskNotFound(taskId, notFoundExtras);
       const fromSeq = task.lastEventSeq;
-      const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
+      const unit = new TaskUnit(tx, task, now, this.config.workerId);
       const answer = await fn(unit);
       await unit.flush();
-      if (idempotency) await markCommitted(tx, accountId, idempotency, answer.statusCode, taskId, unit.now);
+      // The claim said 200; a queued message is answered 202.
+      if (idempotency && answer.statusCode !== 200) await tx.putIdempotency(accountId, idempotency.key, committedRecord(idempotency, answer.statusCode, taskId, now));
       return { unit, answer, fromSeq };
     });
     crashPoint('message.committed');
@@ -581,7 +620,8 @@ export class TaskService {
 
   private async hasCredits(tx: StoreOps, accountId: string): Promise<boolean> {
     const account = await tx.getAccount(accountId);
-    return (account?.balance ?? 0) > 0;
+    // The exact balance the API shows: one that reads 0 is 0.
+    return (account?.balanceMicros ?? 0) > 0;
   }
 
   private async requireCredits(tx: StoreOps, accountId: string, extras: { task_id?: string; task_created?: false }): Promise<void> {

@@ -2,34 +2,11 @@
  * The Task body that routes, events and the client see (interface §2.1 plus decisions §9),
  * built from a stored task alone so it costs no extra read.
  */
-import type { EventRecord, TaskRecord } from '../store/store.js';
-import type { TaskSpec } from './spec.js';
+import { fromMicros } from '../accounts/credits.js';
+import type { TaskRecord } from '../store/store.js';
+import type { Task } from '../contract/index.js';
 
-export interface TaskView {
-  task_id: string;
-  name: string | null;
-  type: string | null;
-  status: string;
-  phase: string | null;
-  activity: string | null;
-  output_count: number;
-  poll_after_s: number;
-  status_url: string;
-  output_url: string;
-  stream_url: string;
-  created_at: string;
-  updated_at: string;
-  pinned: boolean;
-  cron: { expression: string; timezone: string; next_run_at: string | null } | null;
-  queued_messages: number;
-  credits_used: number;
-  active_output: string | null;
-}
-
-export interface TaskDetailView extends TaskView {
-  spec: TaskSpec;
-  events: unknown[];
-}
+export type TaskView = Task;
 
 const POLL_BUSY_S = 2;
 const POLL_IDLE_S = 30;
@@ -70,7 +47,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): TaskView {
       ? { expression: task.cronExpression, timezone: task.cronTimezone ?? 'UTC', next_run_at: task.cronNextRunAt }
       : null,
     queued_messages: task.queuedCount,
-    credits_used: roundCredits(task.creditsUsed),
+    credits_used: fromMicros(task.creditsUsedMicros),
     active_output: activeOutputOf(task),
   };
 }
@@ -80,13 +57,4 @@ export function toReplyView(task: TaskRecord, statusCode: number): TaskView {
   const view = toTaskView(task);
   if (statusCode === 202) view.status = 'accepted';
   return view;
-}
-
-export function toTaskDetailView(task: TaskRecord, events: EventRecord[]): TaskDetailView {
-  return { ...toTaskView(task), spec: task.spec, events: events.map((e) => JSON.parse(e.data)) };
-}
-
-/** Credits are shown to 6 decimal places: enough for per-token prices, free of float noise. */
-export function roundCredits(n: number): number {
-  return Math.round(n * 1e6) / 1e6;
 }

@@ -14,7 +14,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
   const now = new Date().toISOString();
   return {
     id: uid('tsk'), accountId, name: null, type: 'research', status: 'plan', phase: 'plan', activity: 'idle', spec: emptySpec('q'),
-    pinned: false, cronExpression: null, cronTimezone: null, cronNextRunAt: null, activeOutput: null, creditsUsed: 0, lastEventSeq: 0,
+    pinned: false, cronExpression: null, cronTimezone: null, cronNextRunAt: null, activeOutput: null, creditsUsedMicros: 0, lastEventSeq: 0,
     currentTurnId: null, queuedCount: 0, createdAt: now, updatedAt: now, deletedAt: null, ...overrides,
   };
 }
@@ -22,7 +22,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
 export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
     id: uid('turn'), taskId, accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, createdAt: new Date().toISOString(),
-    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsed: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null, ...overrides,
+    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null, ...overrides,
   };
 }
 
@@ -35,7 +35,7 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       store = await open();
       await store.migrate();
       accountId = uid('acct');
-      await store.insertAccount({ id: accountId, name: 'a', balance: 10, creditsUsed: 0, createdAt: new Date().toISOString() });
+      await store.insertAccount({ id: accountId, name: 'a', balanceMicros: 10_000_000, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
     });
     after(async () => {
       await store.close();
@@ -47,14 +47,41 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.ok((await store.countAccounts()) >= 1);
     });
 
-    it('charges and adjusts balances, never below zero', async () => {
+    it('charges and adjusts balances in whole micro-credits, never below zero', async () => {
       const id = uid('acct');
-      await store.insertAccount({ id, name: 'b', balance: 1, creditsUsed: 0, createdAt: new Date().toISOString() });
-      assert.equal(await store.chargeAccount(id, 0.25), 0.75);
-      assert.equal(await store.chargeAccount(id, 5), 0);
-      assert.equal((await store.getAccount(id))!.creditsUsed, 5.25);
-      assert.equal(await store.adjustBalance(id, 3), 3);
-      assert.equal(await store.adjustBalance(id, -10), 0);
+      await store.insertAccount({ id, name: 'b', balanceMicros: 1_000_000, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
+      assert.equal(await store.chargeAccountMicros(id, 250_000), 750_000);
+      assert.equal(await store.chargeAccountMicros(id, 5_000_000), 0);
+      const charged = (await store.getAccount(id))!;
+      assert.equal(charged.balanceMicros, 0);
+      assert.equal(charged.creditsUsedMicros, 5_250_000);
+      assert.equal(await store.adjustBalanceMicros(id, 100_000), 100_000);
+      assert.equal(await store.adjustBalanceMicros(id, 200_000), 300_000, '0.1 + 0.2 credits are 0.3 exactly');
+      assert.equal(await store.adjustBalanceMicros(id, -300_000), 0, 'and taking 0.3 leaves exactly nothing');
+      assert.equal(await store.adjustBalanceMicros(id, -10_000_000), 0);
+      await assert.rejects(store.adjustBalanceMicros(id, 0.5), RangeError, 'a fraction of a micro-credit never reaches the store');
+    });
+
+    it('holds balances up to 2^53 micro-credits exactly', async () => {
+      const id = uid('acct');
+      const big = Number.MAX_SAFE_INTEGER - 1;
+      await store.insertAccount({ id, name: 'rich', balanceMicros: big, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
+      assert.equal((await store.getAccount(id))!.balanceMicros, big);
+      assert.equal(await store.chargeAccountMicros(id, 1), big - 1);
+      assert.equal((await store.getAccount(id))!.creditsUsedMicros, 1);
+    });
+
+    it('stores and reads back the micro-credits of tasks and turns', async () => {
+      const t = task(accountId, { creditsUsedMicros: 300_000 });
+      await store.insertTask(t);
+      // Completed, so the claim cases of the shared store never see it.
+      const r = turn(t.id, accountId, { status: 'completed', creditsUsedMicros: 1 });
+      await store.insertTurn(r);
+      assert.equal((await store.getTask(t.id))!.creditsUsedMicros, 300_000);
+      await store.updateTask(t.id, { creditsUsedMicros: 300_001 });
+      await store.updateTurn(r.id, { creditsUsedMicros: 2 });
+      assert.equal((await store.getTask(t.id))!.creditsUsedMicros, 300_001);
+      assert.equal((await store.getTurn(r.id))!.creditsUsedMicros, 2);
     });
 
     it('finds keys by hash and revokes them', async () => {
@@ -154,9 +181,9 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
 
     it('stores each step once', async () => {
       const id = uid('turn');
-      await store.insertStep(id, 1, '{"a":1}', new Date().toISOString());
-      await store.insertStep(id, 1, '{"a":2}', new Date().toISOString());
-      await store.insertStep(id, 2, '{"b":1}', new Date().toISOString());
+      assert.equal(await store.insertStep(id, 1, '{"a":1}', new Date().toISOString()), true);
+      assert.equal(await store.insertStep(id, 1, '{"a":2}', new Date().toISOString()), false, 'a step stored already is kept as it was');
+      assert.equal(await store.insertStep(id, 2, '{"b":1}', new Date().toISOString()), true);
       assert.deepEqual(await store.listSteps(id), [{ step: 1, data: '{"a":1}' }, { step: 2, data: '{"b":1}' }]);
     });
 
@@ -296,6 +323,56 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       await store.setSetting('s', '1');
       await store.setSetting('s', '2');
       assert.equal(await store.getSetting('s'), '2');
+    });
+
+    describe('idempotency claims', () => {
+      const window = { createdAt: '2030-01-01T00:00:00.000Z', expiredBefore: '2029-12-31T00:00:00.000Z' };
+      const record = (requestHash: string, createdAt = window.createdAt) => ({ requestHash, status: 200, body: `made by ${requestHash}`, createdAt });
+
+      it('gives a key to the first claim; a rolled-back claim leaves nothing; a record past its window is taken over', async () => {
+        const key = uid('key');
+        await assert.rejects(store.transaction(async (tx) => {
+          assert.equal(await tx.claimIdempotency(accountId, key, record('refused'), window.expiredBefore), true);
+          throw new Error('the change was refused');
+        }), /refused/);
+        assert.equal(await store.getIdempotency(accountId, key, window.expiredBefore), undefined, 'the refused change released its claim');
+
+        assert.equal(await store.transaction((tx) => tx.claimIdempotency(accountId, key, record('first'), window.expiredBefore)), true);
+        assert.equal(await store.transaction((tx) => tx.claimIdempotency(accountId, key, record('second'), window.expiredBefore)), false);
+        assert.deepEqual(await store.getIdempotency(accountId, key, window.expiredBefore), record('first'));
+
+        const otherAccount = uid('acct');
+        assert.equal(await store.claimIdempotency(otherAccount, key, record('other account'), window.expiredBefore), true, 'keys are per account');
+
+        // A day and a half later the first record is past its 24 h window: the key is new again.
+        const later = { createdAt: '2030-01-02T12:00:00.000Z', expiredBefore: '2030-01-01T12:00:00.000Z' };
+        assert.equal(await store.claimIdempotency(accountId, key, record('later', later.createdAt), later.expiredBefore), true);
+        assert.deepEqual(await store.getIdempotency(accountId, key, later.expiredBefore), record('later', later.createdAt));
+      });
+
+      for (const firstCommits of [true, false]) {
+        it(`gives a key claimed by overlapping transactions to one of them (the first one ${firstCommits ? 'commits' : 'rolls back'})`, async () => {
+          const key = uid('key');
+          let endFirst!: () => void;
+          const firstMayEnd = new Promise<void>((resolve) => (endFirst = resolve));
+          let firstClaimed!: (won: boolean) => void;
+          const claimedByFirst = new Promise<boolean>((resolve) => (firstClaimed = resolve));
+          const first = store.transaction(async (tx) => {
+            firstClaimed(await tx.claimIdempotency(accountId, key, record('first'), window.expiredBefore));
+            await firstMayEnd;
+            if (!firstCommits) throw new Error('the first change was refused');
+          });
+          assert.equal(await claimedByFirst, true);
+          // PostgreSQL runs the second beside the first, its claim waiting on the first's row;
+          // SQLite runs it once the first has ended.
+          const second = store.transaction((tx) => tx.claimIdempotency(accountId, key, record('second'), window.expiredBefore));
+          endFirst();
+          if (firstCommits) await first;
+          else await assert.rejects(first, /refused/);
+          assert.equal(await second, !firstCommits);
+          assert.equal((await store.getIdempotency(accountId, key, window.expiredBefore))!.requestHash, firstCommits ? 'first' : 'second');
+        });
+      }
     });
   });
 }
