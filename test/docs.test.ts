@@ -22,8 +22,20 @@ test('the error table in docs/api.md lists the catalogue, in order', () => {
   const table = lines
     .slice(0, lines.findIndex((line) => !line.startsWith('|')))
     .map((line) => line.split('|').slice(1, 4).map((cell) => cell.trim().replace(/`/g, '')));
-  const expected = Object.values(ERROR_CATALOGUE).map((e) => [String(e.status), e.error, e.retryable ? 'yes' : 'no']);
-  assert.deepEqual(table, expected);
+  const http = Object.values(ERROR_CATALOGUE).filter((e) => e.status !== null);
+  assert.deepEqual(table, http.map((e) => [String(e.status), e.error, e.retryable ? 'yes' : 'no']));
+});
+
+test('every code only a turn carries is in the turn errors table of docs/api.md, with its retryable', () => {
+  const doc = fs.readFileSync(path.join(root, 'docs/api.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('\n### Turn errors'));
+  const rows = new Map(section.split('\n').filter((line) => line.startsWith('| `')).map((line) => {
+    const [code, retryable] = line.split('|').slice(1, 3).map((cell) => cell.trim().replace(/`/g, ''));
+    return [code!, retryable!];
+  }));
+  for (const entry of Object.values(ERROR_CATALOGUE).filter((e) => e.status === null)) {
+    assert.equal(rows.get(entry.error), entry.retryable ? 'true' : 'false', `docs/api.md's turn errors table lists ${entry.error}`);
+  }
 });
 
 test("the README's walkthrough runs as written", async () => {

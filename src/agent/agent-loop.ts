@@ -6,7 +6,8 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { crashPoint } from '../crash-points.js';
-import type { TaskPhase, TurnError } from '../store/store.js';
+import { turnError, type ErrorName, type TurnError } from '../errors.js';
+import type { TaskPhase } from '../store/store.js';
 import type { ToolName } from '../tasks/spec.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
 import { fitToContext } from './context-window.js';
@@ -53,8 +54,8 @@ export function capStrings(value: unknown): unknown {
   return value;
 }
 
-function failed(error: string, message: string, retryable = false): TurnResult {
-  return { outcome: 'failed', error: { error, message, retryable } };
+function failed(name: ErrorName, message: string): TurnResult {
+  return { outcome: 'failed', error: turnError(name, message) };
 }
 
 export class Agent {
@@ -73,7 +74,7 @@ export class Agent {
   async runTurn(port: TurnPort): Promise<TurnResult> {
     const provider = this.provider;
     if (!provider) {
-      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY), or QUARRY_MODEL_PROVIDER=anthropic with QUARRY_MODEL_API_KEY, and restart Quarry.', true);
+      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY), or QUARRY_MODEL_PROVIDER=anthropic with QUARRY_MODEL_API_KEY, and restart Quarry.');
     }
     const spec = port.spec();
     let phase: TaskPhase = port.kind === 'plan' ? 'plan' : 'execute';
@@ -178,7 +179,7 @@ export class Agent {
         if (port.signal.aborted) throw port.signal.reason;
         if (!(err instanceof ModelProviderError)) throw err;
         if (!err.retryable || attempt >= this.retryDelaysMs.length) {
-          return failed('bad_gateway', `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`, true);
+          return failed('bad_gateway', `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`);
         }
         await sleep(this.retryDelaysMs[attempt]!, port.signal);
       }

@@ -46,6 +46,7 @@ function errorAnswer(status: number) {
   const codes = [...new Set(entries.map((e) => `\`${e.error}\``))].join(', ');
   const headers: Record<string, TSchema> = {
     ...(status === 401 ? { 'WWW-Authenticate': header('Bearer realm="quarry"') } : {}),
+    ...(status === 405 ? { Allow: header('The methods the path takes.') } : {}),
     ...(status === 429 || status === 503 ? RETRY_AFTER : {}),
   };
   return json(`${codes}: ${entries.map((e) => e.message).join(' / ')}`, ErrorBody, headers);

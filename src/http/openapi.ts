@@ -29,6 +29,26 @@ function hoist(node: unknown, schemas: Json): unknown {
   return { $ref: `#/components/schemas/${name}` };
 }
 
+/**
+ * The contract builds an error answer from its status alone (contract/routes.ts), so every
+ * operation's 401, say, is the same: each is stored once as `#/components/responses/Error<status>`.
+ */
+function shareErrorAnswers(paths: Record<string, Record<string, Json>>): Json {
+  const shared: Record<string, unknown> = {};
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      const responses = operation.responses as Json;
+      for (const status of Object.keys(responses)) {
+        if (Number(status) < 400) continue;
+        const name = `Error${status}`;
+        shared[name] ??= responses[status];
+        responses[status] = { $ref: `#/components/responses/${name}` };
+      }
+    }
+  }
+  return Object.fromEntries(Object.entries(shared).sort(([a], [b]) => a.localeCompare(b)));
+}
+
 function finish(document: Json): Json {
   const paths = document.paths as Record<string, Record<string, Json>>;
   for (const operations of Object.values(paths)) {
@@ -45,7 +65,9 @@ function finish(document: Json): Json {
   }
   const schemas: Json = {};
   const hoisted = hoist(document, schemas) as Json;
-  (hoisted.components as Json).schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
+  const components = hoisted.components as Json;
+  components.schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
+  components.responses = shareErrorAnswers(hoisted.paths as Record<string, Record<string, Json>>);
   return hoisted;
 }
 

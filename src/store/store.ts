@@ -69,11 +69,8 @@ export interface TaskStateRecord {
   turn: { id: string; kind: TurnKind; startedAt: string | null } | null;
 }
 
-export interface TurnError {
-  error: string;
-  message: string;
-  retryable: boolean;
-}
+export type { TurnError } from '../errors.js';
+import type { TurnError } from '../errors.js';
 
 export interface TurnRecord {
   id: string;

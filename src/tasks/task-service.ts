@@ -6,7 +6,7 @@
  */
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../accounts/credits.js';
 import type { Config } from '../config.js';
-import { QuarryError } from '../errors.js';
+import { QuarryError, turnError } from '../errors.js';
 import type { EventBus } from '../events/event-bus.js';
 import { CONTROL_CHANNEL, EVENTS_CHANNEL, eventsNotice, type ControlMessage } from '../events/cluster-messages.js';
 import { crashPoint } from '../crash-points.js';
@@ -379,7 +379,7 @@ export class TaskService {
         if (task.currentTurnId) {
           unit.taskEvent('cron_tick_skipped', task.currentTurnId);
         } else if (!(await this.hasCredits(tx, task.accountId))) {
-          unit.event('error', null, { error: 'out_of_credits', message: 'A scheduled run was skipped: the account has no credits left.', retryable: false });
+          unit.event('error', null, { ...turnError('out_of_credits', 'A scheduled run was skipped: the account has no credits left.') });
           unit.taskEvent('cron_tick_skipped', null);
         } else {
           await this.beginTurn(unit, 'execute', null);
@@ -418,11 +418,7 @@ export class TaskService {
       if (resumed) return { unit, start: true };
       if (!(await this.hasCredits(tx, turn.accountId))) {
         // A message queued while credits remained reaches the front after they ran out: it does not start.
-        await this.endTurn(unit, turn.id, 'failed', {
-          error: 'out_of_credits',
-          message: 'The account has no credits left, so this turn did not start: add credits, then send the message again.',
-          retryable: false,
-        });
+        await this.endTurn(unit, turn.id, 'failed', turnError('out_of_credits', 'The account has no credits left, so this turn did not start: add credits, then send the message again.'));
         await unit.flush();
         return { unit, start: false };
       }

@@ -6,12 +6,12 @@
  */
 import type { Logger } from 'pino';
 import type { Agent, TurnResult } from '../agent/agent-loop.js';
-import type { InputFile } from '../agent/turn-port.js';
-import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
+import type { Charge, InputFile, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
+import { turnError } from '../errors.js';
 import type { HeldLock, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
 import type { TaskSpec } from './spec.js';
 import type { TaskService } from './task-service.js';
@@ -222,13 +222,13 @@ export class TurnRunner {
       const abort: unknown = controller.signal.aborted ? controller.signal.reason : err;
       const reason = abort instanceof TurnAbort ? abort.reason : undefined;
       if (reason === 'timeout') {
-        result = { outcome: 'failed', error: { error: 'limit_reached', message: `The turn ran longer than its limit of ${maxSeconds} s (spec.limits.max_turn_seconds).`, retryable: false } };
+        result = { outcome: 'failed', error: turnError('limit_reached', `The turn ran longer than its limit of ${maxSeconds} s (spec.limits.max_turn_seconds).`) };
       } else if (reason) {
         // Stopped, deleted, lost to another worker or shut down: whoever did that recorded the end.
         logger.debug({ turn_id: turn.id, reason }, 'turn abandoned');
       } else {
         logger.error({ err, turn_id: turn.id }, 'turn failed unexpectedly');
-        result = { outcome: 'failed', error: { error: 'internal_error', message: 'The turn failed unexpectedly; its rows are kept. Continue the task to try again.', retryable: true } };
+        result = { outcome: 'failed', error: turnError('internal_error', 'The turn failed unexpectedly; its rows are kept. Continue the task to try again.') };
       }
     } finally {
       clearInterval(heartbeat);

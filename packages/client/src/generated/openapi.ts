@@ -940,7 +940,159 @@ export type components = {
             [key: string]: unknown;
         };
     };
-    responses: never;
+    responses: {
+        /** @description `invalid_request`: The request was rejected. */
+        Error400: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
+        Error401: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                /** @description Bearer realm="quarry" */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `out_of_credits`: The account has no credits left: add credits, then resend. */
+        Error402: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
+        Error404: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `method_not_allowed`: Wrong method for this route. */
+        Error405: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                /** @description The methods the path takes. */
+                Allow?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `task_executing`, `task_in_cron_mode`, `task_exists`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. */
+        Error409: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
+        Error413: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
+        Error415: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `invalid_request`: A field failed validation. */
+        Error422: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `rate_limited`: Too many requests for this key. */
+        Error429: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                /** @description Seconds to wait before resending. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `internal_error`: Something went wrong on our side. */
+        Error500: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `bad_gateway`: An upstream service failed: resend shortly. */
+        Error502: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not ready yet. */
+        Error503: {
+            headers: {
+                /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                "X-Request-ID"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    ok: boolean;
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -1001,19 +1153,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not ready yet. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        ok: boolean;
-                    };
-                };
-            };
+            503: components["responses"]["Error503"];
         };
     };
     getWorkflow: {
@@ -1039,56 +1179,10 @@ export interface operations {
                     "application/json": components["schemas"]["Workflow"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     getMetaprompt: {
@@ -1114,56 +1208,10 @@ export interface operations {
                     "application/json": components["schemas"]["Metaprompt"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     listTasks: {
@@ -1197,67 +1245,11 @@ export interface operations {
                     "application/json": components["schemas"]["Task"][];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     createTask: {
@@ -1313,155 +1305,19 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `out_of_credits`: The account has no credits left: add credits, then resend. */
-            402: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_executing`, `task_in_cron_mode`, `task_exists`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. */
-            409: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `bad_gateway`: An upstream service failed: resend shortly. */
-            502: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
         };
     };
     createTaskStream: {
@@ -1500,100 +1356,14 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     startTask: {
@@ -1649,155 +1419,19 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `out_of_credits`: The account has no credits left: add credits, then resend. */
-            402: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_executing`, `task_in_cron_mode`, `task_exists`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. */
-            409: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `bad_gateway`: An upstream service failed: resend shortly. */
-            502: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
         };
     };
     startTaskStream: {
@@ -1836,100 +1470,14 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     getTask: {
@@ -1960,89 +1508,13 @@ export interface operations {
                     "application/json": components["schemas"]["TaskDetail"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     deleteTask: {
@@ -2070,89 +1542,13 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     updateTask: {
@@ -2191,122 +1587,16 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     getTaskState: {
@@ -2337,89 +1627,13 @@ export interface operations {
                     "application/json": components["schemas"]["TaskState"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     streamTask: {
@@ -2452,89 +1666,13 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     listEvents: {
@@ -2565,89 +1703,13 @@ export interface operations {
                     "application/json": components["schemas"]["EventPage"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     continueTask: {
@@ -2701,155 +1763,19 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `out_of_credits`: The account has no credits left: add credits, then resend. */
-            402: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_executing`, `task_in_cron_mode`, `task_exists`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. */
-            409: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `bad_gateway`: An upstream service failed: resend shortly. */
-            502: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
         };
     };
     continueTaskStream: {
@@ -2886,122 +1812,16 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     executeTask: {
@@ -3042,155 +1862,19 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `out_of_credits`: The account has no credits left: add credits, then resend. */
-            402: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_executing`, `task_in_cron_mode`, `task_exists`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. */
-            409: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `bad_gateway`: An upstream service failed: resend shortly. */
-            502: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
         };
     };
     executeTaskStream: {
@@ -3227,122 +1911,16 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     stopTask: {
@@ -3377,122 +1955,16 @@ export interface operations {
                     "application/json": components["schemas"]["Task"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     getOutput: {
@@ -3532,89 +2004,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     listOutputs: {
@@ -3642,89 +2038,13 @@ export interface operations {
                     "application/json": components["schemas"]["OutputList"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     getNamedOutput: {
@@ -3765,89 +2085,13 @@ export interface operations {
                     "application/x-ndjson": string;
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `method_not_allowed`: Wrong method for this route. */
-            405: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     createUploadUrl: {
@@ -3882,100 +2126,14 @@ export interface operations {
                     "application/json": components["schemas"]["UploadTicket"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `rate_limited`: Too many requests for this key. */
-            429: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     putUpload: {
@@ -4011,76 +2169,12 @@ export interface operations {
                     "application/json": components["schemas"]["UploadResult"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminCreateAccount: {
@@ -4113,98 +2207,14 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedAccount"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminGetAccount: {
@@ -4232,65 +2242,11 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminAddCredits: {
@@ -4325,98 +2281,14 @@ export interface operations {
                     "application/json": components["schemas"]["Balance"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminListKeys: {
@@ -4444,65 +2316,11 @@ export interface operations {
                     "application/json": components["schemas"]["KeyList"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminCreateKey: {
@@ -4534,98 +2352,14 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedKey"];
                 };
             };
-            /** @description `invalid_request`: The request was rejected. */
-            400: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `payload_too_large`: The body is too large: send large inputs via POST /upload-url. */
-            413: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `unsupported_media_type`: The body must be JSON with Content-Type: application/json. */
-            415: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminRevokeKey: {
@@ -4657,65 +2391,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
     adminGetUsage: {
@@ -4743,65 +2423,11 @@ export interface operations {
                     "application/json": components["schemas"]["Usage"];
                 };
             };
-            /** @description `unauthorized`: Credentials are missing or invalid: send X-API-Key or Authorization: Bearer. */
-            401: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Bearer realm="quarry" */
-                    "WWW-Authenticate"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
-            404: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `invalid_request`: A field failed validation. */
-            422: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `internal_error`: Something went wrong on our side. */
-            500: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
-            503: {
-                headers: {
-                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
-                    "X-Request-ID"?: string;
-                    /** @description Seconds to wait before resending. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
         };
     };
 }

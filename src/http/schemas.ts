@@ -1,1 +1,0 @@
-export { AccountBody, AccountParams, CreditsBody, KeyParams } from '../contract/index.js';
