@@ -6,6 +6,10 @@
  * Branch on the class or on `error`, never on `message`.
  */
 
+import type { components } from './generated/openapi.js';
+
+type Schemas = components['schemas'];
+
 /**
  * One entry of a 422's `detail`.
  *
@@ -14,11 +18,7 @@
  * if (err instanceof ValidationError) for (const d of err.detail ?? []) console.error(d.loc.join('.'), d.msg);
  * ```
  */
-export interface ErrorDetail {
-  type: string;
-  loc: (string | number)[];
-  msg: string;
-}
+export type ErrorDetail = NonNullable<Schemas['Error']['detail']>[number];
 
 /**
  * The optional facts an error answer may carry, each also a property of {@link QuarryError}.
@@ -28,14 +28,7 @@ export interface ErrorDetail {
  * const facts: ErrorFacts = { retry_after: 2, task_id: 'tsk_…' };
  * ```
  */
-export interface ErrorFacts {
-  retry_after?: number;
-  resolve?: string;
-  param?: string;
-  detail?: ErrorDetail[];
-  task_id?: string;
-  task_created?: boolean;
-}
+export type ErrorFacts = Pick<Schemas['Error'], 'retry_after' | 'resolve' | 'param' | 'detail' | 'task_id' | 'task_created'>;
 
 /**
  * The JSON error body of every Quarry error answer (docs/api.md, Errors).
@@ -45,13 +38,7 @@ export interface ErrorFacts {
  * if (err instanceof QuarryError && err.body) console.error(JSON.stringify(err.body));
  * ```
  */
-export interface ErrorBody extends ErrorFacts {
-  error: string;
-  message: string;
-  retryable: boolean;
-  request_id: string;
-  [field: string]: unknown;
-}
+export type ErrorBody = Schemas['Error'] & { [field: string]: unknown };
 
 /** @internal What an error is built from. */
 export interface QuarryErrorInit extends ErrorFacts {

@@ -3,9 +3,13 @@
  * the server's OpenAPI document (generated/openapi.ts, see scripts/generate-client-types.ts);
  * here they get their names and examples. Fields the server may add later are allowed at runtime.
  */
-import type { components } from './generated/openapi.js';
+import type { components, operations } from './generated/openapi.js';
 
 type Schemas = components['schemas'];
+/** The JSON body an operation takes. */
+export type RequestBody<Op extends keyof operations> = NonNullable<operations[Op]['requestBody']> extends { content: { 'application/json': infer B } } ? B : never;
+/** The query parameters an operation takes. */
+export type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 
 /**
  * `plan` (no turn runs), `execute` (a turn runs or waits), `deleted`; `accepted` on a 202.

@@ -12,7 +12,7 @@ import type { TaskWriteQueue } from '../internal/task-write-queue.js';
 import type { CallResult, RouteCall, Transport } from '../internal/transport.js';
 import type { RequestOptions } from '../request-options.js';
 import type {
-  OutputInfo, OutputPage, OutputRef, Row, Task, TaskDetail, TaskEvent, TaskSpecInput, TaskState,
+  OutputInfo, OutputPage, OutputRef, Row, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
 } from '../types.js';
 
 /**
@@ -23,13 +23,7 @@ import type {
  * const params: CreateTaskParams = { prompt: 'EU battery makers', plan_only: true };
  * ```
  */
-export interface CreateTaskParams {
-  prompt: string;
-  /** An existing task's id: the prompt becomes a message to it (as continue). */
-  task_id?: string;
-  /** End the first turn after planning; then call `execute`. */
-  plan_only?: boolean;
-}
+export type CreateTaskParams = Omit<RequestBody<'createTask'>, 'wait'>;
 
 /**
  * `POST /task/start`: a spec (always a create), or without `task` the same as `POST /task`.
@@ -39,14 +33,7 @@ export interface CreateTaskParams {
  * const params: StartTaskParams = { task_id: 'makers-2025', task: { prompt: 'EU battery makers' } };
  * ```
  */
-export interface StartTaskParams {
-  task?: TaskSpecInput;
-  /** With `task`: create the task under this id (TaskExistsError if taken). */
-  task_id?: string;
-  /** Without `task`: the prompt. */
-  prompt?: string;
-  plan_only?: boolean;
-}
+export type StartTaskParams = Omit<RequestBody<'startTask'>, 'wait'>;
 
 /**
  * `GET /task`: page size and where to start.
@@ -56,12 +43,7 @@ export interface StartTaskParams {
  * const page = await client.tasks.list({ limit: 100 } satisfies ListTasksParams);
  * ```
  */
-export interface ListTasksParams {
-  /** Tasks per page, 1 to 200 (default 50). */
-  limit?: number;
-  /** The `nextCursor` of a previous page. */
-  cursor?: string;
-}
+export type ListTasksParams = QueryOf<'listTasks'>;
 
 /**
  * `POST /task/{id}/continue`.
@@ -71,11 +53,7 @@ export interface ListTasksParams {
  * await client.tasks.continue(taskId, { message: 'Add plants announced for 2027.' } satisfies ContinueParams);
  * ```
  */
-export interface ContinueParams {
-  message: string;
-  /** Legacy: block until this message's turn ends (at most 600 s). Prefer `waitForTurn`. */
-  wait?: boolean | number;
-}
+export type ContinueParams = RequestBody<'continueTask'>;
 
 /**
  * `POST /task/{id}/execute`.
@@ -85,11 +63,7 @@ export interface ContinueParams {
  * await client.tasks.execute(taskId, { instruction: 'Refresh the capacities.' } satisfies ExecuteParams);
  * ```
  */
-export interface ExecuteParams {
-  instruction?: string;
-  /** Legacy: block until the turn ends (at most 600 s). Prefer `waitForTurn`. */
-  wait?: boolean | number;
-}
+export type ExecuteParams = RequestBody<'executeTask'>;
 
 /**
  * `POST /task/{id}/stop`.
@@ -99,10 +73,7 @@ export interface ExecuteParams {
  * await client.tasks.stop(taskId, { clear_queue: true } satisfies StopParams);
  * ```
  */
-export interface StopParams {
-  /** Also drop every queued message. */
-  clear_queue?: boolean;
-}
+export type StopParams = RequestBody<'stopTask'>;
 
 /**
  * `PATCH /task/{id}`: members left out are unchanged.
@@ -112,12 +83,7 @@ export interface StopParams {
  * await client.tasks.update(taskId, { name: 'EU makers', schedule: null } satisfies UpdateTaskParams);
  * ```
  */
-export interface UpdateTaskParams {
-  name?: string | null;
-  pinned?: boolean;
-  /** A schedule enters cron mode; null leaves it. */
-  schedule?: { cron: string; timezone?: string } | null;
-}
+export type UpdateTaskParams = RequestBody<'updateTask'>;
 
 /**
  * One page of rows.
@@ -127,13 +93,7 @@ export interface UpdateTaskParams {
  * await client.tasks.output(taskId, { output: 'makers', limit: 500, offset: 1000 } satisfies OutputParams);
  * ```
  */
-export interface OutputParams {
-  /** An output id; the active output when absent. */
-  output?: string;
-  /** 1 to 50,000 rows (default 100). */
-  limit?: number;
-  offset?: number;
-}
+export type OutputParams = Pick<QueryOf<'getOutput'>, 'output' | 'limit' | 'offset'>;
 
 /**
  * Every row, page by page.
@@ -175,12 +135,7 @@ export interface ExportParams {
  * for await (const e of client.tasks.events(taskId, { after: 100, limit: 1000 } satisfies EventsParams)) console.log(e.seq);
  * ```
  */
-export interface EventsParams {
-  /** Events with a sequence number above this (default 0). */
-  after?: number;
-  /** Events per page, 1 to 1,000 (default 100). */
-  limit?: number;
-}
+export type EventsParams = QueryOf<'listEvents'>;
 
 /**
  * `GET /task/{id}/stream`.
@@ -190,10 +145,7 @@ export interface EventsParams {
  * const stream = client.tasks.stream(taskId, { after: earlier.lastEventId } satisfies StreamParams);
  * ```
  */
-export interface StreamParams {
-  /** Replay stored events after this sequence number (a `Last-Event-ID` from an earlier stream). */
-  after?: number;
-}
+export type StreamParams = QueryOf<'streamTask'>;
 
 /**
  * A long-poll on `GET /task/{id}` or `/state`.
@@ -203,10 +155,7 @@ export interface StreamParams {
  * const state = await client.tasks.state(taskId, { wait: 30 } satisfies WaitParams);
  * ```
  */
-export interface WaitParams {
-  /** Seconds to wait (0 to 60): the answer comes when the running turn ends or this passes. */
-  wait?: number;
-}
+export type WaitParams = QueryOf<'getTaskState'>;
 
 /**
  * How `waitForTurn` waits.

@@ -5,7 +5,7 @@
  */
 import type { Transport } from '../internal/transport.js';
 import type { RequestOptions } from '../request-options.js';
-import type { UploadResult, UploadTicket } from '../types.js';
+import type { RequestBody, UploadResult, UploadTicket } from '../types.js';
 
 /**
  * `POST /upload-url`.
@@ -15,11 +15,7 @@ import type { UploadResult, UploadTicket } from '../types.js';
  * const ticket = await client.uploads.create({ filename: 'a.pdf', content_type: 'application/pdf', size_bytes: 52_000 } satisfies CreateUploadParams);
  * ```
  */
-export interface CreateUploadParams {
-  filename: string;
-  content_type: string;
-  size_bytes: number;
-}
+export type CreateUploadParams = RequestBody<'createUploadUrl'>;
 
 /**
  * A file's content: bytes, text (sent as UTF-8) or a Blob.
