@@ -50,17 +50,17 @@ async function migrateOld(db: Kysely<unknown>, migrationTableSchema?: string): P
 
 async function assertMigrated(store: Store): Promise<void> {
   await store.migrate();
-  const noise = (await store.getAccount('acct_noise'))!;
+  const noise = (await store.accounts.get('acct_noise'))!;
   assert.equal(noise.balanceMicros, 300_000, '0.30000000000000004 credits are 300000 micro-credits');
   assert.equal(noise.creditsUsedMicros, 800_000);
-  const big = (await store.getAccount('acct_big'))!;
+  const big = (await store.accounts.get('acct_big'))!;
   assert.equal(big.balanceMicros, 1_234_567_000_001);
   assert.equal(big.creditsUsedMicros, 0);
-  assert.equal((await store.getTask('tsk_noise'))!.creditsUsedMicros, 300_000);
-  assert.equal((await store.getTurn('turn_noise'))!.creditsUsedMicros, 12_345_679);
+  assert.equal((await store.tasks.get('tsk_noise'))!.creditsUsedMicros, 300_000);
+  assert.equal((await store.turns.get('turn_noise'))!.creditsUsedMicros, 12_345_679);
   // The converted columns take part in the arithmetic at once.
-  assert.equal(await store.chargeAccountMicros('acct_noise', 300_000), 0);
-  assert.equal((await store.getAccount('acct_noise'))!.creditsUsedMicros, 1_100_000);
+  assert.equal(await store.accounts.charge('acct_noise', 300_000), 0);
+  assert.equal((await store.accounts.get('acct_noise'))!.creditsUsedMicros, 1_100_000);
 }
 
 const skipPostgres = await skipWithoutPostgres();

@@ -143,7 +143,7 @@ describe('Idempotency-Key under concurrency', () => {
     const messageKey = { key: `message-${uid()}`, requestHash: 'message' };
     await settle(Array.from({ length: 5 }, () => tasks.message(accountId, taskId, 'Add Norway.', { idempotency: messageKey })));
     await waitIdleAs(h, taskId, (await accounts.createKey(accountId)).apiKey);
-    const started = (await h.quarry.store.listEvents(taskId, 0, 1000)).filter((e) => e.type === 'task' && JSON.parse(e.data).reason === 'turn_started');
+    const started = (await h.quarry.store.events.list(taskId, 0, 1000)).filter((e) => e.type === 'task' && JSON.parse(e.data).reason === 'turn_started');
     assert.equal(started.length, 2, 'the create\'s turn and one message');
   });
 });

@@ -30,10 +30,10 @@ test('installs in two schemas of one database each hold their own named lock (ea
   const schemas = [`t_lock_a_${process.pid}`, `t_lock_b_${process.pid}`];
   const stores = await Promise.all(schemas.map((s) => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: s })));
   try {
-    const locks = await Promise.all(stores.map((s) => s.tryLock('quarry:cron-scheduler')));
+    const locks = await Promise.all(stores.map((s) => s.cluster.tryLock('quarry:cron-scheduler')));
     assert.ok(locks[0]?.held, 'the first install got its lock');
     assert.ok(locks[1]?.held, 'the second install got its lock although the first holds a lock of the same name');
-    assert.equal(await stores[0]!.tryLock('quarry:cron-scheduler'), null, 'within one install the lock is still exclusive');
+    assert.equal(await stores[0]!.cluster.tryLock('quarry:cron-scheduler'), null, 'within one install the lock is still exclusive');
     for (const lock of locks) await lock?.release();
   } finally {
     for (const store of stores) await store.close();
@@ -120,22 +120,30 @@ test('a start that fails half way (here: a migration) closes the database connec
   }
 });
 
-/**
- * Starts a worker on `store` with one of the store's methods slowed down (long enough to stop
- * the worker while that call is under way), stops it at once, and waits for the slowed call to
- * finish: the state the worker leaves behind is then final.
- */
-async function stopWhileBusy(
-  store: Store,
-  slowed: 'tryLock' | 'transaction',
-  opts: { cronIntervalMs: number; agent?: Agent },
-): Promise<void> {
-  const slowStore = Object.create(store) as Store;
-  const call = store[slowed].bind(store) as (...args: unknown[]) => Promise<unknown>;
-  (slowStore as unknown as Record<string, unknown>)[slowed] = async (...args: unknown[]) => {
+/** `target` (the store, or one of its repositories) with `method` slowed down: long enough to stop a worker while a call is under way. */
+function slowedDown<T extends object>(target: T, method: keyof T & string): T {
+  const slow = Object.create(target) as T;
+  const call = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
+  (slow as Record<string, unknown>)[method] = async (...args: unknown[]) => {
     await sleep(300);
     return call(...args);
   };
+  return slow;
+}
+
+/**
+ * Starts a worker on `store` with one of the store's methods slowed down (the scheduler lock, or
+ * every transaction), stops it at once, and waits for the slowed call to finish: the state the
+ * worker leaves behind is then final.
+ */
+async function stopWhileBusy(
+  store: Store,
+  slowed: 'cluster.tryLock' | 'transaction',
+  opts: { cronIntervalMs: number; agent?: Agent },
+): Promise<void> {
+  const slowStore = slowed === 'transaction'
+    ? slowedDown(store, 'transaction')
+    : Object.assign(Object.create(store) as Store, { cluster: slowedDown(store.cluster, 'tryLock') });
   const dataDir = makeDataDir('quarry-stop-');
   try {
     const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
@@ -165,8 +173,8 @@ test('a worker that stops while it is taking the scheduler lock lets go of the l
   const other = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: lockSchema });
   try {
     await store.migrate();
-    await stopWhileBusy(store, 'tryLock', { cronIntervalMs: 20 });
-    const lock = await other.tryLock('quarry:cron-scheduler');
+    await stopWhileBusy(store, 'cluster.tryLock', { cronIntervalMs: 20 });
+    const lock = await other.cluster.tryLock('quarry:cron-scheduler');
     assert.ok(lock?.held, 'the scheduler lock is free once the worker has stopped');
     await lock.release();
   } finally {
@@ -187,7 +195,7 @@ test('a worker that stops while it is claiming turns starts none of them and lea
     let agentCalls = 0;
     const agent = { runTurn: async () => { agentCalls++; return { outcome: 'completed' }; } } as unknown as Agent;
     await stopWhileBusy(store, 'transaction', { cronIntervalMs: 0, agent });
-    const turn = await store.getTurn(created.turnId!);
+    const turn = await store.turns.get(created.turnId!);
     assert.equal(turn?.status, 'pending', 'the claimed turn was handed back');
     assert.equal(turn?.startedAt, null, 'and never started');
     assert.equal(agentCalls, 0);
@@ -212,11 +220,11 @@ test('a second claim of an idempotency key waits on the first one\'s uncommitted
     let firstClaimed!: (won: boolean) => void;
     const claimedByFirst = new Promise<boolean>((resolve) => (firstClaimed = resolve));
     const first = store.transaction(async (tx) => {
-      firstClaimed(await tx.claimIdempotency('acct_1', 'key', record('first'), expiredBefore));
+      firstClaimed(await tx.idempotency.claim('acct_1', 'key', record('first'), expiredBefore));
       await firstMayEnd;
     });
     assert.equal(await claimedByFirst, true);
-    const second = store.transaction((tx) => tx.claimIdempotency('acct_1', 'key', record('second'), expiredBefore));
+    const second = store.transaction((tx) => tx.idempotency.claim('acct_1', 'key', record('second'), expiredBefore));
     await until('the second claim waits on the lock of the first one\'s row', async () => {
       const waiting = await admin.query(`select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'`, [applicationName]);
       return waiting.rows[0].n === 1;
@@ -224,7 +232,7 @@ test('a second claim of an idempotency key waits on the first one\'s uncommitted
     endFirst();
     await first;
     assert.equal(await second, false, 'the key went to the first claim');
-    assert.equal((await store.getIdempotency('acct_1', 'key', expiredBefore))!.requestHash, 'first');
+    assert.equal((await store.idempotency.get('acct_1', 'key', expiredBefore))!.requestHash, 'first');
   } finally {
     await admin.end();
     await store.close();

@@ -51,15 +51,15 @@ export class Accounts {
     const apiKey = `qry_${randomToken()}`;
     const keyId = newId('key');
     await this.store.transaction(async (tx) => {
-      await tx.insertAccount(account);
-      await tx.insertApiKey({ id: keyId, accountId: account.id, keyHash: hashKey(apiKey), createdAt: now, revokedAt: null });
+      await tx.accounts.insert(account);
+      await tx.accounts.insertKey({ id: keyId, accountId: account.id, keyHash: hashKey(apiKey), createdAt: now, revokedAt: null });
     });
     return { account, apiKey, keyId };
   }
 
   /** On an empty store, creates the `default` account and returns its key (shown once); else null. */
   async ensureStarterAccount(credits: number): Promise<string | null> {
-    if ((await this.store.countAccounts()) > 0) return null;
+    if ((await this.store.accounts.count()) > 0) return null;
     return (await this.createAccount('default', credits)).apiKey;
   }
 
@@ -74,7 +74,7 @@ export class Accounts {
     const now = Date.now();
     let key: ApiKeyRecord | undefined;
     try {
-      key = await this.store.findApiKeyByHash(hash);
+      key = await this.store.accounts.findKeyByHash(hash);
     } catch {
       throw new QuarryError('auth_unavailable', 'Key verification is unavailable right now: wait retry_after seconds, then resend.', { retry_after: 2 });
     }
@@ -92,7 +92,7 @@ export class Accounts {
   }
 
   async getAccount(accountId: string): Promise<AccountRecord> {
-    const account = await this.store.getAccount(accountId);
+    const account = await this.store.accounts.get(accountId);
     if (!account) throw new QuarryError('not_found', `No account "${accountId}".`);
     return account;
   }
@@ -101,28 +101,28 @@ export class Accounts {
   async addCredits(accountId: string, amount: number): Promise<number> {
     const deltaMicros = creditsParam(amount, 'amount');
     await this.getAccount(accountId);
-    return this.store.adjustBalanceMicros(accountId, deltaMicros);
+    return this.store.accounts.adjustBalance(accountId, deltaMicros);
   }
 
   async createKey(accountId: string): Promise<{ keyId: string; apiKey: string }> {
     await this.getAccount(accountId);
     const apiKey = `qry_${randomToken()}`;
     const keyId = newId('key');
-    await this.store.insertApiKey({ id: keyId, accountId, keyHash: hashKey(apiKey), createdAt: this.clock().toISOString(), revokedAt: null });
+    await this.store.accounts.insertKey({ id: keyId, accountId, keyHash: hashKey(apiKey), createdAt: this.clock().toISOString(), revokedAt: null });
     return { keyId, apiKey };
   }
 
   async listKeys(accountId: string): Promise<ApiKeyRecord[]> {
     await this.getAccount(accountId);
-    return this.store.listApiKeys(accountId);
+    return this.store.accounts.listKeys(accountId);
   }
 
   async revokeKey(accountId: string, keyId: string): Promise<ApiKeyRecord> {
     await this.getAccount(accountId);
     const key = await this.store.transaction(async (tx) => {
-      const revoked = await tx.revokeApiKey(accountId, keyId, this.clock().toISOString());
+      const revoked = await tx.accounts.revokeKey(accountId, keyId, this.clock().toISOString());
       // Other processes on a shared store drop their cached verdicts too.
-      if (revoked) await tx.notify(CONTROL_CHANNEL, JSON.stringify({ type: 'key_revoked', keyId }));
+      if (revoked) await tx.cluster.notify(CONTROL_CHANNEL, JSON.stringify({ type: 'key_revoked', keyId }));
       return revoked;
     });
     if (!key) throw new QuarryError('not_found', `No key "${keyId}" on account "${accountId}".`);
@@ -137,6 +137,6 @@ export class Accounts {
 
   async usage(accountId: string, limit = 1000): Promise<TurnRecord[]> {
     await this.getAccount(accountId);
-    return this.store.listTurnsByAccount(accountId, limit);
+    return this.store.turns.listByAccount(accountId, limit);
   }
 }

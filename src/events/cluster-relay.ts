@@ -32,8 +32,8 @@ export class ClusterRelay {
   async start(): Promise<void> {
     const { store } = this.opts;
     if (!store.shared) return;
-    if (this.opts.relayEvents !== false) this.stops.push(await store.listen(EVENTS_CHANNEL, (payload) => this.onEvents(payload)));
-    this.stops.push(await store.listen(CONTROL_CHANNEL, (payload) => {
+    if (this.opts.relayEvents !== false) this.stops.push(await store.cluster.listen(EVENTS_CHANNEL, (payload) => this.onEvents(payload)));
+    this.stops.push(await store.cluster.listen(CONTROL_CHANNEL, (payload) => {
       const message = parseControl(payload);
       if (message) this.opts.onControl(message);
     }));
@@ -47,7 +47,7 @@ export class ClusterRelay {
     const next = previous
       .then(async () => {
         const count = Math.min(MAX_EVENTS_PER_NOTICE, notice.lastSeq - notice.firstSeq + 1);
-        const events = await this.opts.store.listEvents(notice.taskId, notice.firstSeq - 1, count);
+        const events = await this.opts.store.events.list(notice.taskId, notice.firstSeq - 1, count);
         this.opts.bus.publish(events);
       })
       .catch((err) => this.opts.logger.warn({ err, task_id: notice.taskId }, 'relaying events failed'))

@@ -95,7 +95,7 @@ function windowStart(): string {
 async function settledRecord(request: FastifyRequest, key: string): Promise<IdempotencyRecord | undefined> {
   const { store } = request.server.deps;
   for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, POLL_MAX_MS)) {
-    const seen = await store.getIdempotency(request.accountId, key, windowStart());
+    const seen = await store.idempotency.get(request.accountId, key, windowStart());
     if (!seen || !seen.body.startsWith(COMMITTED_MARK)) return seen;
     const waitLeft = ANSWER_WAIT_MS - (Date.now() - Date.parse(seen.createdAt));
     if (waitLeft <= 0) return seen;
@@ -153,8 +153,8 @@ export function registerIdempotency(app: FastifyInstance): void {
   app.addHook('onSend', (request, reply, payload, done) => {
     const marked = request.idempotency;
     if (!marked || reply.statusCode >= 300 || typeof payload !== 'string') return done(null, payload);
-    app.deps.store
-      .putIdempotency(request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
+    app.deps.store.idempotency
+      .put(request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
       .then(() => done(null, payload), (err: Error) => done(err));
   });
 }

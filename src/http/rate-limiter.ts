@@ -48,7 +48,7 @@ export class StoreRateLimiter implements RateLimiter {
   async take(keyId: string): Promise<number> {
     const now = this.clock();
     const start = now - (now % WINDOW_MS);
-    const hits = await this.store.hitRateWindow(keyId, new Date(start).toISOString());
+    const hits = await this.store.cluster.hitRateWindow(keyId, new Date(start).toISOString());
     return hits <= this.perMinute ? 0 : Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
   }
 }

@@ -187,7 +187,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
 
   try {
     while (!ended) {
-      const page = await opts.store.listEvents(opts.taskId, lastSeq, REPLAY_PAGE);
+      const page = await opts.store.events.list(opts.taskId, lastSeq, REPLAY_PAGE);
       for (const event of page) {
         send([event]);
         await drained();

@@ -1,11 +1,13 @@
 /**
- * The data layer's contract. The rest of Quarry sees only these types and methods; the SQL
- * lives behind them, once for every database (kysely-store.ts), with the few places where the
- * databases differ declared in a DialectProfile.
+ * The data layer's contract. The rest of Quarry sees only these types and methods, one
+ * repository per aggregate, reached as namespaces of the Store: `store.tasks.get(id)`,
+ * `store.turns.claim(…)`, `store.accounts.charge(…)`. The SQL lives behind them, once for every
+ * database (sql/), with the few places where the databases differ declared in a DialectProfile.
  *
- * Methods on `Store` run on their own; inside `transaction(fn)` the same methods run atomically
- * and the task rows they read with `lock: true` stay locked until the transaction ends, which is
- * how writes to one task are serialized.
+ * Repositories on `Store` run each call on its own; inside `transaction(fn)` the same
+ * repositories (`tx.tasks`, `tx.events`, …) run atomically, and the task rows they read with
+ * `lock: true` stay locked until the transaction ends, which is how writes to one task are
+ * serialized.
  */
 import type { TaskSpec } from '../tasks/spec.js';
 
@@ -15,6 +17,11 @@ export type TaskActivity = 'idle' | 'planning' | 'executing' | 'thinking';
 export type TurnKind = 'plan' | 'execute' | 'continue';
 /** queued: waits behind the task's current turn · pending: ready for a worker · running: owned by a worker. */
 export type TurnStatus = 'queued' | 'pending' | 'running' | 'completed' | 'stopped' | 'failed' | 'cancelled';
+
+export type { TurnError } from '../errors.js';
+import type { TurnError } from '../errors.js';
+
+// ---- accounts: accounts, API keys and balances ------------------------------------------------
 
 /** Credits are integers of micro-credits everywhere in the store (src/accounts/credits.ts). */
 export interface AccountRecord {
@@ -31,6 +38,22 @@ export interface ApiKeyRecord {
   createdAt: string;
   revokedAt: string | null;
 }
+
+export interface AccountsRepository {
+  insert(account: AccountRecord): Promise<void>;
+  get(id: string): Promise<AccountRecord | undefined>;
+  count(): Promise<number>;
+  /** Adds `deltaMicros` (may be negative) to the balance, never below zero; returns the new balance in micro-credits. */
+  adjustBalance(accountId: string, deltaMicros: number): Promise<number>;
+  /** Takes `amountMicros` from the balance (floor zero) and adds it to credits_used; returns the new balance in micro-credits. */
+  charge(accountId: string, amountMicros: number): Promise<number>;
+  insertKey(key: ApiKeyRecord & { keyHash: string }): Promise<void>;
+  findKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  listKeys(accountId: string): Promise<ApiKeyRecord[]>;
+  revokeKey(accountId: string, keyId: string, at: string): Promise<ApiKeyRecord | undefined>;
+}
+
+// ---- tasks ------------------------------------------------------------------------------------
 
 export interface TaskRecord {
   id: string;
@@ -69,8 +92,27 @@ export interface TaskStateRecord {
   turn: { id: string; kind: TurnKind; startedAt: string | null } | null;
 }
 
-export type { TurnError } from '../errors.js';
-import type { TurnError } from '../errors.js';
+export interface TaskListCursor {
+  pinned: boolean;
+  updatedAt: string;
+  id: string;
+}
+
+export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt'>>;
+
+export interface TasksRepository {
+  insert(task: TaskRecord): Promise<void>;
+  get(id: string, opts?: { lock?: boolean }): Promise<TaskRecord | undefined>;
+  update(id: string, patch: TaskPatch): Promise<void>;
+  /** The task's state and its current turn in one indexed read, without the spec (the /state poll). */
+  getState(id: string): Promise<TaskStateRecord | undefined>;
+  /** One page in list order (pinned first, then newest update), starting after `after`. Deleted tasks are left out. */
+  list(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]>;
+  /** Tasks in cron mode whose next run is due at `now`. */
+  listDueCron(now: string, limit: number): Promise<TaskRecord[]>;
+}
+
+// ---- turns: the durable work queue (claims, leases, queued messages) --------------------------
 
 export interface TurnRecord {
   id: string;
@@ -92,6 +134,43 @@ export interface TurnRecord {
   error: TurnError | null;
 }
 
+export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;
+
+export interface TurnsRepository {
+  insert(turn: TurnRecord): Promise<void>;
+  get(id: string): Promise<TurnRecord | undefined>;
+  update(id: string, patch: TurnPatch): Promise<void>;
+  /** The oldest queued turn of a task (the next message to take). */
+  nextQueued(taskId: string): Promise<TurnRecord | undefined>;
+  /** Marks every queued turn of the task cancelled; returns how many. */
+  cancelQueued(taskId: string, at: string): Promise<number>;
+  countPending(): Promise<number>;
+  /**
+   * Gives up to `limit` pending turns to `owner` until `leaseUntil`, oldest first, and returns them.
+   * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too,
+   * first, unless `takeOverExpired` is false. A turn's started_at is set when its start is
+   * recorded, so a claimed turn that has one is resumed.
+   */
+  claim(owner: string, limit: number, now: string, leaseUntil: string, opts?: { takeOverExpired?: boolean }): Promise<TurnRecord[]>;
+  /** Extends a lease; false when the turn is no longer running under this owner. */
+  renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
+  /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
+  releaseLeases(owner?: string): Promise<number>;
+  listByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;
+  /** Messages and instructions of the task's turns up to and including `upToTurnId`, oldest first. */
+  listInputs(taskId: string, upToTurnId: string): Promise<string[]>;
+}
+
+// ---- steps: a turn's agent checkpoints --------------------------------------------------------
+
+export interface StepsRepository {
+  /** Stores a step unless the turn already has one of that number; returns whether it stored it. Touches that one step only. */
+  insert(turnId: string, step: number, data: string, at: string): Promise<boolean>;
+  list(turnId: string): Promise<{ step: number; data: string }[]>;
+}
+
+// ---- events -----------------------------------------------------------------------------------
+
 export interface EventRecord {
   taskId: string;
   seq: number;
@@ -101,11 +180,34 @@ export interface EventRecord {
   data: string;
 }
 
+export interface EventsRepository {
+  /** Stores events (one statement for all of them). */
+  insert(events: EventRecord[]): Promise<void>;
+  list(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
+  last(taskId: string, count: number): Promise<EventRecord[]>;
+}
+
+// ---- rows: the outputs' rows ------------------------------------------------------------------
+
 export interface OutputStatsRecord {
   outputId: string;
   rowCount: number;
   updatedAt: string;
 }
+
+export interface RowsRepository {
+  /** Each output of the task that has rows: how many, and when it last got some. */
+  stats(taskId: string): Promise<OutputStatsRecord[]>;
+  /**
+   * Appends rows (already serialized, without their numbers) under `writeKey`. Writing the same
+   * key twice does nothing the second time, so replayed tool calls never duplicate rows.
+   */
+  append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string): Promise<{ firstRow: number; count: number; replayed: boolean }>;
+  /** Rows `offset + 1` to `offset + limit` in order: each one's stored JSON, as UTF-8 bytes. */
+  read(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]>;
+}
+
+// ---- uploads, and the contents of those kept in the database ----------------------------------
 
 export interface UploadRecord {
   id: string;
@@ -121,6 +223,17 @@ export interface UploadRecord {
   completedAt: string | null;
 }
 
+export interface UploadsRepository {
+  insert(upload: UploadRecord): Promise<void>;
+  get(id: string): Promise<UploadRecord | undefined>;
+  /** `storagePath` null: the contents are in the store (putChunk). */
+  complete(id: string, patch: { sizeBytes: number; sha256: string; storagePath: string | null; completedAt: string }): Promise<void>;
+  putChunk(uploadId: string, chunk: number, data: Buffer): Promise<void>;
+  deleteChunks(uploadId: string): Promise<void>;
+}
+
+// ---- idempotency keys -------------------------------------------------------------------------
+
 export interface IdempotencyRecord {
   requestHash: string;
   status: number;
@@ -128,93 +241,8 @@ export interface IdempotencyRecord {
   createdAt: string;
 }
 
-export interface TaskListCursor {
-  pinned: boolean;
-  updatedAt: string;
-  id: string;
-}
-
-export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt'>>;
-export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;
-
-export interface StoreOps {
-  // accounts and keys
-  insertAccount(account: AccountRecord): Promise<void>;
-  getAccount(id: string): Promise<AccountRecord | undefined>;
-  countAccounts(): Promise<number>;
-  /** Adds `deltaMicros` (may be negative) to the balance, never below zero; returns the new balance in micro-credits. */
-  adjustBalanceMicros(accountId: string, deltaMicros: number): Promise<number>;
-  /** Takes `amountMicros` from the balance (floor zero) and adds it to credits_used; returns the new balance in micro-credits. */
-  chargeAccountMicros(accountId: string, amountMicros: number): Promise<number>;
-  insertApiKey(key: ApiKeyRecord & { keyHash: string }): Promise<void>;
-  findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
-  listApiKeys(accountId: string): Promise<ApiKeyRecord[]>;
-  revokeApiKey(accountId: string, keyId: string, at: string): Promise<ApiKeyRecord | undefined>;
-
-  // tasks
-  insertTask(task: TaskRecord): Promise<void>;
-  getTask(id: string, opts?: { lock?: boolean }): Promise<TaskRecord | undefined>;
-  updateTask(id: string, patch: TaskPatch): Promise<void>;
-  /** The task's state and its current turn in one indexed read, without the spec (the /state poll). */
-  getTaskState(id: string): Promise<TaskStateRecord | undefined>;
-  /** One page in list order (pinned first, then newest update), starting after `after`. Deleted tasks are left out. */
-  listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]>;
-  /** Tasks in cron mode whose next run is due at `now`. */
-  listDueCronTasks(now: string, limit: number): Promise<TaskRecord[]>;
-
-  // turns
-  insertTurn(turn: TurnRecord): Promise<void>;
-  getTurn(id: string): Promise<TurnRecord | undefined>;
-  updateTurn(id: string, patch: TurnPatch): Promise<void>;
-  /** The oldest queued turn of a task (the next message to take). */
-  nextQueuedTurn(taskId: string): Promise<TurnRecord | undefined>;
-  /** Marks every queued turn of the task cancelled; returns how many. */
-  cancelQueuedTurns(taskId: string, at: string): Promise<number>;
-  countPendingTurns(): Promise<number>;
-  /**
-   * Gives up to `limit` pending turns to `owner` until `leaseUntil`, oldest first, and returns them.
-   * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too,
-   * first, unless `takeOverExpired` is false. A turn's started_at is set when its start is
-   * recorded, so a claimed turn that has one is resumed.
-   */
-  claimTurns(owner: string, limit: number, now: string, leaseUntil: string, opts?: { takeOverExpired?: boolean }): Promise<TurnRecord[]>;
-  /** Extends a lease; false when the turn is no longer running under this owner. */
-  renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
-  /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
-  releaseLeases(owner?: string): Promise<number>;
-  listTurnsByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;
-  /** Messages and instructions of the task's turns up to and including `upToTurnId`, oldest first. */
-  listTurnInputs(taskId: string, upToTurnId: string): Promise<string[]>;
-
-  // agent step checkpoints
-  /** Stores a step unless the turn already has one of that number; returns whether it stored it. Touches that one step only. */
-  insertStep(turnId: string, step: number, data: string, at: string): Promise<boolean>;
-  listSteps(turnId: string): Promise<{ step: number; data: string }[]>;
-
-  // events
-  /** Stores events (one statement for all of them). */
-  insertEvents(events: EventRecord[]): Promise<void>;
-  listEvents(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
-  lastEvents(taskId: string, count: number): Promise<EventRecord[]>;
-
-  // outputs and rows
-  listOutputStats(taskId: string): Promise<OutputStatsRecord[]>;
-  /**
-   * Appends rows (already serialized, without their numbers) under `writeKey`. Writing the same
-   * key twice does nothing the second time, so replayed tool calls never duplicate rows.
-   */
-  appendRows(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string): Promise<{ firstRow: number; count: number; replayed: boolean }>;
-  /** Rows `offset + 1` to `offset + limit` in order: each one's stored JSON, as UTF-8 bytes. */
-  readRows(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]>;
-
-  // uploads
-  insertUpload(upload: UploadRecord): Promise<void>;
-  getUpload(id: string): Promise<UploadRecord | undefined>;
-  /** `storagePath` null: the contents are in the store (putUploadChunk). */
-  completeUpload(id: string, patch: { sizeBytes: number; sha256: string; storagePath: string | null; completedAt: string }): Promise<void>;
-
-  // idempotency keys
-  getIdempotency(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined>;
+export interface IdempotencyRepository {
+  get(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined>;
   /**
    * Takes the key for the change of the transaction it runs in, storing `record`: true when this
    * transaction now holds it (a new key, or one whose record is older than `expiredBefore`),
@@ -223,20 +251,23 @@ export interface StoreOps {
    * for that one to end: it is taken if that one rolled back, refused if it committed. A
    * rolled-back claim leaves nothing behind.
    */
-  claimIdempotency(accountId: string, key: string, record: IdempotencyRecord, expiredBefore: string): Promise<boolean>;
-  putIdempotency(accountId: string, key: string, record: IdempotencyRecord): Promise<void>;
+  claim(accountId: string, key: string, record: IdempotencyRecord, expiredBefore: string): Promise<boolean>;
+  put(accountId: string, key: string, record: IdempotencyRecord): Promise<void>;
+}
 
-  // settings
-  getSetting(key: string): Promise<string | undefined>;
-  setSetting(key: string, value: string): Promise<void>;
+// ---- cluster: what several processes on one database share ------------------------------------
 
-  // what several processes on one database share
+/**
+ * Notifications, shared request counts, settings every process must agree on (the upload
+ * signing secret) and, outside transactions, listening and named locks (StoreCluster).
+ */
+export interface ClusterRepository {
   /** Sends `payload` to every process listening on `channel`, when (and only if) the transaction commits. No-op where one process owns the store. */
   notify(channel: string, payload: string): Promise<void>;
   /** Counts one request of `keyId` in the window starting at `windowStart`; returns the window's count so far. */
   hitRateWindow(keyId: string, windowStart: string): Promise<number>;
-  putUploadChunk(uploadId: string, chunk: number, data: Buffer): Promise<void>;
-  deleteUploadChunks(uploadId: string): Promise<void>;
+  getSetting(key: string): Promise<string | undefined>;
+  setSetting(key: string, value: string): Promise<void>;
 }
 
 /** A lock held by this process until released or until the process dies. */
@@ -246,19 +277,49 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-export interface Store extends StoreOps {
-  readonly kind: 'sqlite' | 'postgres';
-  migrate(): Promise<void>;
-  transaction<T>(fn: (tx: StoreOps) => Promise<T>): Promise<T>;
+// ---- the store --------------------------------------------------------------------------------
+
+/** Every repository, as `store.transaction` hands them to its function (`tx.tasks`, `tx.turns`, …). */
+export interface Repositories {
+  readonly accounts: AccountsRepository;
+  readonly tasks: TasksRepository;
+  readonly turns: TurnsRepository;
+  readonly steps: StepsRepository;
+  readonly events: EventsRepository;
+  readonly rows: RowsRepository;
+  readonly uploads: UploadsRepository;
+  readonly idempotency: IdempotencyRepository;
+  readonly cluster: ClusterRepository;
+}
+
+/** `store.rows`: outside a transaction, an output can also be streamed. */
+export interface StoreRows extends RowsRepository {
   /** Streams a whole output in row order, in batches, without loading it at once. */
-  iterateRows(taskId: string, outputId: string): AsyncIterable<string>;
-  /** An upload's contents stored with putUploadChunk, in order. */
-  readUploadChunks(uploadId: string): AsyncIterable<Buffer>;
-  /** Whether other processes may share this store (PostgreSQL): then rate limits and uploads live in it. */
-  readonly shared: boolean;
+  iterate(taskId: string, outputId: string): AsyncIterable<string>;
+}
+
+/** `store.uploads`: outside a transaction, contents kept in the store can be streamed back. */
+export interface StoreUploads extends UploadsRepository {
+  /** An upload's contents stored with putChunk, in order. */
+  readChunks(uploadId: string): AsyncIterable<Buffer>;
+}
+
+/** `store.cluster`: listening and named locks live on connections of their own, outside any transaction. */
+export interface StoreCluster extends ClusterRepository {
   /** Calls `handler` with the payload of every notification on `channel`; resolves with a function that stops listening. */
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
   /** Takes the named lock if no other process holds it; null when another does. */
   tryLock(name: string): Promise<HeldLock | null>;
+}
+
+export interface Store extends Repositories {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Whether other processes may share this store (PostgreSQL): then rate limits and uploads live in it. */
+  readonly shared: boolean;
+  readonly rows: StoreRows;
+  readonly uploads: StoreUploads;
+  readonly cluster: StoreCluster;
+  migrate(): Promise<void>;
+  transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

@@ -34,7 +34,7 @@ export class TaskQueries {
 
   /** A task of this account, else 404 task_not_found (503 when the store cannot answer). */
   async task(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
-    const task = await this.store.getTask(taskId);
+    const task = await this.store.tasks.get(taskId);
     if (!task || !isVisibleTo(task, accountId, opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
     return task;
   }
@@ -46,16 +46,16 @@ export class TaskQueries {
       await this.tasks.waitForTurn(task.id, task.currentTurnId, waitSeconds * 1000);
       task = await this.task(accountId, taskId, { includeDeleted: true });
     }
-    return { task, events: await this.store.lastEvents(task.id, 100) };
+    return { task, events: await this.store.events.last(task.id, 100) };
   }
 
   /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
   async state(accountId: string, taskId: string, waitSeconds = 0): Promise<TaskState> {
-    let state = await this.store.getTaskState(taskId);
+    let state = await this.store.tasks.getState(taskId);
     if (!state || !isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
     if (waitSeconds > 0 && state.currentTurnId) {
       await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000);
-      state = (await this.store.getTaskState(taskId))!;
+      state = (await this.store.tasks.getState(taskId))!;
     }
     const { turn } = state;
     return {
@@ -80,7 +80,7 @@ export class TaskQueries {
   /** Stored events after `after`, oldest first, and where the next page starts (null: none). */
   async events(accountId: string, taskId: string, after: number, limit: number): Promise<{ events: EventRecord[]; nextAfter: number | null }> {
     const task = await this.task(accountId, taskId);
-    const events = await this.store.listEvents(task.id, after, limit);
+    const events = await this.store.events.list(task.id, after, limit);
     const last = events[events.length - 1];
     return { events, nextAfter: events.length === limit && last ? last.seq : null };
   }

@@ -12,7 +12,7 @@ import { CONTROL_CHANNEL, EVENTS_CHANNEL, eventsNotice, type ControlMessage } fr
 import { crashPoint } from '../crash-points.js';
 import { newId } from '../ids.js';
 import type {
-  EventRecord, IdempotencyRecord, Store, StoreOps, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
+  EventRecord, IdempotencyRecord, Repositories, Store, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
 } from '../store/store.js';
 import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
 import { toReplyView, toTaskView, type TaskView } from './task-view.js';
@@ -84,9 +84,9 @@ export const COMMITTED_MARK = '@committed-task:';
  * committed (it is visible to other requests only once it has) and which task it changed; the
  * answer itself is stored once it is sent.
  */
-async function claimKey(tx: StoreOps, accountId: string, mark: IdempotencyMark, status: number, taskId: string, at: string): Promise<void> {
+async function claimKey(tx: Repositories, accountId: string, mark: IdempotencyMark, status: number, taskId: string, at: string): Promise<void> {
   const expiredBefore = new Date(Date.parse(at) - IDEMPOTENCY_WINDOW_MS).toISOString();
-  if (!(await tx.claimIdempotency(accountId, mark.key, committedRecord(mark, status, taskId, at), expiredBefore))) throw new IdempotencyKeyClaimed(mark.key);
+  if (!(await tx.idempotency.claim(accountId, mark.key, committedRecord(mark, status, taskId, at), expiredBefore))) throw new IdempotencyKeyClaimed(mark.key);
 }
 
 function committedRecord(mark: IdempotencyMark, status: number, taskId: string, at: string): IdempotencyRecord {
@@ -109,7 +109,7 @@ class TaskUnit {
   private readonly controls: ControlMessage[] = [];
 
   constructor(
-    readonly tx: StoreOps,
+    readonly tx: Repositories,
     readonly task: TaskRecord,
     readonly now: string,
     /** This process, named in notices so it can skip its own. */
@@ -141,12 +141,12 @@ class TaskUnit {
   }
 
   async flush(): Promise<void> {
-    if (this.isNew) await this.tx.insertTask(this.task);
-    else await this.tx.updateTask(this.task.id, this.patch);
-    await this.tx.insertEvents(this.events);
+    if (this.isNew) await this.tx.tasks.insert(this.task);
+    else await this.tx.tasks.update(this.task.id, this.patch);
+    await this.tx.events.insert(this.events);
     const first = this.events[0];
-    if (first) await this.tx.notify(EVENTS_CHANNEL, eventsNotice(this.origin, this.task.id, first.seq, this.task.lastEventSeq));
-    for (const message of this.controls) await this.tx.notify(CONTROL_CHANNEL, JSON.stringify(message));
+    if (first) await this.tx.cluster.notify(EVENTS_CHANNEL, eventsNotice(this.origin, this.task.id, first.seq, this.task.lastEventSeq));
+    for (const message of this.controls) await this.tx.cluster.notify(CONTROL_CHANNEL, JSON.stringify(message));
   }
 }
 
@@ -181,13 +181,13 @@ export class TaskService {
    * A store that cannot answer is 503 service_unavailable (the error handler knows those failures).
    */
   async getTask(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
-    const task = await this.store.getTask(taskId);
+    const task = await this.store.tasks.get(taskId);
     if (!task || task.accountId !== accountId || (task.status === 'deleted' && !opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
     return task;
   }
 
   async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
-    const rows = await this.store.listTasks(accountId, limit + 1, after);
+    const rows = await this.store.tasks.list(accountId, limit + 1, after);
     const tasks = rows.slice(0, limit);
     const last = tasks[tasks.length - 1];
     return { tasks, next: rows.length > limit && last ? { pinned: last.pinned, updatedAt: last.updatedAt, id: last.id } : undefined };
@@ -208,7 +208,7 @@ export class TaskService {
       timer = setTimeout(resolve, timeoutMs);
     });
     try {
-      const turn = await this.store.getTurn(turnId);
+      const turn = await this.store.turns.get(turnId);
       if (!turn || turn.endedAt) return;
       await ended;
     } finally {
@@ -228,7 +228,7 @@ export class TaskService {
       // task_exists about the task the first one made.
       if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
       // A new ULID cannot be taken already; only a client-chosen id needs the look.
-      if (input.taskId !== undefined && (await tx.getTask(taskId, { lock: true }))) {
+      if (input.taskId !== undefined && (await tx.tasks.get(taskId, { lock: true }))) {
         throw new QuarryError('task_exists', `A task with task_id "${taskId}" already exists: continue it instead.`, { task_id: taskId });
       }
       await this.requireCredits(tx, accountId, { task_created: false });
@@ -261,7 +261,7 @@ export class TaskService {
       unit.control({ type: 'wake' });
       unit.taskEvent('created', turn.id);
       await unit.flush();
-      await tx.insertTurn(turn);
+      await tx.turns.insert(turn);
       return { unit, turn };
     });
     crashPoint('create.committed');
@@ -283,7 +283,7 @@ export class TaskService {
           throw new QuarryError('task_executing', `A turn is running and ${unit.task.queuedCount} messages are already queued (the most a task holds): poll /state until active is false, then resend.`, { task_id: taskId });
         }
         const turn = this.newTurn(taskId, accountId, 'continue', text, now, 'queued', false);
-        await unit.tx.insertTurn(turn);
+        await unit.tx.turns.insert(turn);
         unit.set({ queuedCount: unit.task.queuedCount + 1 });
         unit.taskEvent('message_queued', turn.id);
         return { statusCode: 202, turnId: turn.id };
@@ -308,7 +308,7 @@ export class TaskService {
     let stopped: string | null = null;
     const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
       if (clearQueue && unit.task.queuedCount > 0) {
-        await unit.tx.cancelQueuedTurns(taskId, unit.now);
+        await unit.tx.turns.cancelQueued(taskId, unit.now);
         unit.set({ queuedCount: 0 });
       }
       const turnId = unit.task.currentTurnId;
@@ -347,7 +347,7 @@ export class TaskService {
   async delete(accountId: string, taskId: string): Promise<TaskReply> {
     let stopped: string | null = null;
     const reply = await this.changeTask(accountId, taskId, {}, async (unit) => {
-      if (unit.task.queuedCount > 0) await unit.tx.cancelQueuedTurns(taskId, unit.now);
+      if (unit.task.queuedCount > 0) await unit.tx.turns.cancelQueued(taskId, unit.now);
       const turnId = unit.task.currentTurnId;
       if (turnId) {
         stopped = turnId;
@@ -366,11 +366,11 @@ export class TaskService {
 
   /** Fires every due cron task once: an execute turn, or a recorded skip while a turn still runs. */
   async runDueCronTicks(limit = 100): Promise<number> {
-    const due = await this.store.listDueCronTasks(this.now(), limit);
+    const due = await this.store.tasks.listDueCron(this.now(), limit);
     let fired = 0;
     for (const candidate of due) {
       const result = await this.store.transaction(async (tx) => {
-        const task = await tx.getTask(candidate.id, { lock: true });
+        const task = await tx.tasks.get(candidate.id, { lock: true });
         const now = this.now();
         if (!task || task.deletedAt || !task.cronNextRunAt || task.cronNextRunAt > now || !task.cronExpression) return null;
         const unit = new TaskUnit(tx, task, now, this.config.workerId);
@@ -410,7 +410,7 @@ export class TaskService {
    */
   async turnStarted(turn: TurnRecord, resumed: boolean): Promise<TaskRecord | null> {
     const result = await this.store.transaction(async (tx) => {
-      const task = await tx.getTask(turn.taskId, { lock: true });
+      const task = await tx.tasks.get(turn.taskId, { lock: true });
       // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
       if (!task || task.currentTurnId !== turn.id) return null;
       const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
@@ -422,7 +422,7 @@ export class TaskService {
         await unit.flush();
         return { unit, start: false };
       }
-      await tx.updateTurn(turn.id, { startedAt: unit.now });
+      await tx.turns.update(turn.id, { startedAt: unit.now });
       unit.set(startingState(turn.kind));
       unit.taskEvent('turn_started', turn.id);
       await unit.flush();
@@ -462,7 +462,7 @@ export class TaskService {
   async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: ((n: number) => string)[]): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
-      const r = await unit.tx.appendRows(taskId, outputId, writeKey, rows, unit.now);
+      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now);
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) unit.set({ activeOutput: outputId });
     });
@@ -481,18 +481,18 @@ export class TaskService {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: { balance: number; turnCredits: number } | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
-      if (!(await unit.tx.insertStep(turn.id, step, data, unit.now))) return;
-      const current = (await unit.tx.getTurn(turn.id))!;
+      if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) return;
+      const current = (await unit.tx.turns.get(turn.id))!;
       const turnMicros = current.creditsUsedMicros + costMicros;
-      await unit.tx.updateTurn(turn.id, {
+      await unit.tx.turns.update(turn.id, {
         creditsUsedMicros: turnMicros,
         tokensIn: current.tokensIn + usage.tokensIn,
         tokensOut: current.tokensOut + usage.tokensOut,
         toolCalls: current.toolCalls + usage.toolCalls,
       });
       const balanceMicros = costMicros > 0
-        ? await unit.tx.chargeAccountMicros(turn.accountId, costMicros)
-        : ((await unit.tx.getAccount(turn.accountId))?.balanceMicros ?? 0);
+        ? await unit.tx.accounts.charge(turn.accountId, costMicros)
+        : ((await unit.tx.accounts.get(turn.accountId))?.balanceMicros ?? 0);
       if (costMicros > 0) unit.set({ creditsUsedMicros: unit.task.creditsUsedMicros + costMicros });
       result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
     });
@@ -502,7 +502,7 @@ export class TaskService {
   /** The turn ended by itself (completed or failed). No-op when it was already stopped. */
   async finishTurn(turnId: string, taskId: string, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
     const result = await this.store.transaction(async (tx) => {
-      const task = await tx.getTask(taskId, { lock: true });
+      const task = await tx.tasks.get(taskId, { lock: true });
       if (!task || task.currentTurnId !== turnId) return null;
       const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       await this.endTurn(unit, turnId, outcome, error);
@@ -529,7 +529,7 @@ export class TaskService {
     await this.requireCredits(unit.tx, unit.task.accountId, { task_id: unit.task.id });
     await this.requireCapacity(unit.tx);
     const turn = this.newTurn(unit.task.id, unit.task.accountId, kind, input, unit.now, 'pending', false);
-    await unit.tx.insertTurn(turn);
+    await unit.tx.turns.insert(turn);
     unit.set({ status: 'execute', ...startingState(kind), currentTurnId: turn.id });
     unit.control({ type: 'wake' });
     return turn.id;
@@ -540,13 +540,13 @@ export class TaskService {
    * task to the next queued message (as any turn's end does). Returns the next turn's id.
    */
   private async endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutcome, error: TurnError | null, opts: { promote?: boolean } = {}): Promise<string | null> {
-    const turn = await unit.tx.getTurn(turnId);
-    await unit.tx.updateTurn(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
+    const turn = await unit.tx.turns.get(turnId);
+    await unit.tx.turns.update(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
     if (error) unit.event('error', turnId, { ...error });
     let next: TurnRecord | undefined;
-    if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.nextQueuedTurn(unit.task.id);
+    if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.turns.nextQueued(unit.task.id);
     if (next) {
-      await unit.tx.updateTurn(next.id, { status: 'pending' });
+      await unit.tx.turns.update(next.id, { status: 'pending' });
       unit.control({ type: 'wake' });
       unit.set({ status: 'execute', ...startingState(next.kind), currentTurnId: next.id, queuedCount: Math.max(0, unit.task.queuedCount - 1) });
     } else {
@@ -576,14 +576,14 @@ export class TaskService {
       // Before the task's lock: a second request with this key waits on the first one's claim,
       // never on the task, and changes nothing.
       if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
-      const task = await tx.getTask(taskId, { lock: true });
+      const task = await tx.tasks.get(taskId, { lock: true });
       if (!task || task.accountId !== accountId || task.status === 'deleted') throw QuarryError.taskNotFound(taskId, notFoundExtras);
       const fromSeq = task.lastEventSeq;
       const unit = new TaskUnit(tx, task, now, this.config.workerId);
       const answer = await fn(unit);
       await unit.flush();
       // The claim said 200; a queued message is answered 202.
-      if (idempotency && answer.statusCode !== 200) await tx.putIdempotency(accountId, idempotency.key, committedRecord(idempotency, answer.statusCode, taskId, now));
+      if (idempotency && answer.statusCode !== 200) await tx.idempotency.put(accountId, idempotency.key, committedRecord(idempotency, answer.statusCode, taskId, now));
       return { unit, answer, fromSeq };
     });
     crashPoint('message.committed');
@@ -596,7 +596,7 @@ export class TaskService {
   /** Runs `fn` only while `turnId` is still the task's running turn; returns whether it ran. */
   private async changeRunningTurn(turnId: string, taskId: string, fn: (unit: TaskUnit) => Promise<void>): Promise<boolean> {
     const result = await this.store.transaction(async (tx) => {
-      const task = await tx.getTask(taskId, { lock: true });
+      const task = await tx.tasks.get(taskId, { lock: true });
       if (!task || task.currentTurnId !== turnId) return null;
       const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       await fn(unit);
@@ -614,13 +614,13 @@ export class TaskService {
     }
   }
 
-  private async hasCredits(tx: StoreOps, accountId: string): Promise<boolean> {
-    const account = await tx.getAccount(accountId);
+  private async hasCredits(tx: Repositories, accountId: string): Promise<boolean> {
+    const account = await tx.accounts.get(accountId);
     // The exact balance the API shows: one that reads 0 is 0.
     return (account?.balanceMicros ?? 0) > 0;
   }
 
-  private async requireCredits(tx: StoreOps, accountId: string, extras: { task_id?: string; task_created?: false }): Promise<void> {
+  private async requireCredits(tx: Repositories, accountId: string, extras: { task_id?: string; task_created?: false }): Promise<void> {
     if (!(await this.hasCredits(tx, accountId))) {
       throw new QuarryError('out_of_credits', 'The account has no credits left: add credits, then resend. No turn was started.', {
         ...extras,
@@ -637,10 +637,10 @@ export class TaskService {
    * processes, make it low, so the limit can be passed by what arrives within one recount
    * interval.
    */
-  private async requireCapacity(tx: StoreOps): Promise<void> {
+  private async requireCapacity(tx: Repositories): Promise<void> {
     const now = Date.now();
     const stale = now - this.pendingCount.at >= PENDING_RECOUNT_MS;
-    if (stale || this.pendingCount.value >= this.config.maxPendingTurns) this.pendingCount = { value: await tx.countPendingTurns(), at: now };
+    if (stale || this.pendingCount.value >= this.config.maxPendingTurns) this.pendingCount = { value: await tx.turns.countPending(), at: now };
     if (this.pendingCount.value >= this.config.maxPendingTurns) {
       throw new QuarryError('at_capacity', 'Too many turns are waiting to run: wait retry_after seconds, then resend.', { retry_after: 5 });
     }

@@ -74,7 +74,7 @@ export class TurnRunner {
    */
   async start(opts: { reclaimAll?: boolean } = {}): Promise<void> {
     if (opts.reclaimAll) {
-      const taken = await this.opts.store.releaseLeases();
+      const taken = await this.opts.store.turns.releaseLeases();
       if (taken > 0) this.opts.logger.info({ turns: taken }, 'resuming turns left running by the previous process');
     }
     const poll = this.opts.pollIntervalMs ?? 1000;
@@ -103,7 +103,7 @@ export class TurnRunner {
    * dies its lock goes with its connection, and the next process to try takes over.
    */
   private async fireCron(): Promise<void> {
-    if (!this.cronLock?.held) this.cronLock = (await this.opts.store.tryLock(CRON_LOCK)) ?? undefined;
+    if (!this.cronLock?.held) this.cronLock = (await this.opts.store.cluster.tryLock(CRON_LOCK)) ?? undefined;
     if (this.cronLock?.held && !this.stopped) await this.opts.service.runDueCronTicks();
   }
 
@@ -147,7 +147,7 @@ export class TurnRunner {
     await Promise.allSettled([...this.finished]);
     await this.cronRun;
     await this.cronLock?.release();
-    await this.opts.store.releaseLeases(this.opts.config.workerId).catch((err) => {
+    await this.opts.store.turns.releaseLeases(this.opts.config.workerId).catch((err) => {
       // The leases then simply run out, and another worker (or the next start) takes the turns.
       this.opts.logger.warn({ err }, 'releasing leases at shutdown failed');
     });
@@ -164,7 +164,7 @@ export class TurnRunner {
       const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
       const takeOverExpired = this.expiredDue;
       this.expiredDue = false;
-      const turns = await store.transaction((tx) => tx.claimTurns(config.workerId, free, now.toISOString(), leaseUntil, { takeOverExpired }));
+      const turns = await store.transaction((tx) => tx.turns.claim(config.workerId, free, now.toISOString(), leaseUntil, { takeOverExpired }));
       // Stopped meanwhile: shutdown hands these back with the rest of this worker's leases.
       if (this.stopped) return;
       for (const turn of turns) this.launch(turn);
@@ -195,8 +195,8 @@ export class TurnRunner {
     const task = await service.turnStarted(turn, resumed);
     if (!task) return;
     // Only a resumed turn has checkpoints to replay.
-    const steps = resumed ? (await store.listSteps(turn.id)).map((s) => JSON.parse(s.data) as StoredStep) : [];
-    const inputs = await store.listTurnInputs(turn.taskId, turn.id);
+    const steps = resumed ? (await store.steps.list(turn.id)).map((s) => JSON.parse(s.data) as StoredStep) : [];
+    const inputs = await store.turns.listInputs(turn.taskId, turn.id);
     const port = new TaskTurnPort(this.opts, turn, task, {
       signal: controller.signal,
       steps,
@@ -206,7 +206,7 @@ export class TurnRunner {
 
     const heartbeat = setInterval(() => {
       const until = new Date(Date.now() + config.leaseSeconds * 1000).toISOString();
-      store.renewLease(turn.id, config.workerId, until).then(
+      store.turns.renewLease(turn.id, config.workerId, until).then(
         (held) => { if (!held) controller.abort(new TurnAbort('lease_lost')); },
         (err) => logger.warn({ err, turn_id: turn.id }, 'lease renewal failed'),
       );
@@ -288,7 +288,7 @@ export class TaskTurnPort implements TurnPort {
   }
 
   async rowCounts(): Promise<Map<string, number>> {
-    return new Map((await this.deps.store.listOutputStats(this.turn.taskId)).map((o) => [o.outputId, o.rowCount]));
+    return new Map((await this.deps.store.rows.stats(this.turn.taskId)).map((o) => [o.outputId, o.rowCount]));
   }
 
   async appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }> {

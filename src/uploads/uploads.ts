@@ -42,10 +42,10 @@ export class Uploads {
 
   private async signingSecret(): Promise<Buffer> {
     if (this.secret) return this.secret;
-    let value = await this.store.getSetting(SECRET_SETTING);
+    let value = await this.store.cluster.getSetting(SECRET_SETTING);
     if (!value) {
-      await this.store.setSetting(SECRET_SETTING, randomToken());
-      value = (await this.store.getSetting(SECRET_SETTING))!;
+      await this.store.cluster.setSetting(SECRET_SETTING, randomToken());
+      value = (await this.store.cluster.getSetting(SECRET_SETTING))!;
     }
     this.secret = Buffer.from(value);
     return this.secret;
@@ -67,7 +67,7 @@ export class Uploads {
       id, accountId, filename: req.filename, contentType: req.content_type, declaredBytes: req.size_bytes, sizeBytes: null, sha256: null,
       storagePath: null, expiresAt: new Date(expires).toISOString(), createdAt: now.toISOString(), completedAt: null,
     };
-    await this.store.insertUpload(record);
+    await this.store.uploads.insert(record);
     const sig = await this.sign(id, expires);
     return {
       upload_id: id,
@@ -88,7 +88,7 @@ export class Uploads {
     const given = Buffer.from(sig);
     if (expected.length !== given.length || !crypto.timingSafeEqual(expected, given)) throw refuse('the signature does not match');
     if (this.now().getTime() > expiresAt) throw refuse('it has expired');
-    const upload = await this.store.getUpload(uploadId);
+    const upload = await this.store.uploads.get(uploadId);
     if (!upload) throw refuse('the upload does not exist');
     return upload;
   }
@@ -113,7 +113,7 @@ export class Uploads {
     const storagePath = this.store.shared ? await this.receiveIntoStore(upload.id, body, meter) : await this.receiveIntoFile(upload.id, body, meter);
     const sha256 = hash.digest('hex');
     crashPoint('upload.stored');
-    await this.store.completeUpload(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
+    await this.store.uploads.complete(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
     crashPoint('upload.completed');
     return { upload_id: upload.id, size_bytes: size, sha256 };
   }
@@ -138,13 +138,13 @@ export class Uploads {
 
   private async receiveIntoStore(uploadId: string, body: Readable, meter: Transform): Promise<null> {
     // A repeated PUT replaces what an earlier, perhaps interrupted, one left.
-    await this.store.deleteUploadChunks(uploadId);
+    await this.store.uploads.deleteChunks(uploadId);
     let pending: Buffer[] = [];
     let pendingBytes = 0;
     let chunk = 0;
     const flush = async () => {
       if (pendingBytes === 0) return;
-      await this.store.putUploadChunk(uploadId, chunk++, Buffer.concat(pending));
+      await this.store.uploads.putChunk(uploadId, chunk++, Buffer.concat(pending));
       pending = [];
       pendingBytes = 0;
     };
@@ -158,7 +158,7 @@ export class Uploads {
         await flush();
       });
     } catch (err) {
-      await this.store.deleteUploadChunks(uploadId);
+      await this.store.uploads.deleteChunks(uploadId);
       throw err;
     }
     return null;
@@ -175,14 +175,14 @@ export class Uploads {
     if (fs.existsSync(file)) return file;
     await fs.promises.mkdir(dir, { recursive: true });
     const temp = `${file}.${randomToken(6)}.part`;
-    await pipeline(Readable.from(this.store.readUploadChunks(upload.id)), fs.createWriteStream(temp));
+    await pipeline(Readable.from(this.store.uploads.readChunks(upload.id)), fs.createWriteStream(temp));
     await fs.promises.rename(temp, file);
     return file;
   }
 
   /** A finished upload of this account, or undefined. */
   async findCompleted(accountId: string, uploadId: string): Promise<UploadRecord | undefined> {
-    const upload = await this.store.getUpload(uploadId);
+    const upload = await this.store.uploads.get(uploadId);
     return upload && upload.accountId === accountId && upload.completedAt ? upload : undefined;
   }
 }

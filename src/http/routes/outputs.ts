@@ -28,16 +28,16 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
     if (!output) throw new QuarryError('not_found', `Task "${task.id}" has no output "${id}". GET /task/${task.id}/outputs lists them.`);
     const format = wantedFormat(request, query);
     if (format !== 'json') {
-      const body = Readable.from(exportRows(output, store.iterateRows(task.id, output.id), format));
+      const body = Readable.from(exportRows(output, store.rows.iterate(task.id, output.id), format));
       return reply
         .type(exportContentType(format))
         .header('Content-Disposition', `attachment; filename="${exportFileName(output, format)}"`)
         .send(body);
     }
     const { limit = 100, offset = 0 } = query;
-    const stats = await store.listOutputStats(task.id);
+    const stats = await store.rows.stats(task.id);
     const total = stats.find((s) => s.outputId === id)?.rowCount ?? 0;
-    const rows = offset < total ? await store.readRows(task.id, id, offset, limit) : [];
+    const rows = offset < total ? await store.rows.read(task.id, id, offset, limit) : [];
     return reply.type('application/json; charset=utf-8').send(outputPageBody(total, rows, { id: output.id, kind: output.kind, path: output.path }));
   }
 
@@ -55,7 +55,7 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
     ...contractRoute(ROUTES.listOutputs),
     handler: async (request) => {
       const task = await queries.task(request.accountId, request.params.task_id);
-      const stats = new Map((await store.listOutputStats(task.id)).map((s) => [s.outputId, s]));
+      const stats = new Map((await store.rows.stats(task.id)).map((s) => [s.outputId, s]));
       return {
         outputs: task.spec.outputs.map((o) => ({
           id: o.id,

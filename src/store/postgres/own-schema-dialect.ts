@@ -1,6 +1,7 @@
 import { PostgresDialect, sql, type DatabaseIntrospector, type DatabaseMetadata, type Kysely, type PostgresDialectConfig, type SchemaMetadata, type TableMetadata } from 'kysely';
 
 /**
+ * PostgreSQL only (an SQLite file holds one install and no catalog of others): a
  * PostgresDialect whose introspector reads one schema only. Kysely's own introspector (which its
  * migrator uses to look for the migration tables) reads the catalog of every schema and calls
  * functions such as pg_get_serial_sequence on each column it finds; those fail (3F000, 42P01,

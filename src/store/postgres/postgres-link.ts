@@ -1,12 +1,12 @@
 /**
- * LISTEN/NOTIFY and session-level advisory locks for processes sharing one PostgreSQL database.
- * Each needs a connection of its own that stays open: notifications arrive on the listening
- * connection, and an advisory lock lives exactly as long as the connection that took it, so a
- * dead process frees its locks without anyone cleaning up.
+ * The cluster link of a shared database: LISTEN/NOTIFY and session-level advisory locks for
+ * processes sharing one PostgreSQL database. Each needs a connection of its own that stays open:
+ * notifications arrive on the listening connection, and an advisory lock lives exactly as long
+ * as the connection that took it, so a dead process frees its locks without anyone cleaning up.
  */
 import pg from 'pg';
 import type { HeldLock } from '../store.js';
-import type { ClusterLink } from '../kysely-store.js';
+import type { ClusterLink } from '../sql/cluster.js';
 
 const RECONNECT_MS = 1000;
 

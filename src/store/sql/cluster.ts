@@ -1,0 +1,62 @@
+/**
+ * What several processes on one database share: notifications sent on commit, request counts of
+ * the rate limit, settings they must agree on, and (through the adapter's ClusterLink, outside
+ * transactions) listening and named locks.
+ */
+import { sql } from 'kysely';
+import type { HeldLock, StoreCluster } from '../store.js';
+import type { DialectProfile } from './dialect-profile.js';
+import { SqlRepository, type SqlHandle } from './sql-repository.js';
+
+/**
+ * Cross-process signals, each adapter's own (sqlite/sqlite-link.ts, postgres/postgres-link.ts):
+ * LISTEN/NOTIFY and session locks on a shared database, nothing to do on an embedded one.
+ */
+export interface ClusterLink {
+  listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  tryLock(name: string): Promise<HeldLock | null>;
+  close(): Promise<void>;
+}
+
+export class SqlCluster extends SqlRepository implements StoreCluster {
+  constructor(
+    db: SqlHandle,
+    profile: DialectProfile,
+    private readonly link: ClusterLink,
+  ) {
+    super(db, profile);
+  }
+
+  async notify(channel: string, payload: string): Promise<void> {
+    if (!this.profile.shared) return;
+    // pg_notify inside the transaction is delivered on commit and dropped on rollback.
+    await sql`select pg_notify(${channel}, ${payload})`.execute(this.db);
+  }
+
+  async hitRateWindow(keyId: string, windowStart: string): Promise<number> {
+    const r = await this.db
+      .insertInto('rate_windows')
+      .values({ key_id: keyId, window_start: windowStart, hits: 1 })
+      .onConflict((oc) => oc.columns(['key_id', 'window_start']).doUpdateSet({ hits: sql<number>`rate_windows.hits + 1` }))
+      .returning('hits')
+      .executeTakeFirstOrThrow();
+    return Number(r.hits);
+  }
+
+  async getSetting(key: string): Promise<string | undefined> {
+    const r = await this.db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
+    return r?.value;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.db.insertInto('settings').values({ key, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
+  }
+
+  listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.link.listen(channel, handler);
+  }
+
+  tryLock(name: string): Promise<HeldLock | null> {
+    return this.link.tryLock(name);
+  }
+}

@@ -1,0 +1,27 @@
+/** A task's events, numbered gap-free per task by the task service, stored as the JSON streams send. */
+import type { Selectable } from 'kysely';
+import type { EventsTable } from '../database.js';
+import type { EventRecord, EventsRepository } from '../store.js';
+import { SqlRepository } from './sql-repository.js';
+
+function toEvent(r: Selectable<EventsTable>): EventRecord {
+  return { taskId: r.task_id, seq: Number(r.seq), type: r.type, turnId: r.turn_id, data: r.data };
+}
+
+export class SqlEvents extends SqlRepository implements EventsRepository {
+  async insert(events: EventRecord[]): Promise<void> {
+    if (events.length === 0) return;
+    const rows = events.map((e) => ({ task_id: e.taskId, seq: e.seq, type: e.type, turn_id: e.turnId, data: e.data }));
+    await this.runCompiled(`events.insert:${rows.length}`, rows.flatMap(Object.values), () => this.db.insertInto('events').values(rows));
+  }
+
+  async list(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]> {
+    const rows = await this.db.selectFrom('events').selectAll().where('task_id', '=', taskId).where('seq', '>', afterSeq).orderBy('seq').limit(limit).execute();
+    return rows.map(toEvent);
+  }
+
+  async last(taskId: string, count: number): Promise<EventRecord[]> {
+    const rows = await this.db.selectFrom('events').selectAll().where('task_id', '=', taskId).orderBy('seq', 'desc').limit(count).execute();
+    return rows.reverse().map(toEvent);
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * What every repository of sql/ stands on: the Kysely handle (the root, or one transaction), the
+ * dialect profile, and runCompiled, the one way to run a hot statement.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { Compilable, CompiledQuery, Kysely, QueryResult, Transaction, Updateable } from 'kysely';
+import type { Database } from '../database.js';
+import type { DialectProfile } from './dialect-profile.js';
+
+/** A handle statements run on: the store's root (each statement on its own) or a transaction. */
+export type SqlHandle = Kysely<Database> | Transaction<Database>;
+
+const COMPILED_SHAPES_MAX = 256;
+/** The statements of runCompiled, by dialect and shape, shared by every repository and transaction. */
+const compiledByDialect: Partial<Record<DialectProfile['kind'], Map<string, CompiledQuery>>> = {};
+
+export abstract class SqlRepository {
+  constructor(
+    protected readonly db: SqlHandle,
+    protected readonly profile: DialectProfile,
+  ) {}
+
+  /**
+   * Runs a hot statement (the /state poll, output pages, the create-and-turn path). Kysely
+   * builds and compiles it once per `shape` (a name plus whatever changes its SQL, such as the
+   * columns set); later calls reuse that SQL with their own `parameters`: the values `build`
+   * binds, in the order it binds them. For one-row statements, building costs as much CPU as the
+   * database's own work. The first build of each shape checks the order, so a mismatch fails the
+   * first test that runs it.
+   */
+  protected async runCompiled<R>(shape: string, parameters: readonly unknown[], build: () => Compilable<R>): Promise<QueryResult<R>> {
+    const compiledByShape = (compiledByDialect[this.profile.kind] ??= new Map());
+    let compiled = compiledByShape.get(shape) as CompiledQuery<R> | undefined;
+    if (!compiled) {
+      compiled = build().compile();
+      if (!isDeepStrictEqual(compiled.parameters, parameters)) throw new Error(`statement "${shape}": its parameters are not the values it binds`);
+      // Shapes are few (column sets the code uses, small event batches); the cap bounds the rest.
+      if (compiledByShape.size < COMPILED_SHAPES_MAX) compiledByShape.set(shape, compiled);
+    }
+    return this.db.executeQuery<R>({ ...compiled, parameters });
+  }
+
+  /**
+   * Sets the columns of `row` on the row `id` of `table` (a task or a turn, changed a few columns
+   * at a time): one compiled statement per set of columns. Nothing to set runs nothing.
+   */
+  protected async updateById<T extends 'tasks' | 'turns'>(table: T, id: string, row: Updateable<Database[T]>): Promise<void> {
+    const columns = Object.keys(row);
+    if (columns.length === 0) return;
+    // Kysely types a statement over one table known when it is written; the row was typed
+    // against its own table by the caller, so the statement is typed as if on tasks.
+    const sameShape = this.db as Kysely<Database>;
+    await this.runCompiled(`${table}.update:${columns}`, [...Object.values(row), id], () =>
+      sameShape.updateTable(table as 'tasks').set(row as Updateable<Database['tasks']>).where('id', '=', id),
+    );
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The Store, written once with Kysely for every database: one repository per aggregate over a
+ * shared Kysely handle. The adapters (sqlite/, postgres/) open the connection, pick the
+ * DialectProfile and the ClusterLink, and build a SqlStore.
+ */
+import { Migrator, type Kysely, type Migration, type MigrationProvider, type Transaction } from 'kysely';
+import type { Database } from '../database.js';
+import { GroupCommit } from '../group-commit.js';
+import * as m000001 from '../migrations/000001_initial.js';
+import * as m000002 from '../migrations/000002_cluster.js';
+import * as m000003 from '../migrations/000003_credit_micros.js';
+import type { Repositories, Store } from '../store.js';
+import { SqlAccounts } from './accounts.js';
+import { SqlCluster, type ClusterLink } from './cluster.js';
+import type { DialectProfile } from './dialect-profile.js';
+import { SqlEvents } from './events.js';
+import { SqlIdempotency } from './idempotency.js';
+import { SqlRows } from './rows.js';
+import type { SqlHandle } from './sql-repository.js';
+import { SqlSteps } from './steps.js';
+import { SqlTasks } from './tasks.js';
+import { SqlTurns } from './turns.js';
+import { SqlUploads } from './uploads.js';
+
+const MIGRATIONS: Record<string, Migration> = {
+  '000001_initial': m000001,
+  '000002_cluster': m000002,
+  '000003_credit_micros': m000003,
+};
+
+class StaticMigrations implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return MIGRATIONS;
+  }
+}
+
+/** Repositories an adapter serves its own way outside transactions; inside one, every statement runs on the transaction. */
+export interface OwnRepositories {
+  tasks?: SqlTasks;
+  rows?: SqlRows;
+}
+
+/** Every repository over one handle: the store's root, or one transaction (what `transaction` hands its function). */
+export class SqlRepositories implements Repositories {
+  readonly accounts: SqlAccounts;
+  readonly tasks: SqlTasks;
+  readonly turns: SqlTurns;
+  readonly steps: SqlSteps;
+  readonly events: SqlEvents;
+  readonly rows: SqlRows;
+  readonly uploads: SqlUploads;
+  readonly idempotency: SqlIdempotency;
+  readonly cluster: SqlCluster;
+
+  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}) {
+    this.accounts = new SqlAccounts(db, profile);
+    this.tasks = own.tasks ?? new SqlTasks(db, profile);
+    this.turns = new SqlTurns(db, profile);
+    this.steps = new SqlSteps(db, profile);
+    this.events = new SqlEvents(db, profile);
+    this.rows = own.rows ?? new SqlRows(db, profile);
+    this.uploads = new SqlUploads(db, profile);
+    this.idempotency = new SqlIdempotency(db, profile);
+    this.cluster = new SqlCluster(db, profile, link);
+  }
+}
+
+export interface SqlStoreOptions {
+  profile: DialectProfile;
+  link: ClusterLink;
+  /** Where the migration bookkeeping tables live (PostgreSQL schema); the database default when unset. */
+  migrationSchema?: string;
+  own?: OwnRepositories;
+  /** Closes what the adapter opened besides the Kysely handle and the link (SQLite's read connection). */
+  close?: () => void | Promise<void>;
+}
+
+export class SqlStore extends SqlRepositories implements Store {
+  readonly kind: DialectProfile['kind'];
+  readonly shared: boolean;
+  private readonly commits: GroupCommit | undefined;
+
+  constructor(
+    private readonly root: Kysely<Database>,
+    private readonly opts: SqlStoreOptions,
+  ) {
+    super(root, opts.profile, opts.link, opts.own);
+    this.kind = opts.profile.kind;
+    this.shared = opts.profile.shared;
+    this.commits = opts.profile.groupCommit ? new GroupCommit(root) : undefined;
+  }
+
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.opts.migrationSchema });
+    const { error } = await migrator.migrateToLatest();
+    if (error) throw error;
+  }
+
+  async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
+    const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link));
+    return this.commits ? this.commits.run(body) : this.root.transaction().execute(body);
+  }
+
+  async close(): Promise<void> {
+    await this.opts.link.close();
+    await this.root.destroy();
+    await this.opts.close?.();
+  }
+}

@@ -1,0 +1,148 @@
+/** Tasks: the rows the task service locks, changes and reads, and the /state poll. */
+import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
+import { fromStoredMicros } from '../../accounts/credits.js';
+import type { TasksTable } from '../database.js';
+import type { TaskListCursor, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnKind } from '../store.js';
+import { SqlRepository, type SqlHandle } from './sql-repository.js';
+
+function toTask(r: Selectable<TasksTable>): TaskRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    type: r.type,
+    status: r.status as TaskRecord['status'],
+    phase: r.phase as TaskRecord['phase'],
+    activity: r.activity as TaskRecord['activity'],
+    spec: JSON.parse(r.spec),
+    pinned: Number(r.pinned) === 1,
+    cronExpression: r.cron_expression,
+    cronTimezone: r.cron_timezone,
+    cronNextRunAt: r.cron_next_run_at,
+    activeOutput: r.active_output,
+    creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
+    lastEventSeq: Number(r.last_event_seq),
+    currentTurnId: r.current_turn_id,
+    queuedCount: Number(r.queued_count),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    deletedAt: r.deleted_at,
+  };
+}
+
+const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
+  name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
+  cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
+  activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq',
+  currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at',
+};
+
+function taskRow(patch: TaskPatch): Updateable<TasksTable> {
+  const row: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    const column = TASK_COLUMNS[key as keyof TaskPatch];
+    if (key === 'spec') row[column] = JSON.stringify(value);
+    else if (key === 'pinned') row[column] = value ? 1 : 0;
+    else row[column] = value;
+  }
+  return row as Updateable<TasksTable>;
+}
+
+/** A row of taskStateQuery, as either connection returns it. */
+export interface StateRow {
+  id: string;
+  account_id: string;
+  status: string;
+  phase: string | null;
+  activity: string | null;
+  queued_count: number;
+  last_event_seq: number;
+  current_turn_id: string | null;
+  updated_at: string;
+  turn_kind: string | null;
+  turn_started_at: string | null;
+}
+
+export function toTaskState(r: StateRow): TaskStateRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    status: r.status as TaskStateRecord['status'],
+    phase: r.phase as TaskStateRecord['phase'],
+    activity: r.activity as TaskStateRecord['activity'],
+    queuedCount: Number(r.queued_count),
+    lastEventSeq: Number(r.last_event_seq),
+    currentTurnId: r.current_turn_id,
+    updatedAt: r.updated_at,
+    turn: r.current_turn_id && r.turn_kind ? { id: r.current_turn_id, kind: r.turn_kind as TurnKind, startedAt: r.turn_started_at } : null,
+  };
+}
+
+/** The /state poll: the task's state and its current turn. SQLite also runs it on its read connection (sqlite/sqlite-reads.ts). */
+export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateRow> {
+  return db
+    .selectFrom('tasks')
+    .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
+    .select([
+      'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
+      'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
+    ])
+    .where('tasks.id', '=', taskId);
+}
+
+export class SqlTasks extends SqlRepository implements TasksRepository {
+  async insert(t: TaskRecord): Promise<void> {
+    const { id, accountId, createdAt, ...fields } = t;
+    const row = { id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as Insertable<TasksTable>;
+    await this.runCompiled(`tasks.insert:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('tasks').values(row));
+  }
+
+  async get(id: string, opts: { lock?: boolean } = {}): Promise<TaskRecord | undefined> {
+    const lock = opts.lock === true && this.profile.rowLocks;
+    const [r] = (await this.runCompiled(lock ? 'tasks.get:lock' : 'tasks.get', [id], () => {
+      const q = this.db.selectFrom('tasks').selectAll().where('id', '=', id);
+      return lock ? q.forUpdate() : q;
+    })).rows;
+    return r && toTask(r);
+  }
+
+  async update(id: string, patch: TaskPatch): Promise<void> {
+    await this.updateById('tasks', id, taskRow(patch));
+  }
+
+  async getState(id: string): Promise<TaskStateRecord | undefined> {
+    const [r] = (await this.runCompiled('tasks.getState', [id], () => taskStateQuery(this.db, id))).rows;
+    return r && toTaskState(r);
+  }
+
+  async list(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]> {
+    let q = this.db.selectFrom('tasks').selectAll().where('account_id', '=', accountId).where('deleted_at', 'is', null);
+    if (after) {
+      const pinned = after.pinned ? 1 : 0;
+      // Keyset pagination over (pinned desc, updated_at desc, id desc): rows strictly after the cursor.
+      q = q.where((eb) =>
+        eb.or([
+          eb('pinned', '<', pinned),
+          eb.and([eb('pinned', '=', pinned), eb('updated_at', '<', after.updatedAt)]),
+          eb.and([eb('pinned', '=', pinned), eb('updated_at', '=', after.updatedAt), eb('id', '<', after.id)]),
+        ]),
+      );
+    }
+    const rows = await q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toTask);
+  }
+
+  async listDueCron(now: string, limit: number): Promise<TaskRecord[]> {
+    const rows = await this.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('cron_next_run_at', 'is not', null)
+      .where('cron_next_run_at', '<=', now)
+      .where('deleted_at', 'is', null)
+      .orderBy('cron_next_run_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toTask);
+  }
+}

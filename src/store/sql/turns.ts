@@ -1,0 +1,156 @@
+/**
+ * Turns, the durable work queue: one operation per method, each with why it locks the way it
+ * does. Two locks order everything here. A task's row lock (tasks.get with `lock: true`, held by
+ * the task service for its whole change) serializes queueing, promoting and cancelling a task's
+ * turns. Claims and leases change turns of many tasks without that lock, so each is a single
+ * UPDATE guarded by the status and owner it expects: the row lock the UPDATE takes decides
+ * between two workers, and the loser's UPDATE matches nothing. SQLite writes one transaction at a
+ * time, so there the write itself is the lock.
+ */
+import type { ExpressionOrFactory, Insertable, Selectable, SqlBool, Updateable } from 'kysely';
+import { fromStoredMicros } from '../../accounts/credits.js';
+import type { Database, TurnsTable } from '../database.js';
+import type { TurnPatch, TurnRecord, TurnsRepository } from '../store.js';
+import { SqlRepository } from './sql-repository.js';
+
+function toTurn(r: Selectable<TurnsTable>): TurnRecord {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    accountId: r.account_id,
+    kind: r.kind as TurnRecord['kind'],
+    status: r.status as TurnRecord['status'],
+    input: r.input,
+    planOnly: Number(r.plan_only) === 1,
+    createdAt: r.created_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    leaseOwner: r.lease_owner,
+    leaseExpiresAt: r.lease_expires_at,
+    creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
+    tokensIn: Number(r.tokens_in),
+    tokensOut: Number(r.tokens_out),
+    toolCalls: Number(r.tool_calls),
+    error: r.error ? JSON.parse(r.error) : null,
+  };
+}
+
+const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
+  status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
+  leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
+  tokensOut: 'tokens_out', toolCalls: 'tool_calls', error: 'error',
+};
+
+function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
+  const row: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    const column = TURN_COLUMNS[key as keyof TurnPatch];
+    if (key === 'error') row[column] = value === null ? null : JSON.stringify(value);
+    else if (key === 'planOnly') row[column] = value ? 1 : 0;
+    else row[column] = value;
+  }
+  return row as Updateable<TurnsTable>;
+}
+
+export class SqlTurns extends SqlRepository implements TurnsRepository {
+  /** No lock of its own: a new turn is added under its task's row lock (or with a new task). */
+  async insert(t: TurnRecord): Promise<void> {
+    const { id, taskId, accountId, kind, createdAt, ...fields } = t;
+    const row = { id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as Insertable<TurnsTable>;
+    await this.runCompiled(`turns.insert:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('turns').values(row));
+  }
+
+  async get(id: string): Promise<TurnRecord | undefined> {
+    const [r] = (await this.runCompiled('turns.get', [id], () => this.db.selectFrom('turns').selectAll().where('id', '=', id))).rows;
+    return r && toTurn(r);
+  }
+
+  /** By id, under the task's row lock: the task service changes a turn only while it holds its task. */
+  async update(id: string, patch: TurnPatch): Promise<void> {
+    await this.updateById('turns', id, turnRow(patch));
+  }
+
+  /** No row lock: only a holder of the task's row lock queues or promotes its turns, and the caller holds it. */
+  async nextQueued(taskId: string): Promise<TurnRecord | undefined> {
+    const r = await this.db.selectFrom('turns').selectAll().where('task_id', '=', taskId).where('status', '=', 'queued').orderBy('id').limit(1).executeTakeFirst();
+    return r && toTurn(r);
+  }
+
+  /** Under the task's row lock, like every change to its queue; queued turns are never claimed, so no worker competes. */
+  async cancelQueued(taskId: string, at: string): Promise<number> {
+    const r = await this.db.updateTable('turns').set({ status: 'cancelled', ended_at: at }).where('task_id', '=', taskId).where('status', '=', 'queued').executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  /** No lock: a count of one moment, which the capacity check takes as the estimate it is (task-service.ts). */
+  async countPending(): Promise<number> {
+    const r = await this.db.selectFrom('turns').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async claim(owner: string, limit: number, now: string, leaseUntil: string, opts: { takeOverExpired?: boolean } = {}): Promise<TurnRecord[]> {
+    // Turns whose owner stopped renewing come first (they are the oldest), then pending turns
+    // oldest first. Two statements rather than one with OR: each walks the (status, id) index in
+    // order and stops at `limit`, where an OR would sort the whole backlog on every claim.
+    const expired = opts.takeOverExpired === false
+      ? []
+      : await this.take(owner, limit, leaseUntil, (eb) => eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)]));
+    if (expired.length === limit) return expired;
+    const pending = await this.take(owner, limit - expired.length, leaseUntil, (eb) => eb('status', '=', 'pending'));
+    return [...expired, ...pending];
+  }
+
+  private async take(owner: string, limit: number, leaseUntil: string, which: ExpressionOrFactory<Database, 'turns', SqlBool>): Promise<TurnRecord[]> {
+    let ready = this.db.selectFrom('turns').select('id').where(which).orderBy('id').limit(limit);
+    // SKIP LOCKED lets several workers claim at once without queueing behind each other's locks.
+    if (this.profile.skipLocked) ready = ready.forUpdate().skipLocked();
+    const rows = await this.db
+      .updateTable('turns')
+      .set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil })
+      .where('id', 'in', ready)
+      .returningAll()
+      .execute();
+    return rows.map(toTurn).sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  /**
+   * One UPDATE guarded by owner and status: a turn another worker took over, or that ended, has
+   * neither any more, so a late renewal matches nothing and the worker learns it lost the turn.
+   */
+  async renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean> {
+    const r = await this.db.updateTable('turns').set({ lease_expires_at: leaseUntil }).where('id', '=', turnId).where('lease_owner', '=', owner).where('status', '=', 'running').executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /**
+   * One UPDATE of the running turns: with an owner, only that worker's (a turn taken over
+   * meanwhile has another owner and is left alone); without, every one, which only an embedded
+   * store's start asks for, when no other process can be running a turn.
+   */
+  async releaseLeases(owner?: string): Promise<number> {
+    let q = this.db.updateTable('turns').set({ status: 'pending', lease_owner: null, lease_expires_at: null }).where('status', '=', 'running');
+    if (owner !== undefined) q = q.where('lease_owner', '=', owner);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  async listByAccount(accountId: string, limit: number): Promise<TurnRecord[]> {
+    const rows = await this.db.selectFrom('turns').selectAll().where('account_id', '=', accountId).where('started_at', 'is not', null).orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toTurn);
+  }
+
+  async listInputs(taskId: string, upToTurnId: string): Promise<string[]> {
+    const { rows } = await this.runCompiled('turns.listInputs', [taskId, upToTurnId, 'queued', 'cancelled'], () =>
+      this.db
+        .selectFrom('turns')
+        .select('input')
+        .where('task_id', '=', taskId)
+        .where('id', '<=', upToTurnId)
+        .where('input', 'is not', null)
+        .where('status', 'not in', ['queued', 'cancelled'])
+        .orderBy('id'),
+    );
+    return rows.map((r) => r.input!);
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * SQLite only: the two hottest reads, the /state poll and output pages, run synchronously on a
+ * second, read-only connection. PostgreSQL needs no such thing: its pool already reads beside
+ * transactions in progress, and other processes write to it, so there is no commit this process
+ * could count on to tell when a cached read goes stale.
+ *
+ * Writes (and every read inside a transaction) go through Kysely on the writing connection. WAL
+ * gives the read connection the last committed snapshot, so it neither waits behind a
+ * transaction in progress nor sees one's uncommitted writes, and it skips Kysely's per-query
+ * promises.
+ *
+ * /state rows are also kept in memory until the next change: this process is the only writer of
+ * an embedded database, and every commit (and every write outside a transaction) empties the
+ * cache, so a cached row is never older than the last commit. Between commits, polls cost no
+ * query at all.
+ */
+import type SQLite from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import type { Database } from '../database.js';
+import type { DialectProfile } from '../sql/dialect-profile.js';
+import { rowsQuery, SqlRows } from '../sql/rows.js';
+import { SqlTasks, taskStateQuery, toTaskState, type StateRow } from '../sql/tasks.js';
+import type { TaskStateRecord } from '../store.js';
+
+/** How many /state rows are kept between writes. */
+const STATE_CACHE_SIZE = 10_000;
+
+export class SqliteReads {
+  private statements: { state: SQLite.Statement; rows: SQLite.Statement } | undefined;
+  private readonly stateRows = new Map<string, StateRow | null>();
+
+  constructor(
+    private readonly reader: SQLite.Database,
+    /** The writing connection's Kysely: it compiles the statements, so both connections run the same SQL. */
+    readonly root: Kysely<Database>,
+    readonly profile: DialectProfile,
+  ) {}
+
+  /** Called whenever a change may have become visible to the read connection. */
+  forget(): void {
+    if (this.stateRows.size > 0) this.stateRows.clear();
+  }
+
+  /** Prepared on first use: the tables exist only once migrations ran. The SQL is the repositories' own. */
+  private prepared() {
+    return (this.statements ??= {
+      state: this.reader.prepare(taskStateQuery(this.root, '').compile().sql),
+      rows: this.reader.prepare(rowsQuery(this.root, this.profile, '', '', 0, 0).compile().sql).pluck(),
+    });
+  }
+
+  taskState(id: string): TaskStateRecord | undefined {
+    let row = this.stateRows.get(id);
+    if (row === undefined) {
+      row = (this.prepared().state.get(id) as StateRow | undefined) ?? null;
+      if (this.stateRows.size >= STATE_CACHE_SIZE) this.stateRows.clear();
+      this.stateRows.set(id, row);
+    }
+    return row ? toTaskState(row) : undefined;
+  }
+
+  rows(taskId: string, outputId: string, offset: number, limit: number): Buffer[] {
+    return this.prepared().rows.all(taskId, outputId, offset, offset + limit) as Buffer[];
+  }
+
+  close(): void {
+    this.reader.close();
+  }
+}
+
+/** `store.tasks` outside transactions: the /state poll from the read connection. */
+export class SqliteTasks extends SqlTasks {
+  constructor(private readonly reads: SqliteReads) {
+    super(reads.root, reads.profile);
+  }
+
+  override async getState(id: string): Promise<TaskStateRecord | undefined> {
+    return this.reads.taskState(id);
+  }
+}
+
+/** `store.rows` outside transactions: output pages (and so exports) from the read connection. */
+export class SqliteRows extends SqlRows {
+  constructor(private readonly reads: SqliteReads) {
+    super(reads.root, reads.profile);
+  }
+
+  override async read(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]> {
+    return this.reads.rows(taskId, outputId, offset, limit);
+  }
+}
