@@ -7,7 +7,7 @@
 import type { TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
 import type { TaskSpec } from '../tasks/spec.js';
 import type { ModelToolCall } from './providers/model-provider.js';
-import type { ToolEvent as ToolEventBody } from '../contract/index.js';
+import type { EventPayload } from '../contract/index.js';
 
 /** One input of the task, resolved to its stored file. */
 export interface InputFile {
@@ -26,8 +26,8 @@ export type StoredStep =
   | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
   | { type: 'nudge'; content: string };
 
-/** The payload of a `tool` event: the contract's ToolEvent without the members every event gets when stored. */
-export type ToolEvent = Omit<ToolEventBody, 'seq' | 'type' | 'task_id' | 'turn_id' | 'at'>;
+/** The payload of a `tool` event. */
+export type ToolEvent = EventPayload<'tool'>;
 
 /** Where the task's work stands, as clients see it: `plan`/`planning`, `execute`/`thinking`, `execute`/`executing`. */
 export interface TurnState {

@@ -76,6 +76,9 @@ export type ErrorEvent = Static<typeof ErrorEvent>;
 export type DoneEvent = Static<typeof DoneEvent>;
 export type TaskEvent = Static<typeof TaskEvent>;
 
+/** What an event of `type` carries besides the members every stored event gets (seq, type, task_id, turn_id, at). */
+export type EventPayload<T extends EventType> = Omit<Extract<TaskEvent, { type: T }>, 'seq' | 'type' | 'task_id' | 'turn_id' | 'at'>;
+
 export const EventPage = component('EventPage', Type.Object({
   events: Type.Array(TaskEvent),
   next_after: Nullable(Type.Integer({ description: 'Pass as `after` for the next page; null on the last page.' })),

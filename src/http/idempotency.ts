@@ -115,7 +115,7 @@ async function replay(request: FastifyRequest, reply: FastifyReply, seen: Idempo
   if (!seen.body.startsWith(COMMITTED_MARK)) return reply.send(seen.body);
   // The change committed but its answer was never stored (the process died in between, or the
   // request is still waiting on its turn): answer with the task as it stands now.
-  const task = await request.server.deps.tasks.getTask(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
+  const task = await request.server.deps.queries.task(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
   return reply.send(toReplyView(task, seen.status));
 }
 

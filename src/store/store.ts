@@ -11,10 +11,9 @@
  */
 import type { TaskSpec } from '../tasks/spec.js';
 
-export type TaskStatus = 'plan' | 'execute' | 'deleted';
-export type TaskPhase = 'plan' | 'execute';
-export type TaskActivity = 'idle' | 'planning' | 'executing' | 'thinking';
-export type TurnKind = 'plan' | 'execute' | 'continue';
+import type { TaskActivity, TaskPhase, TaskStatus, TurnKind } from '../contract/index.js';
+
+export type { TaskActivity, TaskPhase, TaskStatus, TurnKind };
 /** queued: waits behind the task's current turn · pending: ready for a worker · running: owned by a worker. */
 export type TurnStatus = 'queued' | 'pending' | 'running' | 'completed' | 'stopped' | 'failed' | 'cancelled';
 

@@ -15,7 +15,8 @@ import type {
   EventRecord, IdempotencyRecord, Repositories, Store, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
 } from '../store/store.js';
 import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
-import { toReplyView, toTaskView, type TaskView } from './task-view.js';
+import type { EventPayload, EventType, Task, TaskEventReason } from '../contract/index.js';
+import { toReplyView, toTaskView } from './task-view.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
 
@@ -55,24 +56,12 @@ export class IdempotencyKeyClaimed extends Error {
 /** What a route answers with after a change: 200 with the task, or 202 when a message was queued. */
 export interface TaskReply {
   statusCode: 200 | 202;
-  task: TaskView;
+  task: Task;
   /** The turn this request started or queued, so a stream can follow it. */
   turnId: string | null;
   /** The task's last event sequence number before this change: a stream of the change starts after it. */
   fromSeq: number;
 }
-
-/** Why a stored `task` event was recorded (decisions §13). */
-export type TaskEventReason =
-  | 'created'
-  | 'turn_started'
-  | 'phase_changed'
-  | 'activity_changed'
-  | 'message_queued'
-  | 'turn_ended'
-  | 'updated'
-  | 'cron_tick_skipped'
-  | 'deleted';
 
 const PENDING_RECOUNT_MS = 1000;
 
@@ -128,7 +117,7 @@ class TaskUnit {
     Object.assign(this.patch, patch, { updatedAt: this.now });
   }
 
-  event(type: string, turnId: string | null, payload: Record<string, unknown>): void {
+  event<T extends EventType>(type: T, turnId: string | null, payload: EventPayload<T>): void {
     const seq = this.task.lastEventSeq + 1;
     this.task.lastEventSeq = seq;
     this.patch.lastEventSeq = seq;
@@ -175,16 +164,6 @@ export class TaskService {
   }
 
   // ---- reads ----------------------------------------------------------------------------------
-
-  /**
-   * A task of this account, including deleted ones when `includeDeleted`; else 404 task_not_found.
-   * A store that cannot answer is 503 service_unavailable (the error handler knows those failures).
-   */
-  async getTask(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
-    const task = await this.store.tasks.get(taskId);
-    if (!task || task.accountId !== accountId || (task.status === 'deleted' && !opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
-    return task;
-  }
 
   async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
     const rows = await this.store.tasks.list(accountId, limit + 1, after);
@@ -446,7 +425,7 @@ export class TaskService {
   }
 
   /** Stores a turn's event (text, tool) while the turn still runs. */
-  async turnEvent(turnId: string, taskId: string, type: 'text' | 'tool', payload: Record<string, unknown>): Promise<boolean> {
+  async turnEvent<T extends 'text' | 'tool'>(turnId: string, taskId: string, type: T, payload: EventPayload<T>): Promise<boolean> {
     return this.changeRunningTurn(turnId, taskId, async (unit) => unit.event(type, turnId, payload));
   }
 

@@ -6,8 +6,6 @@ import { fromMicros } from '../accounts/credits.js';
 import type { TaskRecord } from '../store/store.js';
 import type { Task } from '../contract/index.js';
 
-export type TaskView = Task;
-
 const POLL_BUSY_S = 2;
 const POLL_IDLE_S = 30;
 const POLL_CRON_CAP_S = 300;
@@ -26,7 +24,7 @@ export function activeOutputOf(task: TaskRecord): string | null {
   return task.spec.outputs[0]?.id ?? null;
 }
 
-export function toTaskView(task: TaskRecord, now = Date.now()): TaskView {
+export function toTaskView(task: TaskRecord, now = Date.now()): Task {
   const id = encodeURIComponent(task.id);
   return {
     task_id: task.id,
@@ -53,7 +51,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): TaskView {
 }
 
 /** The Task body of a change's answer: a message that was queued (202) shows status `accepted`. */
-export function toReplyView(task: TaskRecord, statusCode: number): TaskView {
+export function toReplyView(task: TaskRecord, statusCode: number): Task {
   const view = toTaskView(task);
   if (statusCode === 202) view.status = 'accepted';
   return view;
