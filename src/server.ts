@@ -16,8 +16,7 @@ import { EventBus } from './events/event-bus.js';
 import { buildApp } from './http/app.js';
 import { TaskCommands } from './tasks/task-commands.js';
 import { TaskQueries } from './tasks/task-queries.js';
-import { openPostgresStore } from './store/postgres/postgres-store.js';
-import { openSqliteStore } from './store/sqlite/sqlite-store.js';
+import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
 import { TaskService } from './tasks/task-service.js';
 import { TurnRunner } from './tasks/turn-runner.js';
@@ -31,9 +30,13 @@ export interface Quarry {
   tasks: TaskService;
   accounts: Accounts;
   runner: TurnRunner | undefined;
-  /** The starter key when this start created the starter account, else null. */
-  starterKey: string | null;
-  /** Listens on config.host:config.port (0 = any free port) and starts the workers; resolves with the base URL. */
+  /** The starter key when this start created the starter account (in listen()), else null. */
+  readonly starterKey: string | null;
+  /**
+   * Listens on config.host:config.port (0 = any free port), then creates the starter account on
+   * an empty store (only a start that got its port does, so a failed start cannot use the key
+   * up) and starts the workers; resolves with the base URL.
+   */
   listen(): Promise<string>;
   close(): Promise<void>;
 }
@@ -44,6 +47,8 @@ export interface QuarryOptions {
   provider?: ModelProvider;
   /** Waits between model retries. */
   retryDelaysMs?: number[];
+  /** Shows the starter key; called before the key is stored (see Accounts.ensureStarterAccount), so write it synchronously. */
+  onStarterKey?: (apiKey: string) => void;
 }
 
 function providerFrom(config: Config): ModelProvider | undefined {
@@ -55,9 +60,7 @@ function providerFrom(config: Config): ModelProvider | undefined {
 
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {
   const logger = opts.logger ?? pino({ level: config.logLevel });
-  const store = config.databaseUrl
-    ? await openPostgresStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, applicationName: `quarry ${config.workerId}` })
-    : openSqliteStore(config.dataDir);
+  const store = await openStore(config);
   try {
     return await assemble(config, opts, logger, store);
   } catch (err) {
@@ -75,7 +78,6 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const tasks = new TaskService({ store, bus, config });
   const accounts = new Accounts(store);
   const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });
-  const starterKey = await accounts.ensureStarterAccount(config.starterCredits);
 
   const runsTurns = config.role !== 'api';
   // Only a process that runs turns runs code; the probe costs a moment at start-up.
@@ -116,11 +118,16 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
   const app = await buildApp({ config, logger, store, bus, tasks, commands, queries, accounts, uploads, ready: () => ready });
 
+  let starterKey: string | null = null;
   return {
-    config, app, store, tasks, accounts, runner, starterKey,
+    config, app, store, tasks, accounts, runner,
+    get starterKey() {
+      return starterKey;
+    },
     async listen() {
       await relay.start();
       await app.listen({ host: config.host, port: config.port });
+      starterKey = await accounts.ensureStarterAccount(config.starterCredits, opts.onStarterKey);
       await runner?.start({ reclaimAll: store.kind === 'sqlite' });
       ready = true;
       const address = app.server.address();

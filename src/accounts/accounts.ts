@@ -13,6 +13,13 @@ import { toMicros } from './credits.js';
 const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_MAX = 10_000;
 
+/** The account the first start of an empty store creates (its key is the starter key). */
+export const STARTER_ACCOUNT = 'default';
+
+function newApiKey(): string {
+  return `qry_${randomToken()}`;
+}
+
 export function hashKey(apiKey: string): string {
   return crypto.createHash('sha256').update(apiKey).digest('hex');
 }
@@ -45,10 +52,9 @@ export class Accounts {
   ) {}
 
   /** A new account with `credits` (a decimal amount, rounded to whole micro-credits) and its first key. */
-  async createAccount(name: string, credits: number): Promise<{ account: AccountRecord; apiKey: string; keyId: string }> {
+  async createAccount(name: string, credits: number, apiKey = newApiKey()): Promise<{ account: AccountRecord; apiKey: string; keyId: string }> {
     const now = this.clock().toISOString();
     const account: AccountRecord = { id: newId('acct'), name, balanceMicros: creditsParam(credits, 'credits'), creditsUsedMicros: 0, createdAt: now };
-    const apiKey = `qry_${randomToken()}`;
     const keyId = newId('key');
     await this.store.transaction(async (tx) => {
       await tx.accounts.insert(account);
@@ -57,10 +63,30 @@ export class Accounts {
     return { account, apiKey, keyId };
   }
 
-  /** On an empty store, creates the `default` account and returns its key (shown once); else null. */
-  async ensureStarterAccount(credits: number): Promise<string | null> {
+  /**
+   * On an empty store, creates the `default` account and returns its key (shown once); else null.
+   * `announce` gets the key before it is stored, so no crash can lose it: a process that dies
+   * after announcing and before storing leaves the store empty, and the next start announces a
+   * new key; one that dies after storing has shown it already. Announce synchronously.
+   */
+  async ensureStarterAccount(credits: number, announce: (apiKey: string) => void = () => {}): Promise<string | null> {
     if ((await this.store.accounts.count()) > 0) return null;
-    return (await this.createAccount('default', credits)).apiKey;
+    const apiKey = newApiKey();
+    announce(apiKey);
+    await this.createAccount(STARTER_ACCOUNT, credits, apiKey);
+    return apiKey;
+  }
+
+  /**
+   * A new key for the oldest account named `name` (`quarry keys create` on the server's host).
+   * With no such account, `default` is created with `starterCredits` (a store whose starter
+   * account was never made); any other name is 404.
+   */
+  async createKeyForName(name: string, starterCredits: number): Promise<{ account: AccountRecord; keyId: string; apiKey: string }> {
+    const [account] = await this.store.accounts.findByName(name);
+    if (account) return { account, ...(await this.createKey(account.id)) };
+    if (name !== STARTER_ACCOUNT) throw new QuarryError('not_found', `No account named "${name}".`);
+    return this.createAccount(STARTER_ACCOUNT, starterCredits);
   }
 
   /**
@@ -106,7 +132,7 @@ export class Accounts {
 
   async createKey(accountId: string): Promise<{ keyId: string; apiKey: string }> {
     await this.getAccount(accountId);
-    const apiKey = `qry_${randomToken()}`;
+    const apiKey = newApiKey();
     const keyId = newId('key');
     await this.store.accounts.insertKey({ id: keyId, accountId, keyHash: hashKey(apiKey), createdAt: this.clock().toISOString(), revokedAt: null });
     return { keyId, apiKey };

@@ -174,7 +174,18 @@ export class Agent {
     const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
     for (let attempt = 0; ; attempt++) {
       try {
-        return await provider.generate({ messages, tools: definitions, signal: port.signal, onTextDelta: (d) => port.text(d) });
+        let streamed = '';
+        const reply = await provider.generate({
+          messages, tools: definitions, signal: port.signal,
+          onTextDelta: (delta) => {
+            streamed += delta;
+            port.text(delta);
+          },
+        });
+        // A reply that came whole (no stream asked for, or a server that ignored `stream: true`)
+        // passed no deltas: its text reaches the task's stream here, and streamed text only once.
+        if (reply.text.startsWith(streamed) && reply.text.length > streamed.length) port.text(reply.text.slice(streamed.length));
+        return reply;
       } catch (err) {
         if (port.signal.aborted) throw port.signal.reason;
         if (!(err instanceof ModelProviderError)) throw err;

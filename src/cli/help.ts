@@ -5,6 +5,11 @@ export const USAGE = `usage: quarry <command> [options]
 Server:
   serve [--role all|api|worker]          run the service (configured by QUARRY_* variables)
 
+On the server's host (QUARRY_DATA_DIR or QUARRY_DATABASE_URL, as the server has them):
+  keys create [--account NAME]            print a new API key for the "default" account (or
+                                          NAME), written into the server's store; no server
+                                          or admin key needed (a lost starter key)
+
 Tasks (QUARRY_URL, QUARRY_API_KEY):
   task create PROMPT [--spec FILE] [--id ID] [--plan-only] [--follow]
                                           start a task from a prompt, or from a spec file
@@ -28,7 +33,7 @@ Admin (QUARRY_URL, QUARRY_ADMIN_KEY):
   accounts create NAME [--credits N]      create an account and its first key
   accounts show ACCOUNT                   an account's balance
   accounts usage ACCOUNT                  per-turn usage
-  keys create ACCOUNT                     create another API key
+  keys create ACCOUNT                     create another API key (ACCOUNT: an account id)
   keys ls ACCOUNT                         list an account's keys
   keys revoke ACCOUNT KEY                 revoke a key
   credits add ACCOUNT AMOUNT              add (or, negative, take) credits

@@ -1,6 +1,7 @@
 /** The Task body (interface §2.1, decisions §9), its detail and state forms, and their enums. */
 import { Type, type Static } from 'typebox';
 import { component, Nullable, StringEnum, Timestamp } from './common.js';
+import { ErrorCode } from './errors.js';
 
 
 export const TASK_STATUSES = ['plan', 'execute', 'deleted'] as const;
@@ -39,6 +40,13 @@ export const Task = component('Task', Type.Object({
 }));
 export type Task = Static<typeof Task>;
 
+export const TurnFailure = component('TurnFailure', Type.Object({
+  error: ErrorCode,
+  message: Type.String({ description: 'What went wrong and what to do about it; show it to a person.' }),
+  retryable: Type.Boolean(),
+}, { description: 'The error a turn failed with: the members of its `error` event.' }));
+export type TurnFailure = Static<typeof TurnFailure>;
+
 export const TaskState = component('TaskState', Type.Object({
   task_id: Type.String(),
   active: Type.Boolean({ description: 'True while a turn runs (or waits for a worker).' }),
@@ -48,6 +56,7 @@ export const TaskState = component('TaskState', Type.Object({
   queued_messages: Type.Integer({ minimum: 0 }),
   turn: Nullable(Type.Object({ id: Type.String(), kind: TurnKindSchema, started_at: Nullable(Timestamp()) })),
   last_event_id: Type.Integer({ minimum: 0, description: 'Sequence number of the last stored event: a Last-Event-ID to resume from.' }),
+  last_error: Type.Union([TurnFailure, Type.Null()], { description: 'While no turn runs: the error the last turn failed with (as its `error` event), or null when it completed or was stopped. Null while a turn runs.' }),
   updated_at: Timestamp(),
 }));
 export type TaskState = Static<typeof TaskState>;

@@ -43,6 +43,7 @@ export interface TasksTable {
   active_output: string | null;
   credits_used_micros: MicrosColumn;
   last_event_seq: number;
+  last_error_seq: number | null;
   current_turn_id: string | null;
   queued_count: number;
   created_at: string;

@@ -41,6 +41,8 @@ export interface ApiKeyRecord {
 export interface AccountsRepository {
   insert(account: AccountRecord): Promise<void>;
   get(id: string): Promise<AccountRecord | undefined>;
+  /** Accounts with this name (names need not be unique), oldest first. */
+  findByName(name: string): Promise<AccountRecord[]>;
   count(): Promise<number>;
   /** Adds `deltaMicros` (may be negative) to the balance, never below zero; returns the new balance in micro-credits. */
   adjustBalance(accountId: string, deltaMicros: number): Promise<number>;
@@ -70,6 +72,8 @@ export interface TaskRecord {
   activeOutput: string | null;
   creditsUsedMicros: number;
   lastEventSeq: number;
+  /** The seq of the `error` event of the last ended turn when it failed, else null (absent: none yet, as on a new task). */
+  lastErrorSeq?: number | null;
   currentTurnId: string | null;
   queuedCount: number;
   createdAt: string;
@@ -89,6 +93,8 @@ export interface TaskStateRecord {
   currentTurnId: string | null;
   updatedAt: string;
   turn: { id: string; kind: TurnKind; startedAt: string | null } | null;
+  /** The error the last ended turn failed with; null when it did not fail, and while a turn runs. */
+  lastError: TurnError | null;
 }
 
 export interface TaskListCursor {

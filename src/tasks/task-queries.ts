@@ -49,6 +49,13 @@ export class TaskQueries {
     return { task, events: await this.store.events.last(task.id, 100) };
   }
 
+  /** The stored `error` event of the task's last ended turn when that turn failed, else undefined. */
+  async lastTurnError(task: TaskRecord): Promise<EventRecord | undefined> {
+    if (task.lastErrorSeq == null) return undefined;
+    const [event] = await this.store.events.list(task.id, task.lastErrorSeq - 1, 1);
+    return event?.seq === task.lastErrorSeq ? event : undefined;
+  }
+
   /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
   async state(accountId: string, taskId: string, waitSeconds = 0): Promise<TaskState> {
     let state = await this.store.tasks.getState(taskId);
@@ -67,6 +74,7 @@ export class TaskQueries {
       queued_messages: state.queuedCount,
       turn: turn ? { id: turn.id, kind: turn.kind, started_at: turn.startedAt } : null,
       last_event_id: state.lastEventSeq,
+      last_error: state.lastError,
       updated_at: state.updatedAt,
     };
   }

@@ -522,6 +522,8 @@ export class TaskService {
     const turn = await unit.tx.turns.get(turnId);
     await unit.tx.turns.update(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
     if (error) unit.event('error', turnId, { ...error });
+    // The /state poll and an idle task's stream show this turn's error until the next turn ends.
+    unit.set({ lastErrorSeq: error ? unit.task.lastEventSeq : null });
     let next: TurnRecord | undefined;
     if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.turns.nextQueued(unit.task.id);
     if (next) {

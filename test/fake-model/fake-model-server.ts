@@ -24,6 +24,8 @@ export interface FakeModelReply {
   errorMessage?: string;
   /** Pause between stream events (streaming requests only). */
   chunkDelayMs?: number;
+  /** Answer with one JSON body even when a stream was asked for, as servers that ignore `stream: true` do. */
+  ignoreStream?: boolean;
 }
 
 /** The request body as the client sent it. */
@@ -132,7 +134,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
       const status = reply.status ?? 500;
       return sendError(res, status, reply.errorMessage ?? `Fake error ${status}.`, reply);
     }
-    if (body.stream !== true) return sendJson(res, 200, protocol.json(reply, body, index));
+    if (body.stream !== true || reply.ignoreStream) return sendJson(res, 200, protocol.json(reply, body, index));
 
     const events = protocol.events(reply, body, index);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

@@ -74,14 +74,27 @@ export type Task = Schemas['Task'];
 export type TaskDetail = Schemas['TaskDetail'];
 
 /**
- * `GET /task/{task_id}/state`: the cheap poll.
+ * `GET /task/{task_id}/state`: the cheap poll. `last_error` says why the last turn failed, once
+ * no turn runs.
  *
  * @example
  * ```ts
- * const { active, last_event_id } = await client.tasks.state(taskId);
+ * const { active, last_event_id, last_error } = await client.tasks.state(taskId);
+ * if (!active && last_error) console.error(last_error.error, last_error.message);
  * ```
  */
 export type TaskState = Schemas['TaskState'];
+
+/**
+ * The error a turn failed with (`last_error` of {@link TaskState}): the members of its `error` event.
+ *
+ * @example
+ * ```ts
+ * const { last_error } = await client.tasks.state(taskId);
+ * if (last_error?.retryable) await client.tasks.execute(taskId);
+ * ```
+ */
+export type TurnFailure = Schemas['TurnFailure'];
 
 /**
  * The type of a table column's values.

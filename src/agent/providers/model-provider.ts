@@ -33,7 +33,11 @@ export interface ModelRequest {
   tools: ModelToolDefinition[];
   /** Aborting cancels the HTTP call at once; generate() then rejects with an AbortError. */
   signal: AbortSignal;
-  /** Called with each piece of assistant text as it arrives (streaming providers). */
+  /**
+   * Called with each piece of assistant text as it arrives (streamed answers). An answer that
+   * arrives whole calls it not at all: the agent loop passes on whatever text of the reply no
+   * delta carried, so the text reaches the task once either way.
+   */
   onTextDelta?: (text: string) => void;
 }
 

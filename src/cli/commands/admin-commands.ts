@@ -1,13 +1,13 @@
 /**
  * Admin commands with QUARRY_ADMIN_KEY: `accounts create|show|usage`, `keys create|ls|revoke`,
- * `credits add`.
+ * `credits add`. `keys create` without an ACCOUNT runs on the server's host instead (host-key-command.ts).
  */
 import { intOption, numberArg, parseCommand, type CliContext, type Command } from '../context.js';
-import { ExitCode } from '../exit-codes.js';
+import { ExitCode, UsageError } from '../exit-codes.js';
 import { credits, shortTime, table } from '../format.js';
 
 /** Prints a new key's id and secret, then warns on stderr that the secret is not shown again. */
-function printNewKey(ctx: CliContext, key: { key_id: string; api_key: string }): void {
+export function printNewKey(ctx: CliContext, key: { key_id: string; api_key: string }): void {
   ctx.out(`key_id   ${key.key_id}\napi_key  ${key.api_key}`);
   ctx.err('the API key is shown only once: keep it');
 }
@@ -48,7 +48,13 @@ export const ACCOUNT_COMMANDS: Record<string, Command> = {
 
 export const KEY_COMMANDS: Record<string, Command> = {
   async create(ctx, args) {
-    const { positionals } = parseCommand(args, {}, { min: 1, max: 1, names: 'ACCOUNT' });
+    const { values, positionals } = parseCommand(args, { account: { type: 'string' } }, { min: 0, max: 1, names: 'ACCOUNT' });
+    if (positionals.length === 0) {
+      // Loaded only here: it opens the server's store.
+      const { createKeyOnHost } = await import('./host-key-command.js');
+      return createKeyOnHost(ctx, values.account ?? 'default');
+    }
+    if (values.account !== undefined) throw new UsageError('give either ACCOUNT (an account id, through the admin API) or --account NAME (on the server\'s host), not both');
     const key = await ctx.adminClient().admin.keys.create(positionals[0]!);
     if (ctx.json) ctx.printJson(key);
     else printNewKey(ctx, key);

@@ -120,7 +120,10 @@ const wait: Command = async (ctx, args) => {
   const timeout = intOption(values.timeout, 'timeout', { min: 1 });
   const state = await ctx.client().tasks.waitForTurn(positionals[0]!, { timeoutMs: timeout === undefined ? undefined : timeout * 1000 });
   if (ctx.json) ctx.printJson(state);
-  else ctx.out(`${state.task_id} ${state.status}/${state.activity ?? '-'} (last event ${state.last_event_id})`);
+  else {
+    ctx.out(`${state.task_id} ${state.status}/${state.activity ?? '-'} (last event ${state.last_event_id})`);
+    if (state.last_error) ctx.out(`the last turn failed: ${state.last_error.message} (${state.last_error.error})`);
+  }
   return ExitCode.ok;
 };
 

@@ -11,7 +11,7 @@ import { toTaskView } from '../../tasks/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
-import { leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
+import { frame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
 import { eventsBody, taskDetailBody } from '../spliced-bodies.js';
 import { StreamFanout } from '../sse-fanout.js';
 
@@ -121,13 +121,18 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
         await streamTaskEvents(request, reply, { ...streamOptions, taskId: task.id, afterSeq, isLast: leavesTaskIdle });
         return;
       }
-      // Idle: what was missed (when resuming), then the snapshot and a done, neither stored.
+      // Idle: what was missed (when resuming), then the snapshot and a done, neither stored. A
+      // client that did not follow the task before (no resume point) gets the stored `error` of
+      // a last turn that failed first, as it was sent then: the stream then shows why nothing
+      // happens (a turn without a model fails at once), and clients take it as any stored event.
+      const failure = afterSeq > 0 ? undefined : await queries.lastTurnError(task);
       const at = new Date().toISOString();
       await streamTaskEvents(request, reply, {
         ...streamOptions, taskId: task.id,
         afterSeq: afterSeq > 0 ? afterSeq : task.lastEventSeq,
         isLast: () => false,
         closingFrames: [
+          ...(failure ? [frame(failure)] : []),
           unstoredFrame({ type: 'task', task_id: task.id, turn_id: null, at, reason: 'snapshot', task: toTaskView(task) }),
           unstoredFrame({ type: 'done', task_id: task.id, turn_id: null, at, outcome: 'idle', output_count: task.spec.outputs.length, credits_used: 0 }),
         ],

@@ -31,6 +31,12 @@ export class SqlAccounts extends SqlRepository implements AccountsRepository {
     return r && toAccount(r);
   }
 
+  async findByName(name: string): Promise<AccountRecord[]> {
+    // Not indexed: run by the keys command on the server's host, never per request.
+    const rows = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).orderBy('created_at').orderBy('id').execute();
+    return rows.map(toAccount);
+  }
+
   async count(): Promise<number> {
     const r = await this.db.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     return Number(r.n);

@@ -9,6 +9,7 @@ import { GroupCommit } from '../group-commit.js';
 import * as m000001 from '../migrations/000001_initial.js';
 import * as m000002 from '../migrations/000002_cluster.js';
 import * as m000003 from '../migrations/000003_credit_micros.js';
+import * as m000004 from '../migrations/000004_last_error.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink } from './cluster.js';
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000001_initial': m000001,
   '000002_cluster': m000002,
   '000003_credit_micros': m000003,
+  '000004_last_error': m000004,
 };
 
 class StaticMigrations implements MigrationProvider {

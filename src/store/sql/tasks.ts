@@ -2,7 +2,7 @@
 import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../accounts/credits.js';
 import type { TasksTable } from '../database.js';
-import type { TaskListCursor, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnKind } from '../store.js';
+import type { TaskListCursor, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnError, TurnKind } from '../store.js';
 import { SqlRepository, type SqlHandle } from './sql-repository.js';
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
@@ -22,6 +22,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     activeOutput: r.active_output,
     creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
     lastEventSeq: Number(r.last_event_seq),
+    lastErrorSeq: r.last_error_seq === null ? null : Number(r.last_error_seq),
     currentTurnId: r.current_turn_id,
     queuedCount: Number(r.queued_count),
     createdAt: r.created_at,
@@ -33,7 +34,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
 const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
   name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
   cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
-  activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq',
+  activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq', lastErrorSeq: 'last_error_seq',
   currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at',
 };
 
@@ -62,6 +63,14 @@ export interface StateRow {
   updated_at: string;
   turn_kind: string | null;
   turn_started_at: string | null;
+  /** The stored `error` event of tasks.last_error_seq, as its JSON text. */
+  last_error_event: string | null;
+}
+
+/** The error of a stored `error` event's JSON text. */
+function turnErrorOf(eventData: string): TurnError {
+  const { error, message, retryable } = JSON.parse(eventData) as TurnError;
+  return { error, message, retryable };
 }
 
 export function toTaskState(r: StateRow): TaskStateRecord {
@@ -76,17 +85,24 @@ export function toTaskState(r: StateRow): TaskStateRecord {
     currentTurnId: r.current_turn_id,
     updatedAt: r.updated_at,
     turn: r.current_turn_id && r.turn_kind ? { id: r.current_turn_id, kind: r.turn_kind as TurnKind, startedAt: r.turn_started_at } : null,
+    // Kept until the next turn ends, but only shown while none runs: a running turn has no error yet.
+    lastError: r.current_turn_id === null && r.last_error_event !== null ? turnErrorOf(r.last_error_event) : null,
   };
 }
 
-/** The /state poll: the task's state and its current turn. SQLite also runs it on its read connection (sqlite/sqlite-reads.ts). */
+/**
+ * The /state poll: the task's state, its current turn and its last turn's error event, each by
+ * primary key. SQLite also runs it on its read connection (sqlite/sqlite-reads.ts).
+ */
 export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateRow> {
   return db
     .selectFrom('tasks')
     .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
+    .leftJoin('events as last_error', (join) => join.onRef('last_error.task_id', '=', 'tasks.id').onRef('last_error.seq', '=', 'tasks.last_error_seq'))
     .select([
       'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
       'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
+      'last_error.data as last_error_event',
     ])
     .where('tasks.id', '=', taskId);
 }

@@ -839,6 +839,8 @@ export type components = {
             } | null;
             /** @description Sequence number of the last stored event: a Last-Event-ID to resume from. */
             last_event_id: number;
+            /** @description While no turn runs: the error the last turn failed with (as its `error` event), or null when it completed or was stopped. Null while a turn runs. */
+            last_error: components["schemas"]["TurnFailure"] | null;
             /** Format: date-time */
             updated_at: string;
         };
@@ -874,6 +876,17 @@ export type components = {
             duration_ms: number | null;
             /** @description The full result the model was given (finished and failed calls). */
             output?: string;
+        };
+        /** @description The error a turn failed with: the members of its `error` event. */
+        TurnFailure: {
+            /**
+             * @description Stable snake_case code: branch on it.
+             * @enum {string}
+             */
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "not_found" | "method_not_allowed" | "task_executing" | "task_in_cron_mode" | "task_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            /** @description What went wrong and what to do about it; show it to a person. */
+            message: string;
+            retryable: boolean;
         };
         TurnUsage: {
             task_id: string;
