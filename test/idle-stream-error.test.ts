@@ -41,7 +41,7 @@ describe('the error of an idle task\'s last turn', () => {
     assert.ok(stream.completed);
 
     // A client that resumes has had the error (or gets it in the replay): it is not sent again.
-    const resumed = await readSse(h.url, `/task/${taskId}/stream`, { key: h.key, headers: { 'last-event-id': String(state.last_event_id) } });
+    const resumed = await readSse(h.url, `/task/${taskId}/stream?after=${state.last_event_id}`, { key: h.key });
     assert.deepEqual(resumed.events.map((e) => e.event), ['task', 'done']);
     const replayed = await readSse(h.url, `/task/${taskId}/stream?after=${stored.seq - 1}`, { key: h.key });
     assert.equal(replayed.events.filter((e) => e.event === 'error').length, 1);

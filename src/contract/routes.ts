@@ -164,7 +164,12 @@ export const ROUTES = {
   streamTask: {
     method: 'GET', url: '/task/:task_id/stream', auth: 'key',
     schema: { operationId: 'streamTask', summary: 'Follow the task as SSE until no turn runs and nothing is queued', tags: tags.tasks, headers: Resumable, params: TaskIdParams, querystring: StreamQuery,
-      response: { 200: EVENT_STREAM, ...errors(...KEYED, ...ON_TASK) } },
+      response: {
+        200: EVENT_STREAM,
+        // `type: 'null'`: an answer without a body (the OpenAPI document then declares no content).
+        204: { type: 'null', description: 'A reconnect (Last-Event-ID) to a task with no running turn and nothing new: there is nothing to follow, and a standard EventSource stops.', headers: COMMON_HEADERS },
+        ...errors(...KEYED, ...ON_TASK),
+      } },
   },
   listEvents: {
     method: 'GET', url: '/task/:task_id/events', auth: 'key',

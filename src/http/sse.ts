@@ -60,6 +60,15 @@ export function leavesTaskIdle(event: EventRecord): boolean {
   return idle;
 }
 
+/**
+ * Sets a client's last event id without sending an event (an `id:` line and no data): a stream
+ * of an idle task ends with unstored frames, and an EventSource that reconnects must still say
+ * where it is, so that it gets 204 instead of the same frames again.
+ */
+export function lastEventIdFrame(seq: number): string {
+  return `id: ${seq}\n\n`;
+}
+
 /** An event that is not stored: no `id:` line. */
 export function unstoredFrame(event: TaskEvent): string {
   return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;

@@ -183,6 +183,8 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
 
   /** Reads one connection; yields its new events; tells whether the stream is over or dropped. */
   private async *read(result: CallResult, connection: AbortController, state: IterationState, resumed: boolean): AsyncGenerator<TaskEvent, ConnectionEnd> {
+    // A reconnect to a task with no running turn and nothing new: everything was handed out.
+    if (result.response.status === 204) return 'finished';
     const body = result.response.body;
     if (!body) return 'dropped';
     if (!/^text\/event-stream\b/i.test(result.response.headers.get('content-type') ?? '')) {
@@ -220,8 +222,8 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
           const data = parse(frame);
           if (!data) continue;
           if (frame.id === undefined) {
-            // Unstored frames: a refusal (error + done refused), the idle snapshot and done, or a replay failure.
-            if (frame.event === 'error' && data.type === undefined) return 'dropped';
+            // Unstored frames: a refusal (error + done refused), the idle snapshot and done, or a
+            // replay failure (an error and the end of the stream: resumed like any drop).
             if (frame.event === 'error') {
               refusal = data as unknown as ErrorEvent;
               continue;
@@ -257,7 +259,6 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
           }
         }
       }
-      if (refusal) throw errorFromRefusal(refusal, result.requestId);
       // A follow stream ends after a done; a turn stream only after its own done (handled above).
       if (this.init.mode === 'follow' && sawDone) return 'finished';
       return 'dropped';
@@ -286,11 +287,15 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
    */
   private connect(signal: AbortSignal, requestId: string | undefined): Promise<CallResult> {
     const headers: Record<string, string> = { ...this.init.options.headers };
-    if (this.lastSeq !== undefined) headers['last-event-id'] = String(this.lastSeq);
+    // A first connection asks with ?after= (an idle task then answers with its snapshot and
+    // done); a reconnect with Last-Event-ID (an idle task with nothing new answers 204).
+    const first = requestId !== undefined || this.reconnectCount === 0;
+    if (this.lastSeq !== undefined && !first) headers['last-event-id'] = String(this.lastSeq);
+    const query = this.lastSeq !== undefined && first ? `?after=${this.lastSeq}` : '';
     return this.init.transport.send(
       {
         method: 'GET',
-        path: `/task/${encodeURIComponent(this.id!)}/stream`,
+        path: `/task/${encodeURIComponent(this.id!)}/stream${query}`,
         auth: 'key',
         accept: 'text/event-stream',
         resendable: true,

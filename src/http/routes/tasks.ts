@@ -11,7 +11,7 @@ import { toTaskView } from '../../tasks/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
-import { frame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
+import { frame, lastEventIdFrame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
 import { eventsBody, taskDetailBody } from '../spliced-bodies.js';
 import { StreamFanout } from '../sse-fanout.js';
 
@@ -117,6 +117,11 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
     handler: async (request, reply) => {
       const task = await queries.task(request.accountId, request.params.task_id);
       const afterSeq = resumeSeq(request, request.query.after);
+      // A reconnect (EventSource sends Last-Event-ID) to a task with no running turn and nothing
+      // new: 204 tells a standard EventSource to stop instead of reconnecting for ever.
+      if (!task.currentTurnId && request.headers['last-event-id'] !== undefined && afterSeq >= task.lastEventSeq) {
+        return reply.code(204).send();
+      }
       if (task.currentTurnId) {
         await streamTaskEvents(request, reply, { ...streamOptions, taskId: task.id, afterSeq, isLast: leavesTaskIdle });
         return;
@@ -133,6 +138,7 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
         isLast: () => false,
         closingFrames: [
           ...(failure ? [frame(failure)] : []),
+          lastEventIdFrame(task.lastEventSeq),
           unstoredFrame({ type: 'task', task_id: task.id, turn_id: null, at, reason: 'snapshot', task: toTaskView(task) }),
           unstoredFrame({ type: 'done', task_id: task.id, turn_id: null, at, outcome: 'idle', output_count: task.spec.outputs.length, credits_used: 0 }),
         ],

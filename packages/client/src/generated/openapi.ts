@@ -1679,6 +1679,15 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
+            /** @description A reconnect (Last-Event-ID) to a task with no running turn and nothing new: there is nothing to follow, and a standard EventSource stops. */
+            204: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             401: components["responses"]["Error401"];
             404: components["responses"]["Error404"];
             405: components["responses"]["Error405"];
