@@ -54,9 +54,10 @@ import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../test/fake-m
 import {
   ROOT, expectOk, fetchEvents, freshDataDir, histLatency, loadAverage, log, machineJiffies, mapLimit, mergeHist, noteLoad, percentile,
   processJiffies, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startQuarry, startWatchdog, table, timedRequest,
-  waitForQuiet, withTimeout, writeReport,
+  waitForQuiet, writeReport,
   type Child, type SseClientResult,
 } from './lib.js';
+import { within } from '../test/helpers/bounded-waits.js';
 
 const DATABASE_URL = process.env.BENCH_CLUSTER_DATABASE_URL || process.env.QUARRY_TEST_DATABASE_URL || 'postgres://root@127.0.0.1:5432/test';
 const ALL = ['turns', 'sse'] as const;
@@ -329,7 +330,7 @@ async function startNode(schema: string, role: Role, name: string, modelUrl: str
     // A worker caches uploads here; nothing else is written to disk in cluster mode.
     dataDir: freshDataDir(`cluster-${name}`),
     modelUrl,
-    args: ['--role', role],
+    role,
     label: name,
     // startCluster reads the starter key from the first node only.
     waitForKey: false,
@@ -1008,7 +1009,7 @@ async function main(): Promise<void> {
   let sse: SseReport | undefined;
   let postgresVersion = '';
   try {
-    postgresVersion = (await withTimeout(sql<{ v: string }>('select version() as v'), 10_000, 'connecting to PostgreSQL'))[0]!.v;
+    postgresVersion = (await within(sql<{ v: string }>('select version() as v'), 10_000, 'connecting to PostgreSQL'))[0]!.v;
     const swept = await sweepStaleSchemas();
     if (swept.length) log(`dropped ${swept.length} schema(s) left by earlier runs that were killed: ${swept.join(', ')}`);
   } catch (err) {

@@ -1,160 +1,27 @@
 /**
- * Shared pieces of the benchmark harnesses (run.ts, cluster.ts): child processes (each server under
- * test runs in its own, with a raised open-files limit), small HTTP helpers over 127.0.0.1, the SSE
+ * Shared pieces of the benchmark harnesses (run.ts, cluster.ts): the servers under test (each in
+ * its own process, with a raised open-files limit, started by the test kit's test/helpers/process.ts
+ * as the tests start theirs), requests through the kit's test/helpers/http.ts, the SSE
  * load-generator processes, statistics, CPU accounting from /proc, and report helpers.
  * Every wait here is bounded; every child is killed when the harness exits.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { FakeReply } from '../test/fake-model/fake-openai-server.js';
+import { fetchJson, httpClient, waitIdle as waitIdleOn, type TestResponse } from '../test/helpers/http.js';
+import { liveProcesses, ROOT, spawnNode, startServer, type NodeProcess, type ServerProcess } from '../test/helpers/process.js';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export { ROOT };
 export const OUT_DIR = path.join(ROOT, '.bench');
 
-/** Raise the soft open-files limit as far as allowed (65535, else the hard limit), then run the command. */
-const RAISE_FD_LIMIT = 'ulimit -n 65535 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec "$@"';
-
-const children = new Set<ChildProcess>();
-
-function killAll(): void {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null && child.pid) {
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
-process.on('exit', killAll);
-// Ctrl-C or a kill of the harness still ends its children (through the exit handlers).
+// Ctrl-C or a kill of the harness still ends its children (through the kit's exit handler).
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(130));
 
-export interface Child {
-  proc: ChildProcess;
-  name: string;
-  /** Every stdout line so far. */
-  lines: string[];
-  /** Resolves with the first stdout line (past or future) matching `re`; rejects on timeout or exit. */
-  waitForLine(re: RegExp, timeoutMs: number): Promise<RegExpExecArray>;
-  /** Resolves when the process has exited. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** Its exit code or signal once it has exited; null while it runs. */
-  exitStatus(): number | NodeJS.Signals | null;
-  /** Sends `signal` to this child (by its pid) and waits, bounded, for it to exit; SIGKILL if it does not. */
-  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<void>;
-  stderr(): string;
-}
-
-interface SpawnOptions {
-  env?: Record<string, string>;
-  /** Node flags before the script (e.g. --cpu-prof). */
-  nodeArgs?: string[];
-  /** The script is compiled JavaScript: run it without the TypeScript loader. */
-  compiled?: boolean;
-}
-
-/** Starts `node --import tsx <script> ...args` (or plain node for compiled code) in its own process with a raised fd limit. */
-function spawnNode(name: string, script: string, args: string[], opts: SpawnOptions = {}): Child {
-  const nodeArgs = [...(opts.compiled ? [] : ['--import', 'tsx']), ...(opts.nodeArgs ?? []), script, ...args];
-  // `exec` keeps the pid: the pid we hold is node's own, so SIGKILL reaches the server itself.
-  const proc = spawn('bash', ['-c', RAISE_FD_LIMIT, 'bench-child', process.execPath, ...nodeArgs], {
-    cwd: ROOT,
-    env: { ...process.env, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(proc);
-  const lines: string[] = [];
-  let stderr = '';
-  const waiters = new Set<{ re: RegExp; resolve: (m: RegExpExecArray) => void }>();
-  let partial = '';
-  proc.stdout!.setEncoding('utf8');
-  proc.stdout!.on('data', (chunk: string) => {
-    partial += chunk;
-    let nl: number;
-    while ((nl = partial.indexOf('\n')) >= 0) {
-      const line = partial.slice(0, nl);
-      partial = partial.slice(nl + 1);
-      lines.push(line);
-      for (const w of waiters) {
-        const m = w.re.exec(line);
-        if (m) {
-          waiters.delete(w);
-          w.resolve(m);
-        }
-      }
-    }
-  });
-  proc.stderr!.setEncoding('utf8');
-  proc.stderr!.on('data', (chunk: string) => {
-    stderr += chunk;
-    if (stderr.length > 200_000) stderr = stderr.slice(-100_000);
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    proc.once('exit', (code, signal) => {
-      children.delete(proc);
-      resolve({ code, signal });
-    });
-  });
-
-  const child: Child = {
-    proc,
-    name,
-    lines,
-    exited,
-    exitStatus: () => proc.exitCode ?? proc.signalCode,
-    stderr: () => stderr,
-    waitForLine(re, timeoutMs) {
-      for (const line of lines) {
-        const m = re.exec(line);
-        if (m) return Promise.resolve(m);
-      }
-      return new Promise<RegExpExecArray>((resolve, reject) => {
-        const waiter = {
-          re,
-          resolve: (m: RegExpExecArray) => {
-            clearTimeout(timer);
-            resolve(m);
-          },
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`${name}: no output line matching ${re} within ${timeoutMs} ms.\nstdout tail: ${lines.slice(-5).join('\n')}\nstderr tail: ${stderr.slice(-2000)}`));
-        }, timeoutMs);
-        waiters.add(waiter);
-        void exited.then(({ code, signal }) => {
-          if (!waiters.has(waiter)) return;
-          waiters.delete(waiter);
-          clearTimeout(timer);
-          reject(new Error(`${name} exited (code ${code}, signal ${signal}) before printing ${re}.\nstderr tail: ${stderr.slice(-2000)}`));
-        });
-      });
-    },
-    async stop(signal = 'SIGTERM', timeoutMs = 10_000) {
-      if (child.exitStatus() !== null || !proc.pid) return;
-      try {
-        process.kill(proc.pid, signal);
-      } catch {
-        return;
-      }
-      const timer = setTimeout(() => {
-        try {
-          if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }, timeoutMs);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-  return child;
-}
+/** A child process of the benchmark (a server, the baseline, a load generator). */
+export type Child = NodeProcess;
 
 const dataDirs: string[] = [];
 
@@ -175,7 +42,7 @@ export interface QuarryProcess {
   /** The starter key (or the one passed in); '' when `waitForKey` is false and none was passed. */
   key: string;
   dataDir: string;
-  child: Child;
+  child: ServerProcess;
 }
 
 export interface QuarryStartOptions {
@@ -185,8 +52,7 @@ export interface QuarryStartOptions {
   key?: string;
   env?: Record<string, string>;
   nodeArgs?: string[];
-  /** Appended after `serve` (e.g. `--role worker`). */
-  args?: string[];
+  role?: 'all' | 'api' | 'worker';
   label?: string;
   /** Wait for the printed starter key (default true; false for a node joining a store that has one). */
   waitForKey?: boolean;
@@ -194,78 +60,47 @@ export interface QuarryStartOptions {
   listenTimeoutMs?: number;
 }
 
-/** What users run (`npm start`): the build of src/, which `npm run bench` makes first. */
-const QUARRY_BUILD = path.join(ROOT, 'dist', 'src', 'cli', 'quarry.js');
-
-/** Runs `quarry serve` from the build in a child process on a free loopback port. */
+/**
+ * Runs `quarry serve` from the build (what users run, `npm start`; `npm run bench` builds first)
+ * in a child process on a free loopback port, with a raised open-files limit.
+ */
 export async function startQuarry(opts: QuarryStartOptions): Promise<QuarryProcess> {
-  if (!fs.existsSync(QUARRY_BUILD)) throw new Error(`${QUARRY_BUILD} is missing: run npm run build (npm run bench does)`);
-  const env: Record<string, string> = {
-    QUARRY_HOST: '127.0.0.1',
-    QUARRY_PORT: '0',
-    QUARRY_DATA_DIR: opts.dataDir,
-    QUARRY_RATE_LIMIT_PER_MIN: '1000000000',
-    QUARRY_STARTER_CREDITS: '1000000000',
-    QUARRY_LOG_LEVEL: 'warn',
-    QUARRY_SANDBOX: 'off',
-    QUARRY_MODEL_BASE_URL: opts.modelUrl ?? '',
-    QUARRY_MODEL: 'fake-model',
-    ...opts.env,
-  };
-  const child = spawnNode(opts.label ?? 'quarry', QUARRY_BUILD, ['serve', ...(opts.args ?? [])], { env, nodeArgs: opts.nodeArgs, compiled: true });
-  const url = (await child.waitForLine(/^quarry listening on (http:\/\/\S+)/, opts.listenTimeoutMs ?? 30_000))[1]!;
-  const key = opts.key ?? (opts.waitForKey === false ? '' : (await child.waitForLine(/^starter api key: (\S+)/, 10_000))[1]!);
-  return { url, key, dataDir: opts.dataDir, child };
+  const child = await startServer({
+    dataDir: opts.dataDir,
+    role: opts.role,
+    name: opts.label ?? 'quarry',
+    nodeArgs: opts.nodeArgs,
+    raiseFdLimit: true,
+    startTimeoutMs: opts.listenTimeoutMs,
+    waitForStarterKey: opts.key === undefined && opts.waitForKey !== false,
+    env: {
+      QUARRY_RATE_LIMIT_PER_MIN: '1000000000',
+      QUARRY_STARTER_CREDITS: '1000000000',
+      QUARRY_MODEL_BASE_URL: opts.modelUrl ?? '',
+      QUARRY_MODEL: 'fake-model',
+      ...opts.env,
+    },
+  });
+  return { url: child.url, key: opts.key ?? child.starterKey ?? '', dataDir: opts.dataDir, child };
 }
 
 /** The bare node:http baseline server (bench/baseline-server.ts) in its own process. */
 export async function startBaseline(): Promise<{ url: string; child: Child }> {
-  const child = spawnNode('baseline', 'bench/baseline-server.ts', []);
+  const child = spawnNode('bench/baseline-server.ts', [], { name: 'baseline', raiseFdLimit: true });
   const url = (await child.waitForLine(/^baseline listening on (http:\/\/\S+)/, 30_000))[1]!;
   return { url, child };
 }
 
-export interface JsonResponse {
-  status: number;
-  text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-}
-
-/** One request with fetch (for set-up and checks, not for measuring). */
-export async function request(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<JsonResponse> {
-  const headers: Record<string, string> = {};
-  if (opts.key) headers['x-api-key'] = opts.key;
-  let body: string | undefined;
-  if (opts.body !== undefined) {
-    body = JSON.stringify(opts.body);
-    headers['content-type'] = 'application/json';
-  }
-  const res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000) });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, text, body: parsed };
-}
-
-export async function expectOk(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<JsonResponse> {
-  const res = await request(method, url, opts);
+/** One request with fetch that must succeed (for set-up and checks, not for measuring). */
+export async function expectOk(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<TestResponse> {
+  const res = await fetchJson(method, url, opts);
   if (res.status < 200 || res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${res.text.slice(0, 500)}`);
   return res;
 }
 
-/** Polls /state (long-poll, bounded) until the task has no running turn. */
+/** Long-polls /state (bounded) until the task has no running turn. */
 export async function waitIdle(q: QuarryProcess, taskId: string, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const res = await expectOk('GET', `${q.url}/task/${encodeURIComponent(taskId)}/state?wait=5`, { key: q.key });
-    if (res.body.active === false) return;
-  }
-  throw new Error(`task ${taskId} still has a running turn after ${timeoutMs} ms`);
+  await waitIdleOn(httpClient(q.url, q.key), taskId, { timeoutMs });
 }
 
 export interface StoredEvent {
@@ -361,9 +196,9 @@ export async function connectSseClients(name: string, urls: string[], total: num
   const per = Math.ceil(total / urls.length);
   const counts = urls.map((_, i) => Math.min(per, total - i * per));
   const procs = urls.map((url, i) =>
-    spawnNode(`${name}-${i}`, 'bench/sse-clients.ts', [
+    spawnNode('bench/sse-clients.ts', [
       '--url', url, '--count', String(counts[i]), '--key', opts.key, '--deadline-ms', String(opts.deadlineMs), '--min-id', String(opts.minId),
-    ]),
+    ], { name: `${name}-${i}`, raiseFdLimit: true }),
   );
   try {
     for (const [i, proc] of procs.entries()) {
@@ -453,14 +288,6 @@ export function histogramPercentile(hist: Map<number, number>, p: number): numbe
   return NaN;
 }
 
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -471,7 +298,7 @@ export function log(message: string): void {
 
 /** Pids of this harness and its live children (servers, load generators). */
 function ourPids(): number[] {
-  return [process.pid, ...[...children].map((c) => c.pid).filter((pid): pid is number => pid !== undefined)];
+  return [process.pid, ...liveProcesses().map((c) => c.proc.pid).filter((pid): pid is number => pid !== undefined)];
 }
 
 /** Machine-wide busy (user + nice + system + irq + softirq) and steal jiffies since boot; undefined without /proc/stat. */

@@ -32,9 +32,11 @@ import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
   OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
-  percentile, processCpu, request, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startQuarry, startWatchdog, table,
-  timedRequest, waitForQuiet, waitIdle, withTimeout, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
+  percentile, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startQuarry, startWatchdog, table,
+  timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
 } from './lib.js';
+import { within } from '../test/helpers/bounded-waits.js';
+import { fetchJson } from '../test/helpers/http.js';
 
 const ALL = ['state', 'creates', 'output', 'sse'] as const;
 type BenchName = (typeof ALL)[number];
@@ -82,7 +84,7 @@ function profArgs(name: string): string[] {
 }
 
 async function cannon(opts: autocannon.Options): Promise<autocannon.Result> {
-  return withTimeout(autocannon({ timeout: 10, ...opts }), (Number(opts.duration ?? 10) + 30) * 1000, `autocannon ${opts.url}`);
+  return within(autocannon({ timeout: 10, ...opts }), (Number(opts.duration ?? 10) + 30) * 1000, `autocannon ${opts.url}`);
 }
 
 function rate(r: autocannon.Result): number {
@@ -254,7 +256,7 @@ async function benchCreates(): Promise<void> {
     const cpu = processCpu(q.child.proc.pid);
     const t = Date.now();
     const left = backlog();
-    await withTimeout((async () => {
+    await within((async () => {
       while (backlog() > 0) await sleep(20);
     })(), 120_000, 'creates: turns to finish');
     drains.push({ backlog: left, ms: Date.now() - t, cpuS: cpu.stop() });
@@ -289,7 +291,7 @@ async function benchCreates(): Promise<void> {
     q = await startQuarry({ dataDir, key, label: 'quarry-creates-restart', env: quarryEnv });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
     const restarted = q;
-    await withTimeout(
+    await within(
       mapLimit(acknowledged, 32, async (id) => {
         const res = await getTaskStatus(`${restarted.url}/task/${encodeURIComponent(id)}`, agent, key);
         checked++;
@@ -431,7 +433,7 @@ async function benchOutput(): Promise<void> {
     const outputs = await expectOk('GET', `${q.url}/task/${encodeURIComponent(id)}/outputs`, { key: q.key });
     const count = outputs.body.outputs?.[0]?.row_count;
     if (count !== OUTPUT_ROWS) {
-      const last = (await request('GET', `${q.url}/task/${encodeURIComponent(id)}`, { key: q.key })).body?.events?.slice(-3);
+      const last = (await fetchJson('GET', `${q.url}/task/${encodeURIComponent(id)}`, { key: q.key })).body?.events?.slice(-3);
       throw new Error(`expected ${OUTPUT_ROWS} rows, the output has ${count}; last events: ${JSON.stringify(last).slice(0, 2000)}`);
     }
     const outputPath = `/task/${encodeURIComponent(id)}/output`;

@@ -4,106 +4,59 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { ADMIN_KEY, startHarness, type Harness } from './helpers/harness.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { fetchJson } from './helpers/http.js';
+import { dropSchemas, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { makeDataDir, removeDataDir, startQuarryCli, startServer, type NodeProcess, type ServerProcess } from './helpers/process.js';
 import { LiveView } from '../src/cli/progress-view.js';
 import type { TaskEvent } from '../packages/client/src/index.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
-const root = path.resolve(import.meta.dirname, '..');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-cli-test-'));
+const ADMIN_KEY = 'cli-admin-key';
+/** QUARRY_TEST_STORE=postgres (npm run test:postgres): the server runs on a schema of its own, as every harness does. */
+const schema = process.env.QUARRY_TEST_STORE === 'postgres' ? `t_cli_${process.pid}_${Date.now()}` : undefined;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The environment without any QUARRY_* variable of the machine running the tests. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('QUARRY_')));
-}
-
-/** A running `quarry` process whose output is collected as it arrives. */
-interface Proc {
-  child: ChildProcess;
-  readonly stdout: string;
-  /** Resolves when the process exits (SIGKILLed after `timeoutMs`). */
-  exited: Promise<Run>;
-  /** Resolves with the first stdout line matching `pattern`, already printed or still to come. */
-  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
-}
-
-function start(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/quarry.ts', ...args], { cwd: root, env: { ...cleanEnv(), NO_COLOR: '1', ...env } });
-  let stdout = '';
-  let stderr = '';
-  const listeners = new Set<() => void>();
-  child.stdout.setEncoding('utf8').on('data', (c: string) => {
-    stdout += c;
-    for (const l of [...listeners]) l();
-  });
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const exited = new Promise<Run>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`quarry ${args.join(' ')} did not exit within ${timeoutMs} ms; stdout: ${stdout} stderr: ${stderr}`));
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-  return {
-    child,
-    get stdout() {
-      return stdout;
-    },
-    exited,
-    waitForLine(pattern, waitMs = 20_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const line = stdout.split('\n').find((l) => pattern.test(l));
-          if (line === undefined) return;
-          listeners.delete(check);
-          clearTimeout(timer);
-          resolve(line);
-        };
-        const timer = setTimeout(() => {
-          listeners.delete(check);
-          reject(new Error(`no line matching ${pattern} within ${waitMs} ms; got: ${stdout}`));
-        }, waitMs);
-        listeners.add(check);
-        check();
-      });
-    },
-  };
+/** `quarry <args>` from the build, with `env` as its only QUARRY_* configuration and no colour. */
+function start(args: string[], env: Record<string, string | undefined>): NodeProcess {
+  return startQuarryCli(args, { env: { NO_COLOR: '1', ...env } });
 }
 
 describe('quarry CLI', () => {
-  let h: Harness;
+  let model: FakeOpenAI;
+  let server: ServerProcess;
   let env: Record<string, string>;
   const scripts = new Map<string, FakeReply[]>();
   const script = (prompt: string, ...replies: FakeReply[]) => scripts.set(prompt, [...(scripts.get(prompt) ?? []), ...replies]);
 
-  const quarry = (args: string[], extra: Record<string, string | undefined> = {}) => start(args, { ...env, ...extra }).exited;
+  const quarry = (args: string[], extra: Record<string, string | undefined> = {}) => start(args, { ...env, ...extra }).result();
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
-    env = { QUARRY_URL: h.url, QUARRY_API_KEY: h.key, QUARRY_ADMIN_KEY: ADMIN_KEY };
-    h.model!.setResponder((body: FakeRequestBody) => {
+    model = await startFakeOpenAI();
+    model.setResponder((body: FakeRequestBody) => {
       const first = (body.messages ?? []).find((m) => m.role === 'user');
       return scripts.get(typeof first?.content === 'string' ? first.content : '')?.shift() ?? { text: 'Done.' };
     });
+    // The CLI's server is the built one too: what a user runs.
+    server = await startServer({
+      dataDir: path.join(tmp, 'data'),
+      waitForStarterKey: true,
+      env: {
+        QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL: 'fake-model',
+        ...(schema ? { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema } : {}),
+      },
+    });
+    env = { QUARRY_URL: server.url, QUARRY_API_KEY: server.starterKey!, QUARRY_ADMIN_KEY: ADMIN_KEY };
   });
   after(async () => {
-    await h.close();
+    await server?.kill9();
+    await model?.close();
+    if (schema) await dropSchemas(schema);
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -164,7 +117,7 @@ describe('quarry CLI', () => {
     const waited = await quarry(['task', 'wait', 'cli-spec-1', '--timeout', '30', '--json']);
     assert.equal(waited.code, 0, waited.stderr);
     assert.equal(JSON.parse(waited.stdout).active, false);
-    const detail = await h.request('GET', '/task/cli-spec-1');
+    const detail = await fetchJson('GET', `${server.url}/task/cli-spec-1`, { key: env.QUARRY_API_KEY });
     assert.equal(detail.body.spec.prompt, 'Makers of cells');
 
     const again = await quarry(['task', 'create', '--spec', spec, '--id', 'cli-spec-1', '--json']);
@@ -190,8 +143,7 @@ describe('quarry CLI', () => {
     // Ctrl-C stops following, not the task.
     const interrupted = start(['task', 'follow', taskId], env);
     await interrupted.waitForLine(/^task: turn_started/);
-    interrupted.child.kill('SIGINT');
-    const stoppedFollowing = await interrupted.exited;
+    const stoppedFollowing = { ...(await interrupted.stop('SIGINT')), stdout: interrupted.stdout(), stderr: interrupted.stderr() };
     assert.equal(stoppedFollowing.code, 130, stoppedFollowing.stderr);
     assert.match(stoppedFollowing.stdout, /stopped following \(the task keeps running\)\n$/);
     assert.equal(stoppedFollowing.stderr, `follow it again with: quarry task follow ${taskId}\n`);
@@ -208,7 +160,7 @@ describe('quarry CLI', () => {
     assert.equal(stopped.code, 0, stopped.stderr);
     assert.equal(stopped.stdout, `${taskId} stopped (plan/idle)\n`);
 
-    const follow = await follower.exited;
+    const follow = await follower.result();
     assert.equal(follow.code, 8, follow.stderr);
     const events = follow.stdout.trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1));
@@ -224,7 +176,9 @@ describe('quarry CLI', () => {
   });
 
   it('exits with the documented code for each kind of failure', async () => {
-    const broke = await h.quarry.accounts.createAccount('broke', 0);
+    const made = await fetchJson('POST', `${server.url}/admin/accounts`, { key: ADMIN_KEY, body: { name: 'broke', credits: 0 } });
+    assert.equal(made.status, 201, made.text);
+    const broke = { apiKey: made.body.api_key as string };
     const closed = net.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const deadPort = (closed.address() as net.AddressInfo).port;
@@ -324,25 +278,23 @@ describe('quarry CLI', () => {
 
 describe('quarry serve', () => {
   it('prints its URL and the starter key, answers the client commands, and stops on SIGTERM', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-cli-serve-'));
+    const dataDir = makeDataDir('quarry-cli-serve-');
     try {
-      const server = start(['serve'], { QUARRY_PORT: '0', QUARRY_DATA_DIR: dataDir, QUARRY_LOG_LEVEL: 'silent' });
-      const listening = await server.waitForLine(/^quarry listening on /);
-      const keyLine = await server.waitForLine(/^starter api key: /);
-      const url = /^quarry listening on (http:\/\/\S+)$/.exec(listening)![1]!;
-      const key = /^starter api key: (qry_\S+)$/.exec(keyLine)![1]!;
-      const ls = await start(['task', 'ls', '--json'], { QUARRY_URL: url, QUARRY_API_KEY: key }).exited;
+      const server = await startServer({ dataDir, env: { QUARRY_LOG_LEVEL: 'silent' }, waitForStarterKey: true });
+      assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+      assert.match(server.starterKey!, /^qry_\S+$/);
+      const ls = await start(['task', 'ls', '--json'], { QUARRY_URL: server.url, QUARRY_API_KEY: server.starterKey }).result();
       assert.equal(ls.code, 0, ls.stderr);
       assert.equal(ls.stdout.trim(), '[]');
-      server.child.kill('SIGTERM');
-      assert.equal((await server.exited).code, 0);
+      const stopped = await server.stop('SIGTERM');
+      assert.equal(stopped.code, 0, server.output());
     } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      removeDataDir(dataDir);
     }
   });
 
   it('refuses an unknown role with its usage line and exit code 2', async () => {
-    const run = await start(['serve', '--role', 'bogus'], {}).exited;
+    const run = await start(['serve', '--role', 'bogus'], {}).result();
     assert.equal(run.code, 2);
     assert.equal(run.stderr, 'usage: quarry serve [--role all|api|worker]\n');
   });

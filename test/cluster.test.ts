@@ -3,124 +3,74 @@
  * as `quarry serve --role …`, a fake model, and kill -9.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
+import { until } from './helpers/bounded-waits.js';
+import { fetchJson, httpClient, waitIdle } from './helpers/http.js';
 import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from './helpers/postgres.js';
+import { makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
+import { readSse } from './sse-client.js';
 
-const DATABASE_URL = TEST_DATABASE_URL;
 const ADMIN_KEY = 'cluster-admin-key';
-const root = path.resolve(import.meta.dirname, '..');
 
-interface Node {
-  name: string;
-  url: string;
-  proc: ChildProcess;
-  output: string[];
-}
-
-async function startNode(name: string, role: 'api' | 'worker', schema: string, model: FakeOpenAI, env: Record<string, string> = {}): Promise<Node> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/quarry.ts', 'serve', '--role', role], {
-    cwd: root,
+/** `quarry serve --role <role>` from the build, on the cluster's schema; `name` is its worker id. */
+function startNode(name: string, role: 'api' | 'worker', schema: string, dataDir: string, model: FakeOpenAI, waitForStarterKey = false): Promise<ServerProcess> {
+  return startServer({
+    name,
+    role,
+    dataDir,
+    waitForStarterKey,
     env: {
-      ...process.env,
-      QUARRY_PORT: '0',
-      QUARRY_DATABASE_URL: DATABASE_URL,
+      QUARRY_DATABASE_URL: TEST_DATABASE_URL,
       QUARRY_DATABASE_SCHEMA: schema,
       QUARRY_ADMIN_KEY: ADMIN_KEY,
       QUARRY_MODEL_BASE_URL: model.url,
       QUARRY_WORKER_ID: name,
       QUARRY_LEASE_SECONDS: '2',
-      QUARRY_LOG_LEVEL: 'warn',
-      ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${output.join('')}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      output.push(chunk.toString());
-      const m = /quarry listening on (\S+)/.exec(output.join(''));
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    };
-    proc.stdout!.on('data', onData);
-    proc.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
-    proc.on('exit', (code) => reject(new Error(`${name} exited with ${code}: ${output.join('')}`)));
-  });
-  return { name, url, proc, output };
-}
-
-function kill9(node: Node): Promise<void> {
-  return new Promise((resolve) => {
-    if (node.proc.exitCode !== null || node.proc.signalCode !== null) return resolve();
-    node.proc.once('exit', () => resolve());
-    node.proc.kill('SIGKILL');
   });
 }
 
-async function call(node: Node, key: string, method: string, p: string, body?: unknown) {
-  const res = await fetch(node.url + p, {
-    method,
-    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+async function call(node: ServerProcess, key: string, method: string, p: string, body?: unknown) {
+  return fetchJson(method, node.url + p, { key, body });
 }
 
-/** Reads an SSE stream to its end; returns the events (id, type, data). */
-async function readStream(node: Node, key: string, p: string) {
-  const res = await fetch(node.url + p, { headers: { 'x-api-key': key } });
-  assert.equal(res.status, 200);
-  const text = await res.text();
-  return text.split('\n\n').filter((f) => f.includes('event:')).map((f) => {
-    const id = /^id: (\d+)$/m.exec(f)?.[1];
-    return { id: id === undefined ? null : Number(id), type: /^event: (\w+)$/m.exec(f)![1]!, data: JSON.parse(/^data: (.*)$/m.exec(f)![1]!) };
-  });
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    const v = await fn();
-    if (v) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+/** Reads a task's stream on `node` to its end; returns the events (id, type, data). */
+async function readStream(node: ServerProcess, key: string, p: string) {
+  const stream = await readSse(node.url, p, { key }, 30_000);
+  assert.equal(stream.status, 200);
+  return stream.events.map((e) => ({ id: e.id === undefined ? null : Number(e.id), type: e.event, data: e.json }));
 }
 
 describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_000, skip: await skipWithoutPostgres() }, () => {
   const schema = `t_cluster_${process.pid}_${Date.now()}`;
-  const nodes: Node[] = [];
+  const dataDir = makeDataDir('quarry-cluster-');
+  const nodes: ServerProcess[] = [];
   let model: FakeOpenAI;
   let key: string;
-  let api1: Node;
-  let api2: Node;
+  let api1: ServerProcess;
+  let api2: ServerProcess;
 
   before(async () => {
     model = await startFakeOpenAI();
     // The first node migrates the empty schema and creates the starter account; the rest join it.
-    api1 = await startNode('api-1', 'api', schema, model);
+    api1 = await startNode('api-1', 'api', schema, dataDir, model, true);
     nodes.push(api1);
-    key = await until('the starter key', async () => /starter api key: (\S+)/.exec(api1.output.join(''))?.[1]);
+    key = api1.starterKey!;
     const rest = await Promise.all([
-      startNode('api-2', 'api', schema, model),
-      startNode('worker-1', 'worker', schema, model),
-      startNode('worker-2', 'worker', schema, model),
+      startNode('api-2', 'api', schema, dataDir, model),
+      startNode('worker-1', 'worker', schema, dataDir, model),
+      startNode('worker-2', 'worker', schema, dataDir, model),
     ]);
     nodes.push(...rest);
     api2 = rest[0]!;
   });
 
   after(async () => {
-    await Promise.all(nodes.map(kill9));
+    await Promise.all(nodes.map((n) => n.kill9()));
     await model?.close();
     await dropSchemas(schema);
+    removeDataDir(dataDir);
   });
 
   it('a worker node serves only its health probes', async () => {
@@ -148,18 +98,27 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
   });
 
   it('rate limits hold across API nodes', async () => {
-    const account = await fetch(`${api1.url}/admin/accounts`, {
-      method: 'POST', headers: { 'x-api-key': ADMIN_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'limited', credits: 10 }),
-    }).then((r) => r.json());
-    const limited = account.api_key as string;
-    // Limits count one-minute windows; start early in one so every request below falls in it.
-    await until('the start of a minute', async () => new Date().getSeconds() < 40, 65_000);
-    const allowed = await Promise.all(Array.from({ length: 600 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
-    assert.equal(allowed.filter((r) => r.status === 429).length, 0, 'the default 600 a minute are all served');
-    const over = await Promise.all(Array.from({ length: 20 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
-    assert.deepEqual(over.map((r) => r.status), Array(20).fill(429), 'past 600 across both nodes, each node refuses');
-    assert.equal(over[0]!.body.error, 'rate_limited');
-    assert.ok(over[0]!.body.retry_after >= 1);
+    // Limits count fixed one-minute windows of the clock this machine shares with the nodes, so
+    // every request below must fall in one minute: a run that a new minute cut in two proves
+    // nothing and runs again (at the start of that new minute) with a fresh account.
+    const minute = (ms: number) => Math.floor(ms / 60_000);
+    for (let attempt = 1; ; attempt++) {
+      const account = await call(api1, ADMIN_KEY, 'POST', '/admin/accounts', { name: `limited-${attempt}`, credits: 10 });
+      assert.equal(account.status, 201, account.text);
+      const limited = account.body.api_key as string;
+      const startedIn = minute(Date.now());
+      const allowed = await Promise.all(Array.from({ length: 600 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
+      const over = await Promise.all(Array.from({ length: 20 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
+      if (minute(Date.now()) !== startedIn) {
+        assert.ok(attempt < 3, 'a new minute began during each of three runs');
+        continue;
+      }
+      assert.equal(allowed.filter((r) => r.status === 429).length, 0, 'the default 600 a minute are all served');
+      assert.deepEqual(over.map((r) => r.status), Array(20).fill(429), 'past 600 across both nodes, each node refuses');
+      assert.equal(over[0]!.body.error, 'rate_limited');
+      assert.ok(over[0]!.body.retry_after >= 1);
+      return;
+    }
   });
 
   it('no turn runs twice at once, and every turn runs once', async () => {
@@ -176,9 +135,7 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
     });
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push((await call(i % 2 ? api1 : api2, key, 'POST', '/task', { prompt: `job ${i}` })).body.task_id);
-    for (const id of ids) {
-      await until(`task ${id} idle`, async () => (await call(api1, key, 'GET', `/task/${id}/state`)).body.active === false);
-    }
+    for (const id of ids) await waitIdle(httpClient(api1.url, key), id, { timeoutMs: 20_000 });
     model.setResponder(null);
     assert.equal(maxConcurrentPerTask, 1);
     for (const id of ids) {
@@ -197,14 +154,14 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
       return { text: 'finished by the survivor' };
     });
     const created = await call(api1, key, 'POST', '/task', { prompt: 'survive a crash' });
-    await until('the first model call', async () => calls >= 1);
+    await until('the first model call', () => calls >= 1, { timeoutMs: 20_000 });
     const owner = await ownerOf(created.body.task_id, schema);
     const victim = nodes.find((n) => n.name === owner)!;
     assert.ok(victim, `owner ${owner} is one of our workers`);
     const killedAt = Date.now();
-    await kill9(victim);
+    await victim.kill9();
     release?.();
-    await until('the turn to finish', async () => (await call(api2, key, 'GET', `/task/${created.body.task_id}/state`)).body.active === false, 15_000);
+    await waitIdle(httpClient(api2.url, key), created.body.task_id, { timeoutMs: 15_000 });
     const tookMs = Date.now() - killedAt;
     assert.ok(tookMs < 2_000 + 5_000, `finished ${tookMs} ms after the kill (lease 2 s)`);
     const events = (await call(api2, key, 'GET', `/task/${created.body.task_id}/events?limit=1000`)).body.events as { type: string; outcome?: string }[];
@@ -212,7 +169,7 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
     model.setResponder(null);
     // Bring a worker back for the next test.
     nodes.splice(nodes.indexOf(victim), 1);
-    nodes.push(await startNode('worker-3', 'worker', schema, model));
+    nodes.push(await startNode('worker-3', 'worker', schema, dataDir, model));
   });
 
   it('cron ticks go on when the scheduler node is killed', async () => {
@@ -221,14 +178,14 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
     const taskId = created.body.task_id;
     const turnsStarted = async () =>
       ((await call(api1, key, 'GET', `/task/${taskId}/events?limit=1000`)).body.events as { type: string; reason?: string }[]).filter((e) => e.type === 'task' && e.reason === 'turn_started').length;
-    await until('two ticks', async () => (await turnsStarted()) >= 3);
-    const holder = await cronHolder(schema);
+    await until('two ticks', async () => (await turnsStarted()) >= 3, { timeoutMs: 20_000, pollMs: 100 });
+    const holder = await cronHolder(nodes);
     const victim = nodes.find((n) => n.name === holder)!;
     assert.ok(victim, `the scheduler lock is held by one of our workers (${holder})`);
-    await kill9(victim);
+    await victim.kill9();
     const before = await turnsStarted();
-    await until('ticks after the scheduler died', async () => (await turnsStarted()) >= before + 2, 15_000);
-    const next = await until('a new lock holder', async () => cronHolder(schema));
+    await until('ticks after the scheduler died', async () => (await turnsStarted()) >= before + 2, { timeoutMs: 15_000, pollMs: 100 });
+    const next = await until('a new lock holder', () => cronHolder(nodes), { timeoutMs: 20_000, pollMs: 100 });
     assert.notEqual(next, holder);
     await call(api1, key, 'PATCH', `/task/${taskId}`, { schedule: null });
   });
@@ -242,13 +199,16 @@ async function ownerOf(taskId: string, schema: string): Promise<string> {
   });
 }
 
-/** The process holding the cron scheduler's advisory lock, by its connection's application_name. */
-async function cronHolder(schema: string): Promise<string | undefined> {
-  void schema;
+/**
+ * The node holding the cron scheduler's advisory lock, by its connection's application_name
+ * (`quarry <worker id>`); only our nodes count, as other tests' servers may share the database.
+ */
+async function cronHolder(nodes: ServerProcess[]): Promise<string | undefined> {
   return withClient(async (c) => {
     const r = await c.query(
       `select a.application_name from pg_locks l join pg_stat_activity a on a.pid = l.pid
-       where l.locktype = 'advisory' and l.granted and a.application_name like 'quarry %'`,
+       where l.locktype = 'advisory' and l.granted and a.application_name = any($1::text[])`,
+      [nodes.map((n) => `quarry ${n.name}`)],
     );
     const names = r.rows.map((row) => String(row.application_name).replace(/^quarry /, ''));
     return names[0];

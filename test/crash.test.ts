@@ -1,22 +1,25 @@
 /**
  * The crash suite (decisions §5 durability, §10 events; docs/durability.md). A real
- * `quarry serve` process over a temp SQLite data dir is killed with SIGKILL in the middle of
- * scripted turns — at every named crash point of src/crash-points.ts (QUARRY_CRASH_AT=<name>:<n>,
- * at several occurrence counts each), at a few moments the test observes from outside, and again
- * while it recovers (walks: each restarted process crashes at the next place) — then restarted
- * over the same data dir. The client then resends what was not answered, with its
- * Idempotency-Key, and the suite checks what was promised: everything acknowledged (200/202) and
- * every event seen on a stream is still there; nothing is done twice; the turns finish; no row is
- * written twice; each step is charged once; a stored model reply is never asked for again; and a
- * client resuming its stream with Last-Event-ID sees every event exactly once, in order. A last
- * test does the same for SIGTERM. What is checked and why: docs/durability.md.
+ * `quarry serve` process (from the build, started by test/helpers/process.ts) over a temp SQLite
+ * data dir is killed with SIGKILL in the middle of scripted turns — at every named crash point of
+ * src/crash-points.ts (QUARRY_CRASH_AT=<name>:<n>, at several occurrence counts each), at a few
+ * moments the test observes from outside, and again while it recovers (walks: each restarted
+ * process crashes at the next place) — then restarted over the same data dir. The client then
+ * resends what was not answered, with its Idempotency-Key, and the suite checks what was promised:
+ * everything acknowledged (200/202) and every event seen on a stream is still there; nothing is
+ * done twice; the turns finish; no row is written twice; each step is charged once; a stored model
+ * reply is never asked for again; and a client resuming its stream with Last-Event-ID sees every
+ * event exactly once, in order. A last test does the same for SIGTERM. What is checked and why:
+ * docs/durability.md.
  *
  * One fake model serves every case: it answers by case, turn and reply number (read from the
  * conversation it is sent), with fixed usage, so credits are exact: with the prices below a
  * model step costs 3 credits and a tool call 1.
  *
  * QUARRY_CRASH_ONLY=<text> runs only the cases whose name contains it; QUARRY_CRASH_CONCURRENCY
- * (default 2) is how many cases run at once.
+ * (default 4) is how many cases run at once. A case is mostly CPU (two or more process starts,
+ * about 0.85 s each) with waits between (a held model call, a cron tick): on two cores, four at
+ * once also fill the time the test files running beside this one spend waiting; more gain nothing.
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -26,7 +29,9 @@ import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { CRASH_POINTS } from '../src/crash-points.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { killAllServers, makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
+import { within } from './helpers/bounded-waits.js';
+import { fetchJson, waitIdle, type TestResponse } from './helpers/http.js';
+import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
 import { openSse, readSse, type SseEvent, type SseStream } from './sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -237,40 +242,13 @@ async function guard<T>(s: ServerProcess, p: Promise<T>): Promise<T> {
   }
 }
 
-interface Reply { status: number; body: Json; text: string; headers?: Headers }
-
-async function api(s: ServerProcess, key: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
-  return guard(s, (async () => {
-    const res = await fetch(s.url + p, {
-      method,
-      headers: { 'x-api-key': key, ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: Json;
-    try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-    return { status: res.status, body: parsed, text, headers: res.headers };
-  })());
-}
-
-async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms); }),
-  ]).finally(() => clearTimeout(timer));
+async function api(s: ServerProcess, key: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<TestResponse> {
+  return guard(s, fetchJson(method, s.url + p, { key, body, headers }));
 }
 
 /** Long-polls /state until no turn runs and nothing is queued. */
 async function waitSettled(s: ServerProcess, key: string, taskId: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: Reply | undefined;
-  while (Date.now() < deadline) {
-    last = await api(s, key, 'GET', `/task/${taskId}/state?wait=5`);
-    assert.equal(last.status, 200, last.text);
-    if (last.body.active === false && last.body.queued_messages === 0) return;
-  }
-  throw new Error(`task ${taskId} did not settle within ${timeoutMs} ms: ${last?.text}\n${s.output()}`);
+  await waitIdle((method, p, o) => api(s, key, method, p, o?.body, o?.headers), taskId, { timeoutMs, queueEmpty: true });
 }
 
 async function allEvents(s: ServerProcess, key: string, taskId: string): Promise<Json[]> {
@@ -322,7 +300,7 @@ class Suite {
 
   /** Waits for the crash the case asked for and notes which model request was in flight. */
   async crashed(s: ServerProcess, run: CaseRun, what: string): Promise<void> {
-    const exit = await withTimeout(s.exited, 20_000, `${what} (the process should have crashed)`).catch((err: Error) => {
+    const exit = await within(s.exited, 20_000, `${what} (the process should have crashed)`).catch((err: Error) => {
       throw new Error(`${err.message}: the crash point was never reached\n${s.output()}`);
     });
     assert.equal(exit.signal, 'SIGKILL', `${what}: exited ${exit.code ?? exit.signal}, not by SIGKILL\n${s.output()}`);
@@ -410,7 +388,7 @@ class Suite {
     run.taskId = created.body.task_id;
     acked.stream = await guard(s, openSse(s.url, `/task/${run.taskId}/stream`, { key: account.key }));
     // The first model request is held until both messages are queued behind the running turn.
-    await guard(s, withTimeout(first.arrived.promise, 20_000, 'the first model request'));
+    await guard(s, within(first.arrived.promise, 20_000, 'the first model request'));
     for (const [index, message] of MESSAGES.entries()) {
       acked.unanswered = { what: 'message', index };
       const res = await api(s, account.key, 'POST', `/task/${run.taskId}/continue`, { message }, { 'idempotency-key': `message-${run.id}-${index}` });
@@ -429,7 +407,7 @@ class Suite {
     }
     first.release.resolve();
     if (kill?.type === 'hold') {
-      await guard(s, withTimeout(gate(run, kill.key).arrived.promise, 20_000, `model request ${kill.key}`));
+      await guard(s, within(gate(run, kill.key).arrived.promise, 20_000, `model request ${kill.key}`));
       await s.kill9();
       return;
     }
@@ -683,25 +661,21 @@ function serverEnv(modelUrl: string): Record<string, string> {
   };
 }
 
-async function put_(url: string, content: Buffer): Promise<Reply> {
-  const res = await fetch(url, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: new Uint8Array(content) });
-  const text = await res.text();
-  let body: Json;
-  try { body = text ? JSON.parse(text) : undefined; } catch { body = undefined; }
-  return { status: res.status, body, text };
+function put_(url: string, content: Buffer): Promise<TestResponse> {
+  return fetchJson('PUT', url, { rawBody: content, headers: { 'content-type': 'text/plain' } });
 }
 
 // ---- the suite ----------------------------------------------------------------------------------
 
 const only = process.env.QUARRY_CRASH_ONLY;
-const concurrency = Number(process.env.QUARRY_CRASH_CONCURRENCY || 2);
+const concurrency = Number(process.env.QUARRY_CRASH_CONCURRENCY || 4);
 const suite = new Suite();
 const startedAt = Date.now();
 
 describe('crash suite: kill -9 at every crash point, restart, nothing acknowledged is lost', { concurrency, timeout: 900_000 }, () => {
   before(() => suite.start());
   after(async () => {
-    await killAllServers();
+    await killAll();
     await suite.model?.close();
     const secs = ((Date.now() - startedAt) / 1000).toFixed(1);
     process.stdout.write(`crash suite: ${suite.crashesSeen} of ${CRASH_COUNT} crash points crashed and recovered in ${secs} s\n`);
@@ -721,7 +695,7 @@ describe('crash suite: kill -9 at every crash point, restart, nothing acknowledg
 describe('SIGTERM', { timeout: 120_000 }, () => {
   let model: FakeOpenAI | undefined;
   after(async () => {
-    await killAllServers();
+    await killAll();
     await model?.close();
   });
 
@@ -741,10 +715,10 @@ describe('SIGTERM', { timeout: 120_000 }, () => {
       assert.equal(created.status, 200, created.text);
       const stream = await openSse(s1.url, `/task/${run.taskId}/stream`, { key: account.key });
       // Reply 1 and its rows are checkpointed; reply 2 is in the model's hands.
-      await withTimeout(held.arrived.promise, 20_000, 'model request 1:1');
+      await within(held.arrived.promise, 20_000, 'model request 1:1');
       await stream.waitFor((e) => e.event === 'tool' && e.json?.call_id === 't1r1c0' && e.json?.state === 'finished', 10_000, 'the first write_rows');
 
-      const exit = await s1.terminate(10_000);
+      const exit = await s1.stop('SIGTERM', 10_000);
       assert.equal(exit.code, 0, `exit code 0 after SIGTERM\n${s1.output()}`);
       assert.ok(exit.ms < 5000, `exited ${exit.ms} ms after SIGTERM`);
       await stream.finished(5000);
@@ -778,7 +752,7 @@ describe('SIGTERM', { timeout: 120_000 }, () => {
         run.inFlightAtCrash.push('1:1');
         suite.checkModelCalls(run, ['1:0', '1:1', '1:2', '1:3']);
         assert.equal(run.requests.filter((r) => r.key === '1:0').length, 1, 'the stored reply is not asked for again');
-        const shutdown = await s2.terminate(10_000);
+        const shutdown = await s2.stop('SIGTERM', 10_000);
         assert.equal(shutdown.code, 0);
       } finally {
         await s2.kill9();

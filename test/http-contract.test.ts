@@ -76,22 +76,32 @@ async function createTask(h: Harness, prompt: string, extra: Record<string, unkn
 
 // ---- the main server -----------------------------------------------------------------------
 
+describe('health probes of a listening server', () => {
+  let h: Harness;
+  // Over a socket: /readyz says whether the process listens and runs its workers.
+  before(async () => {
+    h = await startHarness({ model: false });
+  });
+  after(() => h.close());
+
+  it('GET /healthz and GET /readyz need no key', async () => {
+    const health = await h.request('GET', '/healthz', { key: null });
+    assert.equal(health.status, 200, health.text);
+    const ready = await h.request('GET', '/readyz', { key: null });
+    assert.equal(ready.status, 200, ready.text);
+  });
+});
+
+// Request and answer only from here on: through app.inject(), no socket.
 describe('HTTP contract', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ inject: true });
     h.model!.setResponder(markerResponder);
   });
   after(() => h.close());
 
   describe('health, self-description and OpenAPI', () => {
-    it('GET /healthz and GET /readyz need no key', async () => {
-      const health = await h.request('GET', '/healthz', { key: null });
-      assert.equal(health.status, 200, health.text);
-      const ready = await h.request('GET', '/readyz', { key: null });
-      assert.equal(ready.status, 200, ready.text);
-    });
-
     it('GET /task/workflow returns the route map', async () => {
       const res = await h.request('GET', '/task/workflow');
       assert.equal(res.status, 200, res.text);
@@ -645,7 +655,7 @@ describe('HTTP contract', () => {
 describe('413 payload_too_large (QUARRY_MAX_BODY_BYTES=2048)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false, env: { QUARRY_MAX_BODY_BYTES: '2048' } });
+    h = await startHarness({ inject: true, model: false, env: { QUARRY_MAX_BODY_BYTES: '2048' } });
   });
   after(() => h.close());
 
@@ -687,7 +697,7 @@ describe('413 payload_too_large (QUARRY_MAX_BODY_BYTES=2048)', () => {
 describe('429 rate_limited (QUARRY_RATE_LIMIT_PER_MIN=3)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false, env: { QUARRY_RATE_LIMIT_PER_MIN: '3' } });
+    h = await startHarness({ inject: true, model: false, env: { QUARRY_RATE_LIMIT_PER_MIN: '3' } });
   });
   after(() => h.close());
 
@@ -725,7 +735,7 @@ describe('429 rate_limited (QUARRY_RATE_LIMIT_PER_MIN=3)', () => {
 describe('503 at_capacity (QUARRY_MAX_CONCURRENT_TURNS=1, QUARRY_MAX_PENDING_TURNS=1)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ env: { QUARRY_MAX_CONCURRENT_TURNS: '1', QUARRY_MAX_PENDING_TURNS: '1' } });
+    h = await startHarness({ inject: true, env: { QUARRY_MAX_CONCURRENT_TURNS: '1', QUARRY_MAX_PENDING_TURNS: '1' } });
     h.model!.setResponder(() => ({ hang: true }));
   });
   after(() => h.close());
@@ -758,7 +768,7 @@ describe('503 at_capacity (QUARRY_MAX_CONCURRENT_TURNS=1, QUARRY_MAX_PENDING_TUR
 describe('store failures: 500 internal_error and 503 service_unavailable / auth_unavailable', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ inject: true });
   });
   after(() => h.close());
 
@@ -768,25 +778,29 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
   const bug = (method: string) => new TypeError(`injected ${method} failure SECRET-INTERNALS`);
 
   /**
-   * Makes one store method throw for the duration of `fn` (fault injection through the harness:
-   * these failures cannot be caused over HTTP; what is checked is the HTTP answer).
+   * Makes one store method (`transaction`, or `<repository>.<method>` as in `tasks.get`) throw
+   * for the duration of `fn` (fault injection through the harness: these failures cannot be
+   * caused over HTTP; what is checked is the HTTP answer).
    */
   async function failing<T>(method: string, make: (method: string) => Error, fn: () => Promise<T>): Promise<T> {
-    const store = h.quarry.store as unknown as Record<string, unknown>;
-    const original = store[method];
+    const path = method.split('.');
+    let owner = h.quarry.store as unknown as Record<string, unknown>;
+    for (const part of path.slice(0, -1)) owner = owner[part] as Record<string, unknown>;
+    const name = path.at(-1)!;
+    const original = owner[name];
     assert.equal(typeof original, 'function', `the store has no ${method}`);
-    store[method] = async () => {
+    owner[name] = async () => {
       throw make(method);
     };
     try {
       return await fn();
     } finally {
-      store[method] = original;
+      owner[name] = original;
     }
   }
 
   it('key verification down is 503 auth_unavailable', async () => {
-    const res = await failing('findApiKeyByHash', busy, () => h.request('GET', '/task', { key: `qry_never-seen-${uid()}` }));
+    const res = await failing('accounts.findKeyByHash', busy, () => h.request('GET', '/task', { key: `qry_never-seen-${uid()}` }));
     expectError(res, 503, 'auth_unavailable', true);
     assert.ok(!res.text.includes('SECRET-INTERNALS'));
   });
@@ -794,18 +808,18 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
   it('task state that cannot be read is 503 service_unavailable, not task_not_found', async () => {
     const id = await createTask(h, 'readable later');
     await waitIdle(h, id);
-    const detail = await failing('getTask', busy, () => h.request('GET', `/task/${id}`));
+    const detail = await failing('tasks.get', busy, () => h.request('GET', `/task/${id}`));
     expectError(detail, 503, 'service_unavailable', true);
-    const state = await failing('getTaskState', busy, () => h.request('GET', `/task/${id}/state`));
+    const state = await failing('tasks.getState', busy, () => h.request('GET', `/task/${id}/state`));
     expectError(state, 503, 'service_unavailable', true);
-    const stream = await failing('getTask', busy, () => h.request('GET', `/task/${id}/stream`));
+    const stream = await failing('tasks.get', busy, () => h.request('GET', `/task/${id}/stream`));
     expectError(stream, 503, 'service_unavailable', true);
     assert.ok(!detail.text.includes('SECRET-INTERNALS'));
     assert.equal((await h.request('GET', `/task/${id}`)).status, 200);
   });
 
   it('a task list that cannot be read is 503 service_unavailable (interface §7: list returns 401, 422, 503)', async () => {
-    const res = await failing('listTasks', busy, () => h.request('GET', '/task'));
+    const res = await failing('tasks.list', busy, () => h.request('GET', '/task'));
     expectError(res, 503, 'service_unavailable', true);
     assert.ok(!res.text.includes('SECRET-INTERNALS'));
   });
@@ -830,7 +844,7 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
 
   it('an unexpected failure (a bug) after a create is 500 internal_error carrying the created task_id', async () => {
     const before = new Set(await taskIds(h));
-    const res = await failing('putIdempotency', bug, () => h.request('POST', '/task', { headers: { 'idempotency-key': `k-${uid()}` }, body: { prompt: 'created then failed' } }));
+    const res = await failing('idempotency.put', bug, () => h.request('POST', '/task', { headers: { 'idempotency-key': `k-${uid()}` }, body: { prompt: 'created then failed' } }));
     const created = (await taskIds(h)).filter((id) => !before.has(id));
     assert.equal(created.length, 1, 'the create did not happen');
     expectError(res, 500, 'internal_error', true);

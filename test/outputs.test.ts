@@ -5,6 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { until } from './helpers/bounded-waits.js';
 import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
 import type { FakeReply } from './fake-model/fake-openai-server.js';
 
@@ -81,7 +82,7 @@ describe('output routes', () => {
   let taskId: string;
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_STARTER_CREDITS: '1000', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
+    h = await startHarness({ inject: true, env: { QUARRY_STARTER_CREDITS: '1000', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
     h.model!.script(
       write('makers', [{ ...makerRow(1), _sources: [{ url: 'https://example.com/acme', title: 'Acme' }] }, ...Array.from({ length: MAKER_COUNT - 1 }, (_, i) => makerRow(i + 2))], MAKER_SOURCES),
       write('big', Array.from({ length: BIG_COUNT }, (_, i) => ({ label: `row, "${i + 1}"`, value: i + 1 })), [{ url: 'https://example.com/big' }]),
@@ -301,6 +302,8 @@ describe('output routes', () => {
     const res = await h.request('POST', '/task/start', { body: { task: { prompt: 'Nothing yet.', outputs: [SUMMARY, MAKERS] } } });
     const fresh = res.body.task_id as string;
     try {
+      // The turn holds its model call (so the next task's turn cannot take the hanging reply).
+      await until('the turn\'s model call', () => h.model!.pending() === 1);
       const page = await h.request('GET', `/task/${fresh}/output`);
       assert.equal(page.status, 200);
       assert.deepEqual(page.body, { total: 0, rows: [], output: { id: 'summary', kind: 'report', path: 'reports/summary.md' } });

@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
+import { fetchJson } from './helpers/http.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -20,17 +21,9 @@ function nextLink(res: TestResponse): string | undefined {
   return m[1];
 }
 
-async function get(h: Harness, url: string, key = h.key): Promise<TestResponse> {
-  // Accepts a path or an absolute URL (as a Link header gives).
-  const res = await fetch(new URL(url, h.url), { headers: { 'x-api-key': key } });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, headers: res.headers, body, text };
+/** GET over the socket: a path, or an absolute URL as a Link header gives it (following one is the point). */
+function get(h: Harness, url: string, key = h.key): Promise<TestResponse> {
+  return fetchJson('GET', new URL(url, h.url).href, { key });
 }
 
 interface Walk {
@@ -213,7 +206,7 @@ describe('GET /task paging', () => {
 describe('GET /task paging with QUARRY_PUBLIC_URL', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false, env: { QUARRY_ROLE: 'api', QUARRY_PUBLIC_URL: 'https://quarry.example.test/' } });
+    h = await startHarness({ inject: true, model: false, env: { QUARRY_ROLE: 'api', QUARRY_PUBLIC_URL: 'https://quarry.example.test/' } });
   });
   after(() => h.close());
 

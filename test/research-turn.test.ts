@@ -8,7 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
 import { startFakeSearch, type FakeSearch } from './fixtures/fake-search-server.js';
 import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
+import { until } from './helpers/bounded-waits.js';
 import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
+import { putUpload } from './helpers/task-api.js';
 
 describe('a research turn end to end', () => {
   let web: FixtureWeb;
@@ -19,6 +21,7 @@ describe('a research turn end to end', () => {
     web = await startFixtureWeb();
     search = await startFakeSearch();
     h = await startHarness({
+      inject: true,
       env: { QUARRY_SEARCH_PROVIDER: 'searxng', QUARRY_SEARCH_URL: search.url, QUARRY_FETCH_ALLOW_PRIVATE: '1' },
     });
   });
@@ -77,8 +80,8 @@ describe('a research turn end to end', () => {
   it('reads an uploaded input and cites it by upload_id', async () => {
     const csv = 'name,country\nCava Fantiscritti,IT\n';
     const ticket = await h.request('POST', '/upload-url', { body: { filename: 'shortlist.csv', content_type: 'text/csv', size_bytes: csv.length } });
-    const put = await fetch(ticket.body.upload_url, { method: 'PUT', headers: ticket.body.headers, body: csv });
-    assert.equal(put.status, 201);
+    const put = await putUpload(h, ticket.body, csv);
+    assert.equal(put.status, 201, put.text);
     const uploadId = ticket.body.upload_id;
     h.model!.script(
       { toolCalls: [{ name: 'read_input', arguments: { upload_id: uploadId } }] },
@@ -97,7 +100,7 @@ describe('a research turn end to end', () => {
   });
 
   it('refuses to fetch a private address unless the operator allows it', async () => {
-    const strict = await startHarness();
+    const strict = await startHarness({ inject: true });
     try {
       strict.model!.script({ toolCalls: [{ name: 'fetch_url', arguments: { url: `${web.url}/articles/granite.html` } }] }, { text: 'Could not fetch.' });
       const created = await strict.request('POST', '/task/start', { body: { task: { prompt: 'fetch a loopback page' } } });
@@ -113,11 +116,12 @@ describe('a research turn end to end', () => {
 
 describe('run_code in a turn', () => {
   it('computes over an uploaded CSV in the sandbox and loads its result file as rows', async (t) => {
-    const h = await startHarness({ env: { QUARRY_SANDBOX: 'bwrap' } });
+    const h = await startHarness({ inject: true, env: { QUARRY_SANDBOX: 'bwrap' } });
     t.after(() => h.close());
     const csv = 'part,price\nbolt,0.25\nnut,0.1\ngear,4\n';
     const ticket = await h.request('POST', '/upload-url', { body: { filename: 'parts.csv', content_type: 'text/csv', size_bytes: csv.length } });
-    assert.equal((await fetch(ticket.body.upload_url, { method: 'PUT', headers: ticket.body.headers, body: csv })).status, 201);
+    const put = await putUpload(h, ticket.body, csv);
+    assert.equal(put.status, 201, put.text);
     const uploadId = ticket.body.upload_id;
     const program = [
       'import csv',
@@ -150,7 +154,7 @@ describe('the Anthropic provider, configured by environment', () => {
 
   before(async () => {
     anthropic = await startFakeAnthropic();
-    h = await startHarness({ model: false, env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'sk-test', QUARRY_MODEL: 'claude-test' } });
+    h = await startHarness({ inject: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'sk-test', QUARRY_MODEL: 'claude-test' } });
   });
   after(async () => {
     await h.close();
@@ -179,7 +183,7 @@ describe('the Anthropic provider, configured by environment', () => {
 
 describe('turn limits', () => {
   it('a turn running past spec.limits.max_turn_seconds ends with limit_reached and keeps its rows', async (t) => {
-    const h = await startHarness();
+    const h = await startHarness({ inject: true });
     t.after(() => h.close());
     h.model!.script(
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'items', rows: [{ name: 'kept' }], sources: [{ url: 'https://example.com/' }] } }] },
@@ -194,7 +198,8 @@ describe('turn limits', () => {
     assert.equal(error.error, 'limit_reached');
     assert.match(error.message!, /max_turn_seconds/);
     assert.equal(events.at(-1)!.outcome, 'failed');
-    assert.equal(h.model!.pending(), 0, 'the hanging model call was abandoned');
+    // The model server sees the abandoned call when its connection closes, a moment after the turn ends.
+    await until('the hanging model call to be abandoned', () => h.model!.pending() === 0);
     assert.equal((await h.request('GET', `/task/${start.body.task_id}/output`)).body.total, 1);
   });
 });

@@ -1,6 +1,7 @@
 /**
- * A small server-sent-events reader for the tests, over node:http so that a test controls the
- * socket: it can read as events arrive, disconnect mid-stream, or see how a stream ended.
+ * A small server-sent-events reader for the tests (and the benchmarks' load generator), over
+ * node:http so that a test controls the socket: it can read as events arrive, disconnect
+ * mid-stream, or see how a stream ended.
  * Parses `id:`, `event:`, `data:` (several data lines join with "\n") and comment lines.
  */
 import http from 'node:http';
@@ -16,17 +17,23 @@ export interface SseEvent {
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** Incremental parser of an SSE byte stream (text/event-stream framing rules). */
+/**
+ * Incremental parser of an SSE byte stream (text/event-stream framing rules). As in an
+ * EventSource, a frame without a `data:` line is no event: an `id:` in it only sets `lastEventId`.
+ */
 export class SseParser {
+  /** The last `id:` received, in an event or on its own (what an EventSource would resume from). */
+  lastEventId: string | undefined;
   private buffer = '';
   private id: string | undefined;
   private event = '';
   private data: string[] = [];
-  private hasField = false;
 
+  /** `parseJson: false` leaves `json` undefined (a load generator reading thousands of streams reads `data` itself). */
   constructor(
     private readonly onEvent: (event: SseEvent) => void,
     private readonly onComment: (text: string) => void = () => {},
+    private readonly opts: { parseJson?: boolean } = {},
   ) {}
 
   push(chunk: string): void {
@@ -55,20 +62,21 @@ export class SseParser {
 
   private line(line: string): void {
     if (line === '') {
-      if (this.hasField) {
+      if (this.data.length > 0) {
         const data = this.data.join('\n');
         let json: unknown;
-        try {
-          json = JSON.parse(data);
-        } catch {
-          json = undefined;
+        if (this.opts.parseJson !== false) {
+          try {
+            json = JSON.parse(data);
+          } catch {
+            json = undefined;
+          }
         }
         this.onEvent({ id: this.id, event: this.event || 'message', data, json });
       }
       this.id = undefined;
       this.event = '';
       this.data = [];
-      this.hasField = false;
       return;
     }
     if (line.startsWith(':')) {
@@ -79,8 +87,7 @@ export class SseParser {
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
-    this.hasField = true;
-    if (field === 'id') this.id = value;
+    if (field === 'id') this.id = this.lastEventId = value;
     else if (field === 'event') this.event = value;
     else if (field === 'data') this.data.push(value);
   }
@@ -93,6 +100,8 @@ export interface SseStream {
   events: SseEvent[];
   /** Comment lines received so far (the text after the colon, e.g. "ping"). */
   comments: string[];
+  /** The last `id:` received, in an event or in an id-only frame (what an EventSource resumes from). */
+  readonly lastEventId: string | undefined;
   /** For a response that is not an event stream: its body, parsed as JSON when it is JSON. */
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Whether the response has ended (by the server, or because the test closed it). */
@@ -216,6 +225,9 @@ export function openSse(baseUrl: string, path: string, opts: SseRequest = {}): P
         },
         get completed() {
           return completed;
+        },
+        get lastEventId() {
+          return parser.lastEventId;
         },
         waitFor(predicate, timeoutMs = 10_000, what = 'a matching event') {
           return wait(() => {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { startHarness } from './helpers/harness.js';
 
 test('when the store cannot be read, status routes answer 503 service_unavailable and unknown keys 503 auth_unavailable', async () => {
-  const h = await startHarness({ model: false });
+  const h = await startHarness({ inject: true, model: false });
   try {
     const created = await h.request('POST', '/task', { body: { prompt: 'q' } });
     assert.equal(created.status, 200);

@@ -11,9 +11,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
-
-/* eslint-disable @typescript-eslint/no-explicit-any */
+import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './helpers/harness.js';
+import { fetchJson } from './helpers/http.js';
 
 const sha256 = (data: Buffer | string) => crypto.createHash('sha256').update(data).digest('hex');
 
@@ -26,24 +25,9 @@ interface Ticket {
   max_bytes: number;
 }
 
-interface PutResult {
-  status: number;
-  headers: Headers;
-  body: any;
-  text: string;
-}
-
-/** A PUT with no API key: the signed URL is the only credential. */
-async function put(url: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<PutResult> {
-  const res = await fetch(url, { method: 'PUT', headers, body: typeof body === 'string' ? body : new Uint8Array(body) });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+/** A PUT over a socket with no API key: the signed URL is the only credential. */
+function put(url: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<TestResponse> {
+  return fetchJson('PUT', url, { rawBody: body, headers });
 }
 
 /** A PUT on a connection of its own (closed afterwards), so that whatever becomes of it touches no other request. */
@@ -330,16 +314,16 @@ describe('uploads: the connection after a refused oversize body', () => {
 describe('uploads with QUARRY_PUBLIC_URL', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false, env: { QUARRY_PUBLIC_URL: 'https://files.example.test/base' } });
+    h = await startHarness({ inject: true, model: false, env: { QUARRY_PUBLIC_URL: 'https://files.example.test/base' } });
   });
   after(() => h.close());
 
   it('the upload URL is built on the public URL', async () => {
     const t = await ticket(h, 'a.txt', 'text/plain', 3);
     assert.ok(t.upload_url.startsWith(`https://files.example.test/base/upload/`), t.upload_url);
-    // The same path and query against this server's own address work.
+    // The same path and query work against this server.
     const url = new URL(t.upload_url);
-    const res = await put(`${h.url}${url.pathname.replace(/^\/base/, '')}${url.search}`, 'abc', t.headers);
+    const res = await h.request('PUT', `${url.pathname.replace(/^\/base/, '')}${url.search}`, { key: null, rawBody: 'abc', headers: t.headers });
     assert.equal(res.status, 201, res.text);
     assert.equal(res.body.sha256, sha256('abc'));
   });

@@ -68,10 +68,7 @@ async function serve(args: string[]): Promise<void> {
     const problem = listenProblem(err, config);
     throw problem ? new StartError(problem) : err;
   }
-  process.stdout.write(`quarry listening on ${url}\n`);
-  if (!config.model && config.role !== 'api') {
-    process.stdout.write('no model configured, so every turn fails at once: point Quarry at an OpenAI-compatible endpoint, e.g. QUARRY_MODEL_BASE_URL=http://127.0.0.1:11434/v1 QUARRY_MODEL=qwen2.5 npm start (docs/agent.md)\n');
-  }
+  // Handlers first: whoever reads the line below may signal at once, and must get a clean shutdown.
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -84,6 +81,10 @@ async function serve(args: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  process.stdout.write(`quarry listening on ${url}\n`);
+  if (!config.model && config.role !== 'api') {
+    process.stdout.write('no model configured, so every turn fails at once: point Quarry at an OpenAI-compatible endpoint, e.g. QUARRY_MODEL_BASE_URL=http://127.0.0.1:11434/v1 QUARRY_MODEL=qwen2.5 npm start (docs/agent.md)\n');
+  }
 }
 
 /** Runs the server; a configuration error or a busy port exits 1 with one line, any other failed start with its stack. */

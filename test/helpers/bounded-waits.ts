@@ -1,13 +1,13 @@
 /**
- * Waits with a limit, so that a test fails instead of hanging the suite when what it waits for
- * never happens.
+ * Waits with a limit, so that a test (or a benchmark) fails instead of hanging when what it
+ * waits for never happens.
  */
 
 /** Fails instead of hanging the suite when a promise does not settle in time. */
-export async function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+export async function within<T>(promise: Promise<T>, ms: number, what = 'the promise'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
   });
   try {
     return await Promise.race([promise, timeout]);

@@ -1,33 +1,36 @@
 /**
- * Starts a real Quarry on a random loopback port with its own SQLite data dir, plus (optionally)
- * the fake model server, and gives tests a small HTTP client. Everything goes over real sockets.
+ * Starts a real Quarry in this process with its own SQLite data dir (or PostgreSQL schema), plus
+ * (optionally) the fake model server, and gives tests a small HTTP client. By default Quarry
+ * listens on a random loopback port and every request goes over a real socket; with `inject`
+ * it does not listen and `request` goes through Fastify's `app.inject()` (the same routes, hooks
+ * and serializers, no socket), for tests that only send a request and read its answer.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { dropSchemas, TEST_DATABASE_URL } from './postgres.js';
+import { httpClient, injectRequest, waitIdle as waitIdleOn, type RequestOptions, type Send, type TestResponse } from './http.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createQuarry, type Quarry } from '../../src/server.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../fake-model/fake-openai-server.js';
 
+export type { TestResponse } from './http.js';
+
 export const ADMIN_KEY = 'admin-secret-for-tests';
 
 export interface Harness {
-  url: string;
+  /** The base URL; a harness started with `inject` has none (reading it throws). */
+  readonly url: string;
   key: string;
   quarry: Quarry;
   model: FakeOpenAI | undefined;
   dataDir: string;
-  request(method: string, path: string, opts?: { body?: unknown; rawBody?: string; headers?: Record<string, string>; key?: string | null }): Promise<TestResponse>;
+  /** Whether requests go through app.inject() rather than a socket. */
+  injected: boolean;
+  /** One request as the harness's account (`key: null` sends none, a key given here wins). */
+  request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
   close(): Promise<void>;
-}
-
-export interface TestResponse {
-  status: number;
-  headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-  text: string;
 }
 
 export interface HarnessOptions {
@@ -38,6 +41,12 @@ export interface HarnessOptions {
   /** Reuse a data dir (restarts; SQLite only: on PostgreSQL every harness gets a fresh schema). */
   dataDir?: string;
   retryDelaysMs?: number[];
+  /**
+   * Do not listen: requests go through app.inject(). For tests of request and answer only; keep
+   * a socket for streams, uploads' PUT bodies, the client and the CLI, and anything about the
+   * transport (connections, chunking, disconnects).
+   */
+  inject?: boolean;
 }
 
 /**
@@ -63,11 +72,17 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
   const config = loadConfig(env, opts.config);
   let quarry: Quarry | undefined;
-  let url: string;
+  let url: string | undefined;
   let key: string;
   try {
     quarry = await createQuarry(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
-    url = await quarry.listen();
+    if (opts.inject) {
+      // What listen() does besides listening: on one process's store only the turn runner (the
+      // cluster relay serves other processes' events); /readyz stays 503, as nothing listens.
+      await quarry.runner?.start({ reclaimAll: quarry.store.kind === 'sqlite' });
+    } else {
+      url = await quarry.listen();
+    }
     // A restart over an existing store has no starter key: make a fresh account to act as.
     key = quarry.starterKey ?? (await quarry.accounts.createAccount('test', 100)).apiKey;
   } catch (err) {
@@ -77,22 +92,17 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     if (schema) await dropSchemas(schema).catch(() => {});
     throw err;
   }
+  const app = quarry.app;
+  const send: Send = url === undefined ? (method, p, o) => injectRequest(app, method, p, o) : httpClient(url);
   const harness: Harness = {
-    url, key, quarry, model, dataDir,
-    async request(method, p, o = {}) {
-      const headers: Record<string, string> = { ...o.headers };
-      const useKey = o.key === undefined ? key : o.key;
-      if (useKey !== null && headers['x-api-key'] === undefined && headers.authorization === undefined) headers['x-api-key'] = useKey!;
-      let body: string | undefined = o.rawBody;
-      if (o.body !== undefined) {
-        body = JSON.stringify(o.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await fetch(url + p, { method, headers, body });
-      const text = await res.text();
-      let parsed: unknown = undefined;
-      try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
-      return { status: res.status, headers: res.headers, body: parsed, text };
+    get url(): string {
+      if (url === undefined) throw new Error('this harness does not listen (inject: true): start it without inject to use a socket');
+      return url;
+    },
+    key, quarry, model, dataDir,
+    injected: url === undefined,
+    request(method, p, o = {}) {
+      return send(method, p, { ...o, key: o.key === undefined ? key : o.key });
     },
     async close() {
       await quarry.close();
@@ -103,12 +113,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   return harness;
 }
 
-/** Polls /state until no turn runs (the test's own wait, bounded). */
+/** Long-polls /state until no turn runs (the test's own wait, bounded; a refused poll is tried again). */
 export async function waitIdle(h: Harness, taskId: string, timeoutMs = 10_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state?wait=5`);
-    if (res.status === 200 && res.body.active === false) return;
-  }
-  throw new Error(`task ${taskId} did not become idle within ${timeoutMs} ms`);
+  await waitIdleOn(h.request, taskId, { timeoutMs, tolerateErrors: true });
 }

@@ -7,6 +7,7 @@ import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ADMIN_KEY, startHarness, type Harness, type HarnessOptions } from './harness.js';
+import { fetchJson, waitIdle, type TestResponse } from './http.js';
 import type { FakeOpenAI, FakeRequestBody } from '../fake-model/fake-openai-server.js';
 import type { CreatedAccount } from '../../packages/client/src/index.js';
 
@@ -60,15 +61,20 @@ export async function taskIds(h: Harness, key?: string): Promise<string[]> {
   return res.body.map((t: { task_id: string }) => t.task_id);
 }
 
-/** Polls /state with `key` until no turn runs (bounded; a refused poll fails at once). */
+/** Long-polls /state with `key` until no turn runs (bounded; a refused poll fails at once). */
 export async function waitIdleAs(h: Harness, taskId: string, key: string): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (Date.now() < until) {
-    const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state?wait=5`, { key });
-    assert.equal(res.status, 200, res.text);
-    if (res.body.active === false) return;
-  }
-  assert.fail(`task ${taskId} did not become idle`);
+  await waitIdle(h.request, taskId, { key });
+}
+
+/**
+ * PUTs `body` to an upload ticket's signed URL, with no API key (the signature is the only
+ * credential): over the socket, or, on a harness started with `inject`, through app.inject()
+ * with the URL's path and query.
+ */
+export function putUpload(h: Harness, ticket: { upload_url: string; headers: Record<string, string> }, body: string | Uint8Array): Promise<TestResponse> {
+  if (!h.injected) return fetchJson('PUT', ticket.upload_url, { rawBody: body, headers: ticket.headers });
+  const url = new URL(ticket.upload_url);
+  return h.request('PUT', url.pathname + url.search, { key: null, rawBody: body, headers: ticket.headers });
 }
 
 export async function createAccount(h: Harness, name: string, credits: number): Promise<CreatedAccount> {

@@ -120,7 +120,7 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
       // A reconnect (EventSource sends Last-Event-ID) to a task with no running turn and nothing
       // new: 204 tells a standard EventSource to stop instead of reconnecting for ever.
       if (!task.currentTurnId && request.headers['last-event-id'] !== undefined && afterSeq >= task.lastEventSeq) {
-        return reply.code(204).send();
+        return reply.code(204).send(null);
       }
       if (task.currentTurnId) {
         await streamTaskEvents(request, reply, { ...streamOptions, taskId: task.id, afterSeq, isLast: leavesTaskIdle });
