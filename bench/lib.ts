@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FakeReply } from '../test/fake-model/fake-openai-server.js';
 import { fetchJson, httpClient, waitIdle as waitIdleOn, type TestResponse } from '../test/helpers/http.js';
-import { liveProcesses, ROOT, spawnNode, startServer, type NodeProcess, type ServerProcess } from '../test/helpers/process.js';
+import { liveProcesses, ROOT, spawnNode, startServer, tempDataDir, type NodeProcess, type ServerProcess } from '../test/helpers/process.js';
 
 export { ROOT };
 export const OUT_DIR = path.join(ROOT, '.bench');
@@ -23,19 +23,10 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sign
 /** A child process of the benchmark (a server, the baseline, a load generator). */
 export type Child = NodeProcess;
 
-const dataDirs: string[] = [];
-
 /** A new temporary data dir; every one is removed when the harness exits (BENCH_KEEP_DATA=1 keeps them). */
 export function freshDataDir(label: string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `quarry-bench-${label}-`));
-  dataDirs.push(dir);
-  return dir;
+  return tempDataDir(`quarry-bench-${label}-`, { keep: process.env.BENCH_KEEP_DATA === '1' });
 }
-
-process.on('exit', () => {
-  if (process.env.BENCH_KEEP_DATA === '1') return;
-  for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
-});
 
 export interface QuarryProcess {
   url: string;

@@ -10,19 +10,11 @@ import net from 'node:net';
 import { Accounts } from '../src/accounts/accounts.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { fetchJson } from './helpers/http.js';
-import { killAll, makeDataDir, removeDataDir, startQuarryCli, startServer } from './helpers/process.js';
+import { killAll, startQuarryCli, startServer, tempDataDir } from './helpers/process.js';
 
-const dirs: string[] = [];
-after(async () => {
-  await killAll();
-  for (const dir of dirs) removeDataDir(dir);
-});
+after(killAll);
 
-function dataDir(): string {
-  const dir = makeDataDir('quarry-first-start-');
-  dirs.push(dir);
-  return dir;
-}
+const dataDir = () => tempDataDir('quarry-first-start-');
 
 /** A loopback port something else listens on, held until the test ends. */
 async function busyPort(t: { after(fn: () => unknown): void }): Promise<number> {
@@ -46,7 +38,7 @@ describe('the first start', () => {
     assert.doesNotMatch(failed.stderr + failed.stdout, /\n\s+at |EADDRINUSE/);
     assert.doesNotMatch(failed.stdout, /starter api key/, 'a start that failed shows no key');
 
-    const server = await startServer({ dataDir: dir, env: { QUARRY_SANDBOX: 'off' }, waitForStarterKey: true });
+    const server = await startServer({ dataDir: dir, waitForStarterKey: true });
     assert.match(server.starterKey!, /^qry_\S+$/);
     const res = await fetchJson('GET', `${server.url}/task`, { key: server.starterKey });
     assert.equal(res.status, 200, res.text);
@@ -54,13 +46,13 @@ describe('the first start', () => {
     assert.ok(server.lines.some((line) => /keys create/.test(line)), server.stdout());
     await server.stop();
 
-    const again = await startServer({ dataDir: dir, env: { QUARRY_SANDBOX: 'off' } });
+    const again = await startServer({ dataDir: dir });
     assert.ok(!again.lines.some((line) => line.startsWith('starter api key')), 'the key is shown once');
     await again.stop();
   });
 
   it('without a model: one line names QUARRY_MODEL_BASE_URL and QUARRY_MODEL with an example', async () => {
-    const server = await startServer({ dataDir: dataDir(), env: { QUARRY_SANDBOX: 'off' } });
+    const server = await startServer({ dataDir: dataDir() });
     try {
       const line = await server.waitForLine(/^no model configured/);
       assert.match(line.input, /QUARRY_MODEL_BASE_URL=http\S+ QUARRY_MODEL=\S+/);

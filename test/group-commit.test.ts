@@ -4,21 +4,16 @@
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import type { Database } from '../src/store/database.js';
 import { GroupCommit } from '../src/store/group-commit.js';
-import { makeDataDir, removeDataDir } from './helpers/process.js';
+import { tempDataDir } from './helpers/process.js';
 
-const dirs: string[] = [];
-after(() => {
-  for (const dir of dirs) removeDataDir(dir);
-});
 
 function openDatabase(): { file: string; raw: SQLite.Database; db: Kysely<Database> } {
-  const dir = makeDataDir('quarry-group-commit-');
-  dirs.push(dir);
+  const dir = tempDataDir('quarry-group-commit-');
   const file = path.join(dir, 'test.db');
   const raw = new SQLite(file);
   raw.pragma('journal_mode = WAL');

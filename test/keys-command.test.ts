@@ -9,20 +9,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { fetchJson } from './helpers/http.js';
-import { killAll, makeDataDir, removeDataDir, runQuarryCli, startServer, type ServerProcess } from './helpers/process.js';
+import { killAll, runQuarryCli, startServer, tempDataDir, type ServerProcess } from './helpers/process.js';
 
 const ADMIN_KEY = 'admin-for-keys-command';
-const dirs: string[] = [];
-after(async () => {
-  await killAll();
-  for (const dir of dirs) removeDataDir(dir);
-});
+after(killAll);
 
-function dataDir(): string {
-  const dir = makeDataDir('quarry-keys-');
-  dirs.push(dir);
-  return dir;
-}
+const dataDir = () => tempDataDir('quarry-keys-');
 
 function keysCreate(dir: string, args: string[] = []) {
   return runQuarryCli(['keys', 'create', ...args], { env: { QUARRY_DATA_DIR: dir } });
@@ -35,7 +27,7 @@ describe('quarry keys create on the server\'s host', () => {
 
   before(async () => {
     dir = dataDir();
-    server = await startServer({ dataDir: dir, env: { QUARRY_SANDBOX: 'off', QUARRY_ADMIN_KEY: ADMIN_KEY }, waitForStarterKey: true });
+    server = await startServer({ dataDir: dir, env: { QUARRY_ADMIN_KEY: ADMIN_KEY }, waitForStarterKey: true });
     const created = await fetchJson('POST', `${server.url}/task`, { key: server.starterKey, body: { prompt: 'Granite quarries.' } });
     assert.equal(created.status, 200, created.text);
     taskId = created.body.task_id;
@@ -102,7 +94,7 @@ describe('after a start that failed', () => {
     assert.equal(run.code, 0, run.stderr);
     const key = JSON.parse(run.stdout);
     assert.equal(key.name, 'default');
-    const server = await startServer({ dataDir: dir, env: { QUARRY_SANDBOX: 'off' } });
+    const server = await startServer({ dataDir: dir });
     try {
       assert.ok(!server.lines.some((line) => line.startsWith('starter api key')), 'the store has its account already');
       const res = await fetchJson('GET', `${server.url}/task`, { key: key.api_key });

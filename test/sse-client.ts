@@ -19,11 +19,9 @@ export interface SseEvent {
 
 /**
  * Incremental parser of an SSE byte stream (text/event-stream framing rules). As in an
- * EventSource, a frame without a `data:` line is no event: an `id:` in it only sets `lastEventId`.
+ * EventSource, a frame without a `data:` line is no event.
  */
 export class SseParser {
-  /** The last `id:` received, in an event or on its own (what an EventSource would resume from). */
-  lastEventId: string | undefined;
   private buffer = '';
   private id: string | undefined;
   private event = '';
@@ -87,7 +85,7 @@ export class SseParser {
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'id') this.id = this.lastEventId = value;
+    if (field === 'id') this.id = value;
     else if (field === 'event') this.event = value;
     else if (field === 'data') this.data.push(value);
   }
@@ -100,8 +98,6 @@ export interface SseStream {
   events: SseEvent[];
   /** Comment lines received so far (the text after the colon, e.g. "ping"). */
   comments: string[];
-  /** The last `id:` received, in an event or in an id-only frame (what an EventSource resumes from). */
-  readonly lastEventId: string | undefined;
   /** For a response that is not an event stream: its body, parsed as JSON when it is JSON. */
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Whether the response has ended (by the server, or because the test closed it). */
@@ -225,9 +221,6 @@ export function openSse(baseUrl: string, path: string, opts: SseRequest = {}): P
         },
         get completed() {
           return completed;
-        },
-        get lastEventId() {
-          return parser.lastEventId;
         },
         waitFor(predicate, timeoutMs = 10_000, what = 'a matching event') {
           return wait(() => {

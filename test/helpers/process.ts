@@ -367,3 +367,20 @@ export function makeDataDir(prefix = 'quarry-test-'): string {
 export function removeDataDir(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
 }
+
+const tempDirs: string[] = [];
+let keepTempDirs = false;
+process.on('exit', () => {
+  if (!keepTempDirs) for (const dir of tempDirs) removeDataDir(dir);
+});
+
+/**
+ * A fresh data dir that is removed when this process exits (its servers are killed by then), for
+ * tests and benchmarks that make many and need none of them afterwards. `keep` leaves them all.
+ */
+export function tempDataDir(prefix = 'quarry-test-', opts: { keep?: boolean } = {}): string {
+  keepTempDirs ||= opts.keep === true;
+  const dir = makeDataDir(prefix);
+  tempDirs.push(dir);
+  return dir;
+}

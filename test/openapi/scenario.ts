@@ -17,6 +17,8 @@
  */
 import assert from 'node:assert/strict';
 import { ADMIN_KEY, type Harness } from '../helpers/harness.js';
+import { waitIdle } from '../helpers/http.js';
+import { putUpload } from '../helpers/task-api.js';
 import type { FakeReply, FakeRequestBody } from '../fake-model/fake-openai-server.js';
 import { OpenApiDocument } from './document.js';
 import { prismViolations, type PrismViolation } from './tools.js';
@@ -67,7 +69,6 @@ export interface Proxies {
   lenient: string;
 }
 
-const JSON_TYPE = 'application/json';
 
 /** Sends probes through the proxies and records every exchange. */
 export class ProbeRunner {
@@ -159,14 +160,9 @@ async function direct(h: Harness, method: string, path: string, opts: { body?: u
   return { body: res.body, headers: res.headers };
 }
 
-async function waitIdle(h: Harness, taskId: string, key = h.key): Promise<void> {
-  const until = Date.now() + 15_000;
-  while (Date.now() < until) {
-    const res = await h.request('GET', `/task/${encodeURIComponent(taskId)}/state?wait=5`, { key });
-    assert.equal(res.status, 200, res.text);
-    if (res.body.active === false) return;
-  }
-  assert.fail(`set-up: task ${taskId} did not become idle`);
+/** Set-up waits: the task's turn has ended. */
+function settled(h: Harness, taskId: string, key = h.key): Promise<void> {
+  return waitIdle(h.request, taskId, { key, timeoutMs: 15_000 });
 }
 
 /** The spec of the task whose outputs the output routes read. */
@@ -203,12 +199,12 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
   const broke = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'broke', credits: 0 } }, 201)).body;
   const spent = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'spent', credits: 5 } }, 201)).body;
   const spentTask = (await direct(h, 'POST', '/task', { key: spent.api_key, body: { prompt: 'a task whose account runs dry' } })).body.task_id;
-  await waitIdle(h, spentTask, spent.api_key);
+  await settled(h, spentTask, spent.api_key);
   await direct(h, 'POST', `/admin/accounts/${spent.account_id}/credits`, { key: ADMIN_KEY, body: { amount: -1000 } });
 
   const main = 'conf-main';
   await direct(h, 'POST', '/task/start', { body: { task_id: main, task: MAIN_SPEC } });
-  await waitIdle(h, main);
+  await settled(h, main);
   const outputs = (await direct(h, 'GET', `${t(main)}/outputs`)).body;
   assert.deepEqual(outputs.outputs.map((o: Json) => [o.id, o.row_count]), [['makers', 2], ['facts', 1], ['notes', 1]], 'set-up: the main task wrote its rows');
 
@@ -217,11 +213,11 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
   const cron = 'conf-cron';
   await direct(h, 'POST', '/task/start', { body: { task_id: cron, task: { prompt: 'a scheduled task', schedule: { cron: '0 0 1 1 *', timezone: 'UTC' } } } });
   const held = (await direct(h, 'POST', '/task', { body: { prompt: '[hang] a turn that runs until stopped' } })).body.task_id;
-  await Promise.all([waitIdle(h, empty), waitIdle(h, doomed), waitIdle(h, cron)]);
+  await Promise.all([settled(h, empty), settled(h, doomed), settled(h, cron)]);
 
   const ticket = async (size: number) => (await direct(h, 'POST', '/upload-url', { body: { filename: 'shortlist.csv', content_type: 'text/csv', size_bytes: size } })).body;
   const inputTicket = await ticket(20);
-  await fetch(inputTicket.upload_url, { method: 'PUT', headers: { 'content-type': 'text/csv' }, body: 'company\nAcme\nBeta\n\n\n' }).then((r) => assert.equal(r.status, 201));
+  assert.equal((await putUpload(h, inputTicket, 'company\nAcme\nBeta\n\n\n')).status, 201);
   const putTicket = await ticket(12);
   const smallTicket = await ticket(4);
   const adminProbe = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'admin-probe', credits: 3 } }, 201)).body;
@@ -314,25 +310,25 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: S, method: 'POST', path: `${t('conf-no-such-task')}/stop`, body: {}, expect: 404, note: '404 task_not_found' },
     { via: S, method: 'POST', path: `${t(held)}/stop`, body: { clear_queue: true }, expect: 200, note: 'stop a running turn, dropping the queue' },
   ]);
-  await waitIdle(h, held);
+  await settled(h, held);
 
   // Messages and control on an idle task: each starts a turn that ends at once.
   await run.send({ via: S, method: 'POST', path: `${t(main)}/continue`, body: { message: 'Add more.' }, expect: 200, note: 'continue an idle task' });
-  await waitIdle(h, main);
+  await settled(h, main);
   await run.send({ via: S, method: 'POST', path: `${t(main)}/continue`, headers: { 'idempotency-key': 'conf-idem-2' }, body: { message: 'Blocking.', wait: true }, expect: 200, note: 'continue with legacy wait: true' });
-  await waitIdle(h, main);
+  await settled(h, main);
   await run.send({ via: S, method: 'POST', path: `${t(main)}/continue/stream`, body: { message: 'Stream a message.' }, expect: 200, expectType: SSE, note: 'continue answered as a stream' });
-  await waitIdle(h, main);
+  await settled(h, main);
   await run.send({ via: S, method: 'POST', path: `${t(main)}/execute`, body: { instruction: 'Run again.' }, expect: 200, note: 'execute with an instruction' });
-  await waitIdle(h, main);
+  await settled(h, main);
   await run.send({ via: S, method: 'POST', path: `${t(main)}/execute`, expect: 200, note: 'execute without a body (counts as {})' });
-  await waitIdle(h, main);
+  await settled(h, main);
   await run.send({ via: S, method: 'POST', path: `${t(main)}/execute/stream`, body: {}, expect: 200, expectType: SSE, note: 'execute answered as a stream' });
-  await waitIdle(h, main);
+  await settled(h, main);
   // A stream opened while a turn runs follows it to its end.
   await direct(h, 'POST', `${t(main)}/continue`, { body: { message: 'Follow me.' } });
   await run.send({ via: S, method: 'GET', path: `${t(main)}/stream`, expect: 200, expectType: SSE, note: 'stream of a running turn' });
-  await waitIdle(h, main);
+  await settled(h, main);
 
   await run.sendAll([
     { via: S, method: 'POST', path: `${t(main)}/stop`, expect: 200, note: 'stop without a body (counts as {}) on an idle task' },
@@ -449,7 +445,7 @@ export async function sweepUncovered(h: Harness, run: ProbeRunner, doc: OpenApiD
   const uncovered = doc.operations.filter((o) => !reached.has(o.key));
   if (uncovered.length === 0) return [];
   const victim = (await direct(h, 'POST', '/task', { body: { prompt: 'a task for generic probes' } })).body.task_id;
-  await waitIdle(h, victim);
+  await settled(h, victim);
   const account = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'sweep', credits: 1 } }, 201)).body;
   const values: Record<string, string> = { task_id: victim, output_id: 'makers', account_id: account.account_id, key_id: account.key_id, upload_id: 'upl_sweep' };
   for (const op of uncovered) {
@@ -468,4 +464,3 @@ export async function sweepUncovered(h: Harness, run: ProbeRunner, doc: OpenApiD
   return uncovered.map((o) => o.key);
 }
 
-export { JSON_TYPE };
