@@ -4,6 +4,7 @@
  */
 import crypto from 'node:crypto';
 import { monotonicFactory } from 'ulid';
+import { CLIENT_ID_PATTERN } from './contract/common.js';
 
 /**
  * Random bytes are drawn from the OS in blocks rather than one call per character (the default),
@@ -29,8 +30,6 @@ export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl'): string {
 }
 
 /** 1–64 chars of `A-Z a-z 0-9 _ . : -`: client-chosen task ids and X-Request-ID share this form. */
-import { CLIENT_ID_PATTERN } from './contract/common.js';
-
 const CLIENT_ID_RE = new RegExp(CLIENT_ID_PATTERN);
 
 export function isClientId(value: string): boolean {

@@ -116,7 +116,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   let ready = false;
   const queries = new TaskQueries(store, tasks);
   const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
-  const app = await buildApp({ config, logger, store, bus, tasks, commands, queries, accounts, uploads, ready: () => ready });
+  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, ready: () => ready });
 
   let starterKey: string | null = null;
   return {

@@ -126,3 +126,9 @@ export function numberArg(value: string, name: string): number {
   if (value.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${name} must be a number, got "${value}"`);
   return n;
 }
+
+/** Prints a new key's id and secret, then warns on stderr that the secret is not shown again. */
+export function printNewKey(ctx: CliContext, key: { key_id: string; api_key: string }): void {
+  ctx.out(`key_id   ${key.key_id}\napi_key  ${key.api_key}`);
+  ctx.err('the API key is shown only once: keep it');
+}

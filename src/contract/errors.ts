@@ -1,6 +1,6 @@
 /** The one error body of interface §7, with every field a client may branch on. */
 import { Type, type Static } from 'typebox';
-import { ERROR_CATALOGUE, ERROR_CODES } from '../errors.js';
+import { ERROR_CODES } from '../errors.js';
 import { component, StringEnum } from './common.js';
 
 export const ErrorCode = StringEnum(ERROR_CODES, { description: 'Stable snake_case code: branch on it.' });
@@ -24,8 +24,3 @@ export const ErrorBody = component('Error', Type.Object({
   task_created: Type.Optional(Type.Boolean({ description: 'false on a refused POST /task: no task exists.' })),
 }));
 export type ErrorBody = Static<typeof ErrorBody>;
-
-/** The codes each HTTP status can carry, from the catalogue (for documentation). */
-export function codesOfStatus(status: number): string[] {
-  return [...new Set(Object.values(ERROR_CATALOGUE).filter((e) => e.status === status).map((e) => e.error))];
-}

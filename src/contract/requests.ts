@@ -1,18 +1,21 @@
 /** Bodies, queries and path parameters of the task routes (interface §4, decisions §2, §4, §6, §8). */
 import { Type, type Static } from 'typebox';
 import { CLIENT_ID_PATTERN, Nullable, Text } from './common.js';
-import { TaskSpecInput } from './spec.js';
+import { ScheduleInput, TaskSpecInput } from './spec.js';
 
 const ClientTaskId = Type.String({ pattern: CLIENT_ID_PATTERN, description: '1-64 chars of A-Z a-z 0-9 _ . : -' });
 
 export const TaskIdParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }) });
 export const OutputParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }), output_id: Type.String({ minLength: 1, maxLength: 200 }) });
 
+/** `wait` on a create: accepted for compatibility, never blocks (interface §3). */
+const IgnoredWait = Type.Optional(Type.Unknown({ description: 'Accepted for compatibility and ignored: creates never block.' }));
+
 export const PromptBody = Type.Object({
   prompt: Text('What to research (1-100,000 characters after trimming).'),
   task_id: Type.Optional(ClientTaskId),
   plan_only: Type.Optional(Type.Boolean({ description: 'End the first turn after planning; then call execute.' })),
-  wait: Type.Optional(Type.Unknown({ description: 'Accepted for compatibility and ignored: creates never block.' })),
+  wait: IgnoredWait,
 });
 export type PromptBody = Static<typeof PromptBody>;
 
@@ -21,7 +24,7 @@ export const StartBody = Type.Object({
   task_id: Type.Optional(ClientTaskId),
   prompt: Type.Optional(Text('Used when `task` is absent: then the request is a prompt, as POST /task.')),
   plan_only: Type.Optional(Type.Boolean()),
-  wait: Type.Optional(Type.Unknown({ description: 'Accepted for compatibility and ignored: creates never block.' })),
+  wait: IgnoredWait,
 });
 export type StartBody = Static<typeof StartBody>;
 
@@ -38,9 +41,7 @@ export const StopBody = Type.Object({ clear_queue: Type.Optional(Type.Boolean({ 
 export const PatchBody = Type.Object({
   name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
   pinned: Type.Optional(Type.Boolean()),
-  schedule: Type.Optional(
-    Nullable(Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }), ),
-  ),
+  schedule: Type.Optional(Nullable(ScheduleInput)),
 });
 export type PatchBody = Static<typeof PatchBody>;
 

@@ -283,7 +283,5 @@ function exportAnswer() {
   }, { 'Content-Disposition': header('attachment; filename="<output file>" (csv and jsonl).') });
 }
 
-export type RouteName = keyof typeof ROUTES;
-export type RouteDef = (typeof ROUTES)[RouteName];
-/** Who may call a route: an API key, the admin key, or anyone (health probes, signed uploads). */
-export type RouteAuth = RouteDef['auth'];
+/** One route of the table. */
+export type RouteDef = (typeof ROUTES)[keyof typeof ROUTES];

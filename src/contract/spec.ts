@@ -4,7 +4,7 @@
  * normalizes the one into the other and checks what JSON Schema cannot.
  */
 import { Type, type Static } from 'typebox';
-import { component, Nullable, OUTPUT_ID_PATTERN, StringEnum } from './common.js';
+import { component, Nullable, OUTPUT_ID_PATTERN, StringEnum, Text } from './common.js';
 
 export const TOOL_NAMES = ['web_search', 'fetch_url', 'read_input', 'run_code'] as const;
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'boolean', 'date', 'url', 'json'] as const;
@@ -39,13 +39,13 @@ export const OutputInput = Type.Object({
 });
 export type OutputInput = Static<typeof OutputInput>;
 
-const ScheduleInput = Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) });
+export const ScheduleInput = Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) });
 
 export const TaskSpecInput = component('TaskSpecInput', Type.Object(
   {
     name: Type.Optional(Type.String({ maxLength: 200 })),
     type: Type.Optional(Type.Literal('research')),
-    prompt: Type.Optional(Type.String({ minLength: 1, pattern: '\\S', description: '1-100,000 characters after trimming.' })),
+    prompt: Type.Optional(Text('1-100,000 characters after trimming.')),
     outputs: Type.Optional(Type.Array(OutputInput, { maxItems: 64 })),
     inputs: Type.Optional(Type.Array(SpecInput, { maxItems: 100 })),
     schedule: Type.Optional(Nullable(ScheduleInput)),

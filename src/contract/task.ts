@@ -45,7 +45,6 @@ export const TurnFailure = component('TurnFailure', Type.Object({
   message: Type.String({ description: 'What went wrong and what to do about it; show it to a person.' }),
   retryable: Type.Boolean(),
 }, { description: 'The error a turn failed with: the members of its `error` event.' }));
-export type TurnFailure = Static<typeof TurnFailure>;
 
 export const TaskState = component('TaskState', Type.Object({
   task_id: Type.String(),

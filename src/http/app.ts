@@ -16,7 +16,6 @@ import type { EventBus } from '../events/event-bus.js';
 import { isClientId } from '../ids.js';
 import type { Store } from '../store/store.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
-import type { TaskService } from '../tasks/task-service.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { registerAuth } from './auth.js';
@@ -36,7 +35,6 @@ export interface AppDeps {
   logger: Logger;
   store: Store;
   bus: EventBus;
-  tasks: TaskService;
   /** The write side of tasks: every change a route makes goes through it. */
   commands: TaskCommands;
   /** The read side of tasks, and which tasks an account sees. */

@@ -32,14 +32,20 @@ function hoist(node: unknown, schemas: Json): unknown {
 /**
  * The contract builds an error answer from its status alone (contract/routes.ts), so every
  * operation's 401, say, is the same: each is stored once as `#/components/responses/Error<status>`.
+ * Answers of other shapes at those statuses (readiness's 503 `{ok: false}`) stay where they are.
  */
+function isErrorAnswer(answer: Json): boolean {
+  const media = (answer.content as Record<string, Json> | undefined)?.['application/json'];
+  return (media?.schema as Json | undefined)?.$ref === '#/components/schemas/Error';
+}
+
 function shareErrorAnswers(paths: Record<string, Record<string, Json>>): Json {
   const shared: Record<string, unknown> = {};
   for (const operations of Object.values(paths)) {
     for (const operation of Object.values(operations)) {
       const responses = operation.responses as Json;
       for (const status of Object.keys(responses)) {
-        if (Number(status) < 400) continue;
+        if (Number(status) < 400 || !isErrorAnswer(responses[status] as Json)) continue;
         const name = `Error${status}`;
         shared[name] ??= responses[status];
         responses[status] = { $ref: `#/components/responses/${name}` };

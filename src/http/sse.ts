@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { TaskEvent } from '../contract/index.js';
+import type { EventPayload, EventType } from '../contract/index.js';
 import { turnError } from '../errors.js';
 import type { EventRecord, Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
@@ -69,9 +69,9 @@ export function lastEventIdFrame(seq: number): string {
   return `id: ${seq}\n\n`;
 }
 
-/** An event that is not stored: no `id:` line. */
-export function unstoredFrame(event: TaskEvent): string {
-  return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+/** An event that is not stored: no `id:` line, no seq, and no turn. */
+export function unstoredFrame<T extends EventType>(type: T, taskId: string | null, at: string, payload: EventPayload<T>): string {
+  return `event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
 }
 
 /** The resume point: `Last-Event-ID` header, else `?after=`, else 0. Invalid values are treated as 0 by the caller's schema. */
@@ -213,7 +213,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   } catch (err) {
     request.log.warn({ err, task_id: opts.taskId }, 'event replay failed');
     const failure = turnError('service_unavailable', 'Events cannot be read right now: reconnect with Last-Event-ID.');
-    write(unstoredFrame({ type: 'error', task_id: opts.taskId, turn_id: null, at: new Date().toISOString(), ...failure }));
+    write(unstoredFrame('error', opts.taskId, new Date().toISOString(), failure));
     end();
   }
 }

@@ -6,11 +6,8 @@ import type { TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import type { EventRecord, Store, TaskListCursor, TaskRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
+import { isVisibleTo } from './task-view.js';
 
-/** An account sees its own tasks; a deleted one only where the caller asks for it (GET /task/{task_id}). */
-export function isVisibleTo(task: Pick<TaskRecord, 'accountId' | 'status'> | undefined, accountId: string, includeDeleted = false): boolean {
-  return task !== undefined && task.accountId === accountId && (includeDeleted || task.status !== 'deleted');
-}
 
 /** The list cursor is opaque to clients: base64url of the last task's sort key. */
 function encodeCursor(c: TaskListCursor): string {
@@ -35,7 +32,7 @@ export class TaskQueries {
   /** A task of this account, else 404 task_not_found (503 when the store cannot answer). */
   async task(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
     const task = await this.store.tasks.get(taskId);
-    if (!task || !isVisibleTo(task, accountId, opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
+    if (!isVisibleTo(task, accountId, opts.includeDeleted)) throw QuarryError.taskNotFound(taskId);
     return task;
   }
 
@@ -59,7 +56,7 @@ export class TaskQueries {
   /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
   async state(accountId: string, taskId: string, waitSeconds = 0): Promise<TaskState> {
     let state = await this.store.tasks.getState(taskId);
-    if (!state || !isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
+    if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
     if (waitSeconds > 0 && state.currentTurnId) {
       await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000);
       state = (await this.store.tasks.getState(taskId))!;

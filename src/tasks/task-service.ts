@@ -16,7 +16,7 @@ import type {
 } from '../store/store.js';
 import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
 import type { EventPayload, EventType, Task, TaskEventReason } from '../contract/index.js';
-import { toReplyView, toTaskView } from './task-view.js';
+import { isVisibleTo, toReplyView, toTaskView } from './task-view.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
 
@@ -558,7 +558,7 @@ export class TaskService {
       // never on the task, and changes nothing.
       if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
       const task = await tx.tasks.get(taskId, { lock: true });
-      if (!task || task.accountId !== accountId || task.status === 'deleted') throw QuarryError.taskNotFound(taskId, notFoundExtras);
+      if (!isVisibleTo(task, accountId)) throw QuarryError.taskNotFound(taskId, notFoundExtras);
       const fromSeq = task.lastEventSeq;
       const unit = new TaskUnit(tx, task, now, this.config.workerId);
       const answer = await fn(unit);

@@ -56,3 +56,11 @@ export function toReplyView(task: TaskRecord, statusCode: number): Task {
   if (statusCode === 202) view.status = 'accepted';
   return view;
 }
+
+/**
+ * Which tasks an account sees, decided here once: its own, and a deleted one only where the
+ * caller asks for it (GET /task/{task_id}).
+ */
+export function isVisibleTo<T extends Pick<TaskRecord, 'accountId' | 'status'>>(task: T | undefined, accountId: string, includeDeleted = false): task is T {
+  return task !== undefined && task.accountId === accountId && (includeDeleted || task.status !== 'deleted');
+}

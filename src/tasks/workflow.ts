@@ -2,10 +2,15 @@
  * The self-description served by GET /task/workflow and GET /task/metaprompt: the route map and
  * state machine, and what a caller-side agent needs to write a good spec.
  */
-import { COLUMN_TYPES, OUTPUT_KINDS, ROUTES, TOOL_NAMES, TaskSpecInput } from '../contract/index.js';
+import { COLUMN_TYPES, EVENT_TYPES, OUTPUT_KINDS, ROUTES, TOOL_NAMES, TaskSpecInput } from '../contract/index.js';
 import { DEFAULT_LIMITS } from './spec.js';
 
-const WORKFLOW = {
+/** The route map of the task API, from the contract's route table. */
+const ROUTE_MAP = Object.values(ROUTES)
+  .filter((route) => route.auth === 'key')
+  .map((route) => ({ method: route.method, path: route.url.replace(/:(\w+)/g, '{$1}'), does: route.schema.summary }));
+
+export const WORKFLOW = {
   version: '1.0.0',
   summary: 'Start a task, follow it by stream or polling, send follow-up messages, read its rows.',
   states: {
@@ -27,21 +32,14 @@ const WORKFLOW = {
     { from: 'any', trigger: 'message to a task in cron mode', to: 'unchanged', note: '409 task_in_cron_mode' },
   ],
   events: {
-    kinds: ['task', 'tool', 'text', 'error', 'done'],
+    kinds: EVENT_TYPES,
     wire: 'id: <seq>\\nevent: <kind>\\ndata: <json>; resume with Last-Event-ID or ?after=',
   },
   polling: 'Wait poll_after_s seconds between polls; GET /task/{task_id}/state is the cheap poll; ?wait=N (0-60) long-polls.',
   retry: 'Retry only when retryable is true: wait retry_after seconds if given, else back off briefly.',
+  routes: ROUTE_MAP,
 };
 
-/** The route map of the task API, from the contract's route table. */
-const ROUTE_MAP = Object.values(ROUTES)
-  .filter((route) => route.auth === 'key')
-  .map((route) => ({ method: route.method, path: route.url.replace(/:(\w+)/g, '{$1}'), does: route.schema.summary }));
-
-export function workflow() {
-  return { ...WORKFLOW, routes: ROUTE_MAP };
-}
 
 const METAPROMPT = `You are writing a task spec for Quarry, a research service. A spec tells Quarry's agent what to find
 and the exact shape of the results. Write it as JSON with these parts:

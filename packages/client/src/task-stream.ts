@@ -282,14 +282,15 @@ export class TaskStream implements AsyncIterable<TaskEvent> {
   }
 
   /**
-   * Opens `GET /task/{task_id}/stream`, with `Last-Event-ID` once an event was handed out (or
-   * `after` was given). A reconnect passes no `requestId`, so it gets a fresh one.
+   * Opens `GET /task/{task_id}/stream`: the first time with `?after=` when `after` was given, a
+   * reconnect with `Last-Event-ID` once an event was handed out. A reconnect passes no
+   * `requestId`, so it gets a fresh one.
    */
   private connect(signal: AbortSignal, requestId: string | undefined): Promise<CallResult> {
     const headers: Record<string, string> = { ...this.init.options.headers };
-    // A first connection asks with ?after= (an idle task then answers with its snapshot and
-    // done); a reconnect with Last-Event-ID (an idle task with nothing new answers 204).
-    const first = requestId !== undefined || this.reconnectCount === 0;
+    // An idle task answers ?after= with its snapshot and done, but a Last-Event-ID with
+    // nothing new after it with 204: only a reconnect has everything already.
+    const first = this.reconnectCount === 0;
     if (this.lastSeq !== undefined && !first) headers['last-event-id'] = String(this.lastSeq);
     const query = this.lastSeq !== undefined && first ? `?after=${this.lastSeq}` : '';
     return this.init.transport.send(

@@ -6,9 +6,9 @@
 import type { components, operations } from './generated/openapi.js';
 
 type Schemas = components['schemas'];
-/** The JSON body an operation takes. */
+/** @internal The JSON body an operation takes. */
 export type RequestBody<Op extends keyof operations> = NonNullable<operations[Op]['requestBody']> extends { content: { 'application/json': infer B } } ? B : never;
-/** The query parameters an operation takes. */
+/** @internal The query parameters an operation takes. */
 export type QueryOf<Op extends keyof operations> = NonNullable<operations[Op]['parameters']['query']>;
 
 /**

@@ -2,15 +2,9 @@
  * Admin commands with QUARRY_ADMIN_KEY: `accounts create|show|usage`, `keys create|ls|revoke`,
  * `credits add`. `keys create` without an ACCOUNT runs on the server's host instead (host-key-command.ts).
  */
-import { intOption, numberArg, parseCommand, type CliContext, type Command } from '../context.js';
+import { intOption, numberArg, parseCommand, printNewKey, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { credits, shortTime, table } from '../format.js';
-
-/** Prints a new key's id and secret, then warns on stderr that the secret is not shown again. */
-export function printNewKey(ctx: CliContext, key: { key_id: string; api_key: string }): void {
-  ctx.out(`key_id   ${key.key_id}\napi_key  ${key.api_key}`);
-  ctx.err('the API key is shown only once: keep it');
-}
 
 export const ACCOUNT_COMMANDS: Record<string, Command> = {
   async create(ctx, args) {

@@ -7,9 +7,8 @@
  */
 import { ConfigError, loadConfig } from '../../config.js';
 import { QuarryError } from '../../errors.js';
-import type { CliContext } from '../context.js';
+import { printNewKey, type CliContext } from '../context.js';
 import { ExitCode, type ExitCodeValue } from '../exit-codes.js';
-import { printNewKey } from './admin-commands.js';
 
 export async function createKeyOnHost(ctx: CliContext, accountName: string): Promise<ExitCodeValue> {
   const fail = (error: string, message: string, code: ExitCodeValue): ExitCodeValue => {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { ROUTES } from '../../contract/index.js';
-import { metaprompt, workflow } from '../../tasks/workflow.js';
+import { metaprompt, WORKFLOW } from '../../tasks/workflow.js';
 import { contractRoute, typed } from '../contract-route.js';
 
 /** Health probes: no key needed, served by every role. */
@@ -19,6 +19,6 @@ export async function healthRoutes(fastify: FastifyInstance): Promise<void> {
 /** The service's self-description. */
 export async function metaRoutes(fastify: FastifyInstance): Promise<void> {
   const app = typed(fastify);
-  app.route({ ...contractRoute(ROUTES.workflow), handler: async () => workflow() });
+  app.route({ ...contractRoute(ROUTES.workflow), handler: async () => WORKFLOW });
   app.route({ ...contractRoute(ROUTES.metaprompt), handler: async () => metaprompt() });
 }

@@ -3,7 +3,7 @@
  * command or query layer, and the reply. Streams follow a change or a task as SSE.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ROUTES } from '../../contract/index.js';
+import { ROUTES, type StartBody } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import type { CommandReply } from '../../tasks/task-commands.js';
 import type { TaskReply } from '../../tasks/task-service.js';
@@ -45,8 +45,8 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
         const at = new Date().toISOString();
         const taskId = err.extras.task_id ?? null;
         sendFramesAndEnd(request, reply, [
-          unstoredFrame({ type: 'error', task_id: taskId, turn_id: null, at, error: err.code, message: err.message, retryable: err.retryable }),
-          unstoredFrame({ type: 'done', task_id: taskId, turn_id: null, at, outcome: 'refused', output_count: null, credits_used: 0 }),
+          unstoredFrame('error', taskId, at, { error: err.code, message: err.message, retryable: err.retryable }),
+          unstoredFrame('done', taskId, at, { outcome: 'refused', output_count: null, credits_used: 0 }),
         ]);
         return;
       }
@@ -61,27 +61,21 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
 
   // ---- creates ---------------------------------------------------------------------------------
 
+  /** POST /task and /task/start, with or without a stream: one rule (decisions §2). */
+  async function createOrMessage(request: FastifyRequest, body: StartBody): Promise<TaskReply> {
+    return noteCreated(request, await commands.createOrMessage(request.accountId, body, { idempotency: request.idempotency }));
+  }
+
   app.route({
     ...contractRoute(ROUTES.createTask),
-    handler: (request, reply) => withIdempotency(request, reply, async () =>
-      answer(reply, noteCreated(request, await commands.createOrMessage(request.accountId, request.body, { idempotency: request.idempotency })))),
+    handler: (request, reply) => withIdempotency(request, reply, async () => answer(reply, await createOrMessage(request, request.body))),
   });
-
-  app.route({
-    ...contractRoute(ROUTES.createTaskStream),
-    handler: (request, reply) => streamChange(request, reply, async () => noteCreated(request, await commands.createOrMessage(request.accountId, request.body))),
-  });
-
+  app.route({ ...contractRoute(ROUTES.createTaskStream), handler: (request, reply) => streamChange(request, reply, () => createOrMessage(request, request.body)) });
   app.route({
     ...contractRoute(ROUTES.startTask),
-    handler: (request, reply) => withIdempotency(request, reply, async () =>
-      answer(reply, noteCreated(request, await commands.createOrMessage(request.accountId, request.body, { idempotency: request.idempotency })))),
+    handler: (request, reply) => withIdempotency(request, reply, async () => answer(reply, await createOrMessage(request, request.body))),
   });
-
-  app.route({
-    ...contractRoute(ROUTES.startTaskStream),
-    handler: (request, reply) => streamChange(request, reply, async () => noteCreated(request, await commands.createOrMessage(request.accountId, request.body))),
-  });
+  app.route({ ...contractRoute(ROUTES.startTaskStream), handler: (request, reply) => streamChange(request, reply, () => createOrMessage(request, request.body)) });
 
   // ---- reads -----------------------------------------------------------------------------------
 
@@ -139,8 +133,8 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
         closingFrames: [
           ...(failure ? [frame(failure)] : []),
           lastEventIdFrame(task.lastEventSeq),
-          unstoredFrame({ type: 'task', task_id: task.id, turn_id: null, at, reason: 'snapshot', task: toTaskView(task) }),
-          unstoredFrame({ type: 'done', task_id: task.id, turn_id: null, at, outcome: 'idle', output_count: task.spec.outputs.length, credits_used: 0 }),
+          unstoredFrame('task', task.id, at, { reason: 'snapshot', task: toTaskView(task) }),
+          unstoredFrame('done', task.id, at, { outcome: 'idle', output_count: task.spec.outputs.length, credits_used: 0 }),
         ],
       });
     },

@@ -1092,17 +1092,17 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Not ready yet. */
+        /** @description `service_unavailable`, `at_capacity`, `auth_unavailable`: Task state cannot be read right now. / Too many turns are waiting to run. / Key verification is unavailable right now. */
         Error503: {
             headers: {
                 /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
                 "X-Request-ID"?: string;
+                /** @description Seconds to wait before resending. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
-                "application/json": {
-                    ok: boolean;
-                };
+                "application/json": components["schemas"]["Error"];
             };
         };
     };
@@ -1166,7 +1166,19 @@ export interface operations {
                     };
                 };
             };
-            503: components["responses"]["Error503"];
+            /** @description Not ready yet. */
+            503: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        ok: boolean;
+                    };
+                };
+            };
         };
     };
     getWorkflow: {
