@@ -11,7 +11,7 @@ import {
   type RowValidation,
   type ValidRow,
 } from '../src/outputs/row-validation.js';
-import type { ColumnType, OutputDecl } from '../src/tasks/spec.js';
+import type { ColumnType, OutputDecl } from '../src/contract/index.js';
 
 const SOURCE = [{ url: 'https://example.com/a' }];
 

@@ -1,4 +1,4 @@
-import type { TaskSpec } from '../tasks/spec.js';
+import type { TaskSpec } from '../contract/index.js';
 
 /** The system message: how to work, and the current spec with its outputs' row counts. */
 export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opts: { phase: 'plan' | 'execute'; planOnly: boolean }): string {

@@ -5,7 +5,7 @@
  * tools/tool.ts), derived from this interface by type.
  */
 import type { TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
-import type { TaskSpec } from '../tasks/spec.js';
+import type { TaskSpec } from '../contract/index.js';
 import type { ModelToolCall } from './providers/model-provider.js';
 import type { EventPayload } from '../contract/index.js';
 

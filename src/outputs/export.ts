@@ -3,7 +3,7 @@
  * serializeRow) and leave in chunks as they come, so an output of any size is never held in
  * memory at once.
  */
-import type { OutputDecl } from '../tasks/spec.js';
+import type { OutputDecl } from '../contract/index.js';
 import type { SourceRef } from './row-validation.js';
 
 export type ExportFormat = 'csv' | 'jsonl';

@@ -7,16 +7,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { openPostgresStore } from './postgres/postgres-store.js';
-import { openSqliteStore } from './sqlite/sqlite-store.js';
+import { openSqliteStore, SQLITE_FILE } from './sqlite/sqlite-store.js';
 import type { Store } from './store.js';
-
-/** The SQLite database's file name in the data dir. */
-export const SQLITE_FILE = 'quarry.db';
 
 export async function openStore(config: Pick<Config, 'databaseUrl' | 'databaseSchema' | 'dataDir' | 'workerId'>, opts: { applicationName?: string } = {}): Promise<Store> {
   return config.databaseUrl
     ? openPostgresStore({ connectionString: config.databaseUrl, schema: config.databaseSchema, applicationName: opts.applicationName ?? `quarry ${config.workerId}` })
-    : openSqliteStore(config.dataDir, SQLITE_FILE);
+    : openSqliteStore(config.dataDir);
 }
 
 /** Where the configured store lives, for messages: the SQLite file, or the PostgreSQL URL without its password. */

@@ -9,7 +9,7 @@
  * `lock: true` stay locked until the transaction ends, which is how writes to one task are
  * serialized.
  */
-import type { TaskSpec } from '../tasks/spec.js';
+import type { TaskSpec } from '../contract/index.js';
 
 import type { TaskActivity, TaskPhase, TaskStatus, TurnKind } from '../contract/index.js';
 

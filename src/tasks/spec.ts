@@ -8,10 +8,6 @@ import { compileRecordSchema } from '../outputs/row-validation.js';
 import { QuarryError } from '../errors.js';
 import { MAX_TEXT_CHARS, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
 
-// The agent's update_spec tool validates outputs with the same schema a request does.
-export { OutputInput as OutputSchema } from '../contract/index.js';
-export type { ColumnDecl, ColumnType, OutputDecl, OutputKind, Schedule, TaskLimits, TaskSpec, TaskSpecInput, ToolName } from '../contract/index.js';
-
 /** A free-text field as stored: trimmed, and checked against MAX_TEXT_CHARS (schemas check it is non-blank). */
 export function checkedText(value: string, param: string): string {
   const text = value.trim();

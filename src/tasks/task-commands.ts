@@ -4,9 +4,9 @@
  * finished, reserved ids, trimmed text) and hands the change to the TaskService state machine.
  */
 import { QuarryError } from '../errors.js';
-import type { ContinueBody, ExecuteBody, PatchBody, StartBody } from '../contract/index.js';
+import type { ContinueBody, ExecuteBody, PatchBody, StartBody, TaskSpec } from '../contract/index.js';
 import type { Uploads } from '../uploads/uploads.js';
-import { checkedText, normalizeSpec, type TaskSpec } from './spec.js';
+import { checkedText, normalizeSpec } from './spec.js';
 import type { IdempotencyMark, TaskReply, TaskService } from './task-service.js';
 import { toTaskView } from './task-view.js';
 import type { TaskQueries } from './task-queries.js';

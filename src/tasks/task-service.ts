@@ -14,8 +14,9 @@ import { newId } from '../ids.js';
 import type {
   EventRecord, IdempotencyRecord, Repositories, Store, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
 } from '../store/store.js';
-import { nextCronRun, normalizeSchedule, type Schedule, type TaskSpec } from './spec.js';
-import type { EventPayload, EventType, Task, TaskEventReason } from '../contract/index.js';
+import { nextCronRun, normalizeSchedule } from './spec.js';
+import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
+import type { EventPayload, EventType, Schedule, Task, TaskEventReason, TaskSpec } from '../contract/index.js';
 import { isVisibleTo, toReplyView, toTaskView } from './task-view.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
@@ -358,7 +359,7 @@ export class TaskService {
         if (task.currentTurnId) {
           unit.taskEvent('cron_tick_skipped', task.currentTurnId);
         } else if (!(await this.hasCredits(tx, task.accountId))) {
-          unit.event('error', null, { ...turnError('out_of_credits', 'A scheduled run was skipped: the account has no credits left.') });
+          unit.event('error', null, turnError('out_of_credits', 'A scheduled run was skipped: the account has no credits left.'));
           unit.taskEvent('cron_tick_skipped', null);
         } else {
           await this.beginTurn(unit, 'execute', null);
@@ -438,7 +439,7 @@ export class TaskService {
   }
 
   /** Appends validated rows once per write key; false when the turn no longer runs. */
-  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: ((n: number) => string)[]): Promise<{ firstRow: number; count: number } | null> {
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
       const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now);
@@ -456,9 +457,9 @@ export class TaskService {
    * `balance <= 0` holds exactly when the balance reads 0. Null when the turn no longer runs or
    * the step was stored already (another worker got there first).
    */
-  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: { tokensIn: number; tokensOut: number; toolCalls: number }): Promise<{ balance: number; turnCredits: number } | null> {
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
-    let result: { balance: number; turnCredits: number } | null = null;
+    let result: Charge | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
       if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) return;
       const current = (await unit.tx.turns.get(turn.id))!;
@@ -523,7 +524,7 @@ export class TaskService {
     await unit.tx.turns.update(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
     if (error) unit.event('error', turnId, { ...error });
     // The /state poll and an idle task's stream show this turn's error until the next turn ends.
-    unit.set({ lastErrorSeq: error ? unit.task.lastEventSeq : null });
+    if (error || unit.task.lastErrorSeq != null) unit.set({ lastErrorSeq: error ? unit.task.lastEventSeq : null });
     let next: TurnRecord | undefined;
     if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.turns.nextQueued(unit.task.id);
     if (next) {

@@ -13,7 +13,7 @@ import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { turnError } from '../errors.js';
 import type { HeldLock, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
-import type { TaskSpec } from './spec.js';
+import type { TaskSpec } from '../contract/index.js';
 import type { TaskService } from './task-service.js';
 
 const TEXT_FLUSH_MS = 250;

@@ -15,7 +15,8 @@ import type {
 import type { InputFile } from '../../src/agent/turn-port.js';
 import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
 import type { TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
-import { normalizeSpec, type TaskSpec, type TaskSpecInput } from '../../src/tasks/spec.js';
+import type { TaskSpec, TaskSpecInput } from '../../src/contract/index.js';
+import { normalizeSpec } from '../../src/tasks/spec.js';
 
 // ---- the model --------------------------------------------------------------------------------
 

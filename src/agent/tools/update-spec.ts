@@ -1,12 +1,13 @@
 import { Type } from 'typebox';
 import { QuarryError } from '../../errors.js';
-import { OutputSchema, normalizeOutputs, type OutputDecl } from '../../tasks/spec.js';
+import { OutputInput, type OutputDecl } from '../../contract/index.js';
+import { normalizeOutputs } from '../../tasks/spec.js';
 import type { AgentTool } from './tool.js';
 
 const parameters = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 200, description: 'A short human label for the task.' })),
   prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 100_000, description: 'The research question, restated precisely.' })),
-  outputs: Type.Optional(Type.Array(OutputSchema, { description: 'Outputs to add or replace (merged by id).' })),
+  outputs: Type.Optional(Type.Array(OutputInput, { description: 'Outputs to add or replace (merged by id).' })),
   remove_outputs: Type.Optional(Type.Array(Type.String(), { description: 'Ids of outputs to remove; only outputs without rows can go.' })),
 });
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError } from '../../outputs/row-validation.js';
-import type { OutputDecl } from '../../tasks/spec.js';
+import type { OutputDecl } from '../../contract/index.js';
 import { parseRowFile, RowFileError, rowFileFormat } from '../../sandbox/row-file.js';
 import { readOutputFile, WorkspaceFileError } from '../../sandbox/workspace.js';
 import type { AgentTool, ToolContext, ToolResult } from './tool.js';

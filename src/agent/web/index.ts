@@ -25,4 +25,3 @@ export { createSearchProvider, searchConfigProblem, SEARCH_PROVIDERS, type Searc
 export { safeFetch, WebFetchError, type SafeFetchOptions, type Lookup } from './safe-fetch.js';
 export { blockedReason, isBlockedAddress } from './address-policy.js';
 export { extractText, detectKind, type ExtractedText, type ContentKind } from './extract.js';
-export type { InputFile } from '../turn-port.js';

@@ -9,8 +9,6 @@ import type { Store } from '../store.js';
 import { openPostgresConnections, type PostgresStoreOptions } from './postgres-connection.js';
 import { PostgresLink } from './postgres-link.js';
 
-export type { PostgresStoreOptions } from './postgres-connection.js';
-
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Store> {
   const { db, schema, clientConfig } = await openPostgresConnections(opts);
   return new SqlStore(db, {

@@ -19,12 +19,12 @@ export interface ClusterLink {
 }
 
 export class SqlCluster extends SqlRepository implements StoreCluster {
-  constructor(
-    db: SqlHandle,
-    profile: DialectProfile,
-    private readonly link: ClusterLink,
-  ) {
+  // Assigned by hand, as in SqlRepository: built for every transaction.
+  private declare readonly link: ClusterLink;
+
+  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink) {
     super(db, profile);
+    this.link = link;
   }
 
   async notify(channel: string, payload: string): Promise<void> {

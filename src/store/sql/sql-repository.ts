@@ -15,10 +15,15 @@ const COMPILED_SHAPES_MAX = 256;
 const compiledByDialect: Partial<Record<DialectProfile['kind'], Map<string, CompiledQuery>>> = {};
 
 export abstract class SqlRepository {
-  constructor(
-    protected readonly db: SqlHandle,
-    protected readonly profile: DialectProfile,
-  ) {}
+  // Declared and assigned by hand, not as parameter properties: those compile to class fields
+  // (ES2022), and a transaction builds every repository, where field set-up showed in profiles.
+  protected declare readonly db: SqlHandle;
+  protected declare readonly profile: DialectProfile;
+
+  constructor(db: SqlHandle, profile: DialectProfile) {
+    this.db = db;
+    this.profile = profile;
+  }
 
   /**
    * Runs a hot statement (the /state poll, output pages, the create-and-turn path). Kysely

@@ -10,11 +10,14 @@ import { openSqliteConnections } from './sqlite-connection.js';
 import { SQLITE_LINK } from './sqlite-link.js';
 import { SqliteReads, SqliteRows, SqliteTasks } from './sqlite-reads.js';
 
+/** The SQLite database's file name in the data dir. */
+export const SQLITE_FILE = 'quarry.db';
+
 /** Opens (creating if needed) the SQLite database in `dataDir`. */
-export function openSqliteStore(dataDir: string, fileName = 'quarry.db'): Store {
+export function openSqliteStore(dataDir: string): Store {
   const profile = DIALECT_PROFILES.sqlite;
   // Changes are reported once statements run, by then `reads` is set.
-  const { db, reader } = openSqliteConnections(dataDir, fileName, () => reads.forget());
+  const { db, reader } = openSqliteConnections(dataDir, SQLITE_FILE, () => reads.forget());
   const reads = new SqliteReads(reader, db, profile);
   return new SqlStore(db, {
     profile,
