@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
 import { fetchJson } from './helpers/http.js';
-import { dropSchemas, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { dropSchemas, testStoreEnv } from './helpers/postgres.js';
 import { makeDataDir, removeDataDir, startQuarryCli, startServer, type NodeProcess, type ServerProcess } from './helpers/process.js';
 import { LiveView } from '../src/cli/progress-view.js';
 import type { TaskEvent } from '../packages/client/src/index.js';
@@ -20,7 +20,7 @@ import type { TaskEvent } from '../packages/client/src/index.js';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-cli-test-'));
 const ADMIN_KEY = 'cli-admin-key';
 /** QUARRY_TEST_STORE=postgres (npm run test:postgres): the server runs on a schema of its own, as every harness does. */
-const schema = process.env.QUARRY_TEST_STORE === 'postgres' ? `t_cli_${process.pid}_${Date.now()}` : undefined;
+const store = testStoreEnv('t_cli');
 
 /** `quarry <args>` from the build, with `env` as its only QUARRY_* configuration and no colour. */
 function start(args: string[], env: Record<string, string | undefined>): NodeProcess {
@@ -48,7 +48,7 @@ describe('quarry CLI', () => {
       waitForStarterKey: true,
       env: {
         QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL: 'fake-model',
-        ...(schema ? { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema } : {}),
+        ...store.env,
       },
     });
     env = { QUARRY_URL: server.url, QUARRY_API_KEY: server.starterKey!, QUARRY_ADMIN_KEY: ADMIN_KEY };
@@ -56,7 +56,7 @@ describe('quarry CLI', () => {
   after(async () => {
     await server?.kill9();
     await model?.close();
-    if (schema) await dropSchemas(schema);
+    if (store.schema) await dropSchemas(store.schema);
     fs.rmSync(tmp, { recursive: true, force: true });
   });
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import { dropSchemas, TEST_DATABASE_URL } from './postgres.js';
+import { dropSchemas, testStoreEnv } from './postgres.js';
 import { httpClient, injectRequest, waitIdle as waitIdleOn, type RequestOptions, type Send, type TestResponse } from './http.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createQuarry, type Quarry } from '../../src/server.js';
@@ -53,15 +53,13 @@ export interface HarnessOptions {
  * QUARRY_TEST_STORE=postgres runs every harness on PostgreSQL (a fresh schema per harness,
  * dropped on close) instead of SQLite, so the whole suite checks both stores.
  */
-const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
-let schemas = 0;
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const model = opts.model === false ? undefined : await startFakeOpenAI();
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-test-'));
-  const schema = onPostgres ? `t_h_${process.pid}_${Date.now()}_${schemas++}` : undefined;
+  const { env: storeEnv, schema } = testStoreEnv('t_h');
   const env: Record<string, string> = {
-    ...(schema ? { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema } : {}),
+    ...storeEnv,
     QUARRY_PORT: '0',
     QUARRY_DATA_DIR: dataDir,
     // The sandbox's start-up probe costs a moment; tests of run_code turn it on.

@@ -3,7 +3,8 @@
  * records every call it receives, and an in-memory TurnPort that keeps the task's spec, rows,
  * steps and credits and journals everything the turn did to it.
  */
-import type { Prices } from '../../src/config.js';
+import { fromMicros, pricesInMicros, stepCostMicros, toMicros, type MicroPrices } from '../../src/accounts/credits.js';
+import { loadConfig, type Prices } from '../../src/config.js';
 import type {
   ModelMessage,
   ModelProvider,
@@ -12,8 +13,7 @@ import type {
   ModelToolCall,
   ModelUsage,
 } from '../../src/agent/providers/model-provider.js';
-import type { InputFile } from '../../src/agent/turn-port.js';
-import type { Charge, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
+import type { Charge, InputFile, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
 import type { TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
 import type { TaskSpec, TaskSpecInput } from '../../src/contract/index.js';
 import { normalizeSpec } from '../../src/tasks/spec.js';
@@ -123,8 +123,6 @@ export interface InMemoryTurnOptions {
   workspaceDir?: string;
 }
 
-/** Quarry's default prices (QUARRY_PRICE_*). */
-export const DEFAULT_PRICES: Prices = { inputPer1k: 0.01, outputPer1k: 0.03, toolCall: 0.01 };
 
 export class InMemoryTurn implements TurnPort {
   readonly turnId: string;
@@ -137,13 +135,13 @@ export class InMemoryTurn implements TurnPort {
   readonly rows = new Map<string, string[]>();
   /** Stored steps by step number: earlier ones and this run's checkpoints. */
   readonly stored = new Map<number, StoredStep>();
-  balance: number;
-  turnCredits = 0;
+  private balanceMicros: number;
+  private turnMicros = 0;
   phase: TaskPhase | null;
   activity: TaskActivity | null;
   private currentSpec: TaskSpec;
   private readonly controller = new AbortController();
-  private readonly prices: Prices;
+  private readonly prices: MicroPrices;
   private readonly writes = new Map<string, { firstRow: number; count: number }>();
   private readonly inputFiles: InputFile[];
   private readonly workspace: string;
@@ -156,8 +154,9 @@ export class InMemoryTurn implements TurnPort {
     this.steps.forEach((s, i) => this.stored.set(i + 1, s));
     this.userMessages = opts.userMessages ?? ['Find the oldest granite quarries.'];
     this.currentSpec = normalizeSpec((opts.spec ?? { prompt: this.userMessages[0] }) as TaskSpecInput);
-    this.balance = opts.balance ?? 100;
-    this.prices = opts.prices ?? DEFAULT_PRICES;
+    this.balanceMicros = toMicros(opts.balance ?? 100);
+    // Quarry's own prices unless the test sets some (QUARRY_PRICE_* left at their defaults).
+    this.prices = pricesInMicros(opts.prices ?? loadConfig({}).prices);
     this.inputFiles = opts.inputs ?? [];
     this.workspace = opts.workspaceDir ?? '/nonexistent/workspace';
     // The state a claimed turn starts in (task-service's startingState).
@@ -270,10 +269,20 @@ export class InMemoryTurn implements TurnPort {
     if (!this.stored.has(step)) {
       this.stored.set(step, structuredClone(data));
       this.journal.push({ type: 'checkpoint', step, data: structuredClone(data), usage });
-      const cost = (usage.tokensIn / 1000) * this.prices.inputPer1k + (usage.tokensOut / 1000) * this.prices.outputPer1k + usage.toolCalls * this.prices.toolCall;
-      this.turnCredits += cost;
-      this.balance -= cost;
+      const cost = stepCostMicros(this.prices, usage);
+      this.turnMicros += cost;
+      this.balanceMicros = Math.max(0, this.balanceMicros - cost);
     }
     return { balance: this.balance, turnCredits: this.turnCredits };
+  }
+
+  /** The account's balance now, in credits (charged in micro-credits, floor 0, as the task service does). */
+  get balance(): number {
+    return fromMicros(this.balanceMicros);
+  }
+
+  /** What this turn has used, in credits. */
+  get turnCredits(): number {
+    return fromMicros(this.turnMicros);
   }
 }

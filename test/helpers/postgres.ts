@@ -41,6 +41,19 @@ export async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Prom
 }
 
 /** Drops the named schemas and everything in them (tests' own schemas). */
+let testSchemas = 0;
+
+/**
+ * Where a server under test keeps its data: with QUARRY_TEST_STORE=postgres (npm run
+ * test:postgres) a schema of its own in the test database, named from `prefix`; else nothing
+ * (SQLite in its data dir). `schema` is what to drop at the end.
+ */
+export function testStoreEnv(prefix: string): { env: Record<string, string>; schema: string | undefined } {
+  if (process.env.QUARRY_TEST_STORE !== 'postgres') return { env: {}, schema: undefined };
+  const schema = `${prefix}_${process.pid}_${Date.now()}_${testSchemas++}`;
+  return { env: { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema }, schema };
+}
+
 export async function dropSchemas(...names: string[]): Promise<void> {
   await withClient(async (client) => {
     for (const name of names) await client.query(`drop schema if exists "${name}" cascade`);
