@@ -5,6 +5,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS } from './agent/providers/anthropic.js';
+import { DEFAULT_MODEL_TIMEOUT_MS } from './agent/providers/provider-http.js';
 import { SEARCH_PROVIDERS, searchConfigProblem, type SearchConfig } from './agent/web/search.js';
 import type { SandboxLimits } from './sandbox/types.js';
 
@@ -20,7 +21,8 @@ export interface Prices {
 }
 
 export interface ModelConfig {
-  provider: 'openai-compatible' | 'anthropic';
+  /** `demo` is the scripted stand-in of src/agent/providers/demo-model.ts, for trying Quarry without a model. */
+  provider: 'openai-compatible' | 'anthropic' | 'demo';
   baseUrl: string;
   model: string;
   apiKey: string | undefined;
@@ -29,6 +31,11 @@ export interface ModelConfig {
   maxTokens: number;
   /** The model's context window; older tool results are shortened to stay inside it. */
   contextTokens: number;
+  /**
+   * QUARRY_MODEL_TIMEOUT_S: the longest a model call may go without a byte from the server (to
+   * the answer's headers, then between chunks), in ms; 0 = no limit. A timed-out call is retried.
+   */
+  timeoutMs: number;
 }
 
 export interface Config {
@@ -66,6 +73,16 @@ export interface Config {
   pingIntervalMs: number;
   /** Bytes an SSE client may fall behind before it is cut off. */
   sseMaxBufferBytes: number;
+  /**
+   * Browser origins allowed to call the API (CORS); empty = CORS off, `['*']` = any origin.
+   * QUARRY_CORS_ORIGINS, comma-separated.
+   */
+  corsOrigins: string[];
+  /**
+   * QUARRY_REQUEST_TIMEOUT_S: the longest a client may take to send a whole request, headers and
+   * body (uploads included); answers and streams are not limited by it.
+   */
+  requestTimeoutSeconds: number;
 }
 
 class ConfigError extends Error {}
@@ -125,8 +142,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: env.QUARRY_LOG_LEVEL || 'info',
     pingIntervalMs: int(env, 'QUARRY_SSE_PING_MS', 15_000, 10),
     sseMaxBufferBytes: int(env, 'QUARRY_SSE_MAX_BUFFER_BYTES', 1024 * 1024, 1024),
+    corsOrigins: corsOrigins(env.QUARRY_CORS_ORIGINS),
+    requestTimeoutSeconds: int(env, 'QUARRY_REQUEST_TIMEOUT_S', 300, 1),
   };
   return { ...config, ...overrides };
+}
+
+/** `https://app.example.com, http://localhost:5173` → exact origins as browsers send them; `*` allows any. */
+function corsOrigins(raw: string | undefined): string[] {
+  const listed = (raw ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  if (listed.includes('*')) return ['*'];
+  return listed.map((o) => {
+    let url: URL | undefined;
+    try { url = new URL(o); } catch { /* reported below */ }
+    if (!url || !/^https?:$/.test(url.protocol) || url.origin + '/' !== url.href || url.username || url.password) {
+      throw new ConfigError(`QUARRY_CORS_ORIGINS must list origins like https://app.example.com (scheme, host and port only) or be *, got "${o}"`);
+    }
+    return url.origin;
+  });
 }
 
 /**
@@ -135,8 +168,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
  */
 function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
   const provider = env.QUARRY_MODEL_PROVIDER || 'openai-compatible';
-  if (provider !== 'openai-compatible' && provider !== 'anthropic') {
-    throw new ConfigError(`QUARRY_MODEL_PROVIDER must be openai-compatible or anthropic, got "${provider}"`);
+  if (provider !== 'openai-compatible' && provider !== 'anthropic' && provider !== 'demo') {
+    throw new ConfigError(`QUARRY_MODEL_PROVIDER must be openai-compatible, anthropic or demo, got "${provider}"`);
   }
   const apiKey = env.QUARRY_MODEL_API_KEY || undefined;
   const common = {
@@ -144,7 +177,9 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
     stream: env.QUARRY_MODEL_STREAM !== '0',
     maxTokens: int(env, 'QUARRY_MODEL_MAX_TOKENS', ANTHROPIC_DEFAULT_MAX_TOKENS, 1),
     contextTokens: int(env, 'QUARRY_MODEL_CONTEXT_TOKENS', 100_000, 1000),
+    timeoutMs: Math.round(num(env, 'QUARRY_MODEL_TIMEOUT_S', DEFAULT_MODEL_TIMEOUT_MS / 1000) * 1000),
   };
+  if (provider === 'demo') return { provider, baseUrl: '', model: 'demo', ...common };
   if (provider === 'anthropic') {
     if (!env.QUARRY_MODEL_BASE_URL && !apiKey) return undefined;
     return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL || ANTHROPIC_DEFAULT_BASE_URL, model: env.QUARRY_MODEL || 'claude-sonnet-4-5', ...common };

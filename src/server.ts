@@ -8,6 +8,7 @@ import { Accounts } from './accounts/accounts.js';
 import { Agent } from './agent/agent-loop.js';
 import type { ModelProvider } from './agent/providers/model-provider.js';
 import { createAnthropicProvider } from './agent/providers/anthropic.js';
+import { createDemoProvider } from './agent/providers/demo-model.js';
 import { createOpenAICompatibleProvider } from './agent/providers/openai-compatible.js';
 import { createAgentTools } from './agent/tools/index.js';
 import type { Config } from './config.js';
@@ -54,8 +55,9 @@ export interface QuarryOptions {
 function providerFrom(config: Config): ModelProvider | undefined {
   const m = config.model;
   if (!m) return undefined;
-  if (m.provider === 'anthropic') return createAnthropicProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, maxTokens: m.maxTokens });
-  return createOpenAICompatibleProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream });
+  if (m.provider === 'demo') return createDemoProvider();
+  if (m.provider === 'anthropic') return createAnthropicProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, maxTokens: m.maxTokens, timeoutMs: m.timeoutMs });
+  return createOpenAICompatibleProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, timeoutMs: m.timeoutMs });
 }
 
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {

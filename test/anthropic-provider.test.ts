@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAnthropicProvider, type AnthropicOptions } from '../src/agent/providers/anthropic.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
+import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
 
 const MODEL = 'claude-fake-1';
 
@@ -251,5 +251,9 @@ describe('anthropic provider', () => {
     ['a stream event that is not JSON', fetchAnswering(bytes('event: message_start\ndata: {"type": \n\n'), 'text/event-stream'), true],
     ['a message without content', fetchAnswering(bytes('{"type":"message"}'), 'application/json'), false],
     ['a tool_use without a name', fetchAnswering(bytes('{"type":"message","content":[{"type":"tool_use","id":"t","input":{}}]}'), 'application/json'), false],
-  ]);
+  ], '{"type":"message","role":"assistant"}');
+
+  retryAfterCases(subject);
+
+  silenceTimeoutCases(subject);
 });

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '../src/agent/providers/openai-compatible.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
-import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
+import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
 
 const MODEL = 'fake-model-1';
 
@@ -205,5 +205,9 @@ describe('openai-compatible provider', () => {
     ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
     ['a stream event that is not JSON', fetchAnswering(bytes('data: {"choices": [\n\n'), 'text/event-stream'), true],
     ['a completion without choices', fetchAnswering(bytes('{"object":"chat.completion"}'), 'application/json'), false],
-  ]);
+  ], '{"object":"chat.completion","choices":[]}');
+
+  retryAfterCases(subject);
+
+  silenceTimeoutCases(subject);
 });

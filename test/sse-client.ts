@@ -19,7 +19,8 @@ export interface SseEvent {
 
 /**
  * Incremental parser of an SSE byte stream (text/event-stream framing rules). As in an
- * EventSource, a frame without a `data:` line is no event.
+ * EventSource, a frame without a `data:` line is no event; unlike one, neither is Quarry's
+ * position marker (an unnamed frame with empty data).
  */
 export class SseParser {
   private buffer = '';
@@ -60,7 +61,10 @@ export class SseParser {
 
   private line(line: string): void {
     if (line === '') {
-      if (this.data.length > 0) {
+      // An unnamed frame with empty data is Quarry's position marker (it only sets an
+      // EventSource's last event id, see lastEventIdFrame in src/http/sse.ts): no event here.
+      const positionOnly = this.event === '' && this.data.length === 1 && this.data[0] === '';
+      if (this.data.length > 0 && !positionOnly) {
         const data = this.data.join('\n');
         let json: unknown;
         if (this.opts.parseJson !== false) {

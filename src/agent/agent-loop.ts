@@ -22,11 +22,18 @@ export interface AgentOptions {
   provider: ModelProvider | undefined;
   /** The tools a turn may be given (update_spec and write_rows always; the rest as the spec's `tools` allows). */
   tools: AgentTools;
-  /** Waits between retries of a failed model call (ms); the last entry repeats. */
+  /** Waits between retries of a failed model call (ms): one retry per entry. */
   retryDelaysMs?: number[];
   /** The model's context window in tokens; older tool results are shortened to stay inside it. */
   contextTokens?: number;
 }
+
+/**
+ * The longest `Retry-After` a turn waits out. A provider that asks for more (a quota that
+ * resets in an hour, say) is not going to answer this turn: it fails at once, retryable, and
+ * says how long the provider asked for.
+ */
+export const MAX_RETRY_AFTER_MS = 60_000;
 
 /** A rough, provider-neutral size estimate: about four characters per token. */
 const CHARS_PER_TOKEN = 4;
@@ -74,7 +81,7 @@ export class Agent {
   async runTurn(port: TurnPort): Promise<TurnResult> {
     const provider = this.provider;
     if (!provider) {
-      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY), or QUARRY_MODEL_PROVIDER=anthropic with QUARRY_MODEL_API_KEY, and restart Quarry.');
+      return failed('service_unavailable', 'No model provider is configured: set QUARRY_MODEL_BASE_URL (and QUARRY_MODEL, QUARRY_MODEL_API_KEY), or QUARRY_MODEL_PROVIDER=anthropic with QUARRY_MODEL_API_KEY, and restart Quarry (QUARRY_MODEL_PROVIDER=demo runs scripted turns, to try Quarry without a model).');
     }
     const spec = port.spec();
     let phase: TaskPhase = port.kind === 'plan' ? 'plan' : 'execute';
@@ -96,6 +103,9 @@ export class Agent {
       }
     }
     const limits = spec.limits;
+    // The turn runner aborts the turn at this time (it started its clock a moment earlier); a
+    // retry that could only start after it is not waited for.
+    const deadline = Date.now() + limits.max_turn_seconds * 1000;
     // The model answered without a tool call: the turn ends, or a plan turn goes on to execute.
     // Also the state a resumed turn is in when its last checkpoint is such an answer.
     const lastStep = port.steps.at(-1);
@@ -123,7 +133,7 @@ export class Agent {
           { role: 'system', content: systemPrompt(port.spec(), await port.rowCounts(), { phase, planOnly: port.planOnly }) },
           ...history,
         ], this.contextChars);
-        const reply = await this.callModel(provider, messages, tools, port);
+        const reply = await this.callModel(provider, messages, tools, port, deadline);
         if ('outcome' in reply) return reply;
         crashPoint('model.replied');
         step++;
@@ -169,8 +179,13 @@ export class Agent {
     return null;
   }
 
-  /** Calls the model, retrying retryable failures; gives up with a bad_gateway failure. */
-  private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], port: TurnPort) {
+  /**
+   * Calls the model, retrying retryable failures after each of retryDelaysMs, or after the
+   * provider's Retry-After when that is longer; gives up with a bad_gateway failure when the
+   * retries are spent, when the provider asks for a wait over MAX_RETRY_AFTER_MS, or when the
+   * wait would end past the turn's deadline (failing now beats sleeping into limit_reached).
+   */
+  private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], port: TurnPort, deadline: number) {
     const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
     for (let attempt = 0; ; attempt++) {
       try {
@@ -189,10 +204,19 @@ export class Agent {
       } catch (err) {
         if (port.signal.aborted) throw port.signal.reason;
         if (!(err instanceof ModelProviderError)) throw err;
-        if (!err.retryable || attempt >= this.retryDelaysMs.length) {
-          return failed('bad_gateway', `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`);
+        const failure = `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}`;
+        const tries = attempt === 0 ? 'at the first try' : `after ${attempt + 1} tries`;
+        if (!err.retryable) return failed('bad_gateway', `${failure}: ${err.message}`);
+        if (attempt >= this.retryDelaysMs.length) return failed('bad_gateway', `${failure} ${tries}: ${err.message}`);
+        const asked = err.retryAfterMs ?? 0;
+        if (asked > MAX_RETRY_AFTER_MS) {
+          return failed('bad_gateway', `${failure}: ${err.message}. It asked to be called again in ${seconds(asked)} s, longer than a turn waits (${seconds(MAX_RETRY_AFTER_MS)} s).`);
         }
-        await sleep(this.retryDelaysMs[attempt]!, port.signal);
+        const wait = Math.max(this.retryDelaysMs[attempt]!, asked);
+        if (Date.now() + wait >= deadline) {
+          return failed('bad_gateway', `${failure}: ${err.message}. Waiting ${seconds(wait)} s to try again would pass the turn's limit (spec.limits.max_turn_seconds).`);
+        }
+        await sleep(wait, port.signal);
       }
     }
   }
@@ -231,6 +255,10 @@ export class Agent {
       return finish(false, `${tool.name} failed`, `Error: ${tool.name} failed: ${(err as Error).message}`);
     }
   }
+}
+
+function seconds(ms: number): string {
+  return String(Math.ceil(ms / 1000));
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -83,7 +83,9 @@ async function serve(args: string[]): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.stdout.write(`quarry listening on ${url}\n`);
   if (!config.model && config.role !== 'api') {
-    process.stdout.write('no model configured, so every turn fails at once: point Quarry at an OpenAI-compatible endpoint, e.g. QUARRY_MODEL_BASE_URL=http://127.0.0.1:11434/v1 QUARRY_MODEL=qwen2.5 npm start (docs/agent.md)\n');
+    process.stdout.write('no model configured, so every turn fails at once: point Quarry at an OpenAI-compatible endpoint, e.g. QUARRY_MODEL_BASE_URL=http://127.0.0.1:11434/v1 QUARRY_MODEL=qwen2.5 npm start, or watch a scripted turn with QUARRY_MODEL_PROVIDER=demo npm start (docs/agent.md)\n');
+  } else if (config.model?.provider === 'demo' && config.role !== 'api') {
+    process.stdout.write('demo model: turns are scripted (they count the words of each message) and no real model is asked; unset QUARRY_MODEL_PROVIDER and set QUARRY_MODEL_BASE_URL to research for real\n');
   }
 }
 

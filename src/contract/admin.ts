@@ -1,14 +1,15 @@
 /** Admin routes' bodies and answers (decisions §7). */
 import { Type } from 'typebox';
-import { component, Nullable, Timestamp } from './common.js';
+import { component, MAX_CREDITS, Nullable, Str, Timestamp } from './common.js';
 import { TurnKindSchema } from './task.js';
 
 const Credits = (description: string) => Type.Number({ description: `${description} (at most 6 decimal places).` });
 
-export const AccountBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), credits: Type.Number({ minimum: 0 }) });
-export const CreditsBody = Type.Object({ amount: Type.Number({ description: 'Credits to add; negative takes them (the balance never goes below 0).' }) });
-export const AccountParams = Type.Object({ account_id: Type.String({ minLength: 1, maxLength: 100 }) });
-export const KeyParams = Type.Object({ account_id: Type.String({ minLength: 1, maxLength: 100 }), key_id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const AccountBody = Type.Object({ name: Str({ minLength: 1, maxLength: 200 }), credits: Type.Number({ minimum: 0, maximum: MAX_CREDITS }) });
+export const CreditsBody = Type.Object({ amount: Type.Number({ minimum: -MAX_CREDITS, maximum: MAX_CREDITS, description: 'Credits to add; negative takes them (the balance never goes below 0).' }) });
+const AccountId = Str({ minLength: 1, maxLength: 100 });
+export const AccountParams = Type.Object({ account_id: AccountId });
+export const KeyParams = Type.Object({ account_id: AccountId, key_id: Str({ minLength: 1, maxLength: 100 }) });
 
 export const CreatedAccount = component('CreatedAccount', Type.Object({
   account_id: Type.String(),

@@ -46,7 +46,7 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
 export const OutputQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50_000, default: 100, description: 'Rows per page.' })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
   output: Type.Optional(Type.String({ pattern: OUTPUT_ID_PATTERN, description: 'A named output to read instead of the active one.' })),
   format: Type.Optional(StringEnum([...EXPORT_FORMATS], { description: 'csv or jsonl streams the whole output as a file (also Accept: text/csv).' })),
 });

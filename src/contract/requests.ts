@@ -1,12 +1,13 @@
 /** Bodies, queries and path parameters of the task routes (interface §4, decisions §2, §4, §6, §8). */
 import { Type, type Static } from 'typebox';
-import { CLIENT_ID_PATTERN, Nullable, Text } from './common.js';
+import { CLIENT_ID_PATTERN, MAX_EVENT_SEQ, Nullable, Str, Text } from './common.js';
 import { ScheduleInput, TaskSpecInput } from './spec.js';
 
 const ClientTaskId = Type.String({ pattern: CLIENT_ID_PATTERN, description: '1-64 chars of A-Z a-z 0-9 _ . : -' });
 
-export const TaskIdParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }) });
-export const OutputParams = Type.Object({ task_id: Type.String({ minLength: 1, maxLength: 200 }), output_id: Type.String({ minLength: 1, maxLength: 200 }) });
+const PathTaskId = Str({ minLength: 1, maxLength: 200 });
+export const TaskIdParams = Type.Object({ task_id: PathTaskId });
+export const OutputParams = Type.Object({ task_id: PathTaskId, output_id: Str({ minLength: 1, maxLength: 200 }) });
 
 /** `wait` on a create: accepted for compatibility, never blocks (interface §3). */
 const IgnoredWait = Type.Optional(Type.Unknown({ description: 'Accepted for compatibility and ignored: creates never block.' }));
@@ -28,7 +29,7 @@ export const StartBody = Type.Object({
 });
 export type StartBody = Static<typeof StartBody>;
 
-const WaitFlag = Type.Optional(Type.Union([Type.Boolean(), Type.Integer({ minimum: 0 })], { description: 'true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS).' }));
+const WaitFlag = Type.Optional(Type.Union([Type.Boolean(), Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })], { description: 'true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS).' }));
 
 export const ContinueBody = Type.Object({ message: Text('What to change, add or continue.'), wait: WaitFlag });
 export type ContinueBody = Static<typeof ContinueBody>;
@@ -39,7 +40,7 @@ export type ExecuteBody = Static<typeof ExecuteBody>;
 export const StopBody = Type.Object({ clear_queue: Type.Optional(Type.Boolean({ description: 'Also cancel the queued messages.' })) });
 
 export const PatchBody = Type.Object({
-  name: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+  name: Type.Optional(Nullable(Str({ maxLength: 200 }))),
   pinned: Type.Optional(Type.Boolean()),
   schedule: Type.Optional(Nullable(ScheduleInput)),
 });
@@ -47,14 +48,17 @@ export type PatchBody = Static<typeof PatchBody>;
 
 export const ListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ maxLength: 1000, description: 'X-Next-Cursor of the previous page.' })),
+  cursor: Type.Optional(Str({ maxLength: 1000, description: 'X-Next-Cursor of the previous page.' })),
 });
 
 export const WaitQuery = Type.Object({ wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Seconds to wait for the running turn to end.' })) });
 
-export const StreamQuery = Type.Object({ after: Type.Optional(Type.Integer({ minimum: 0, description: 'Replay stored events after this sequence number (as Last-Event-ID).' })) });
+/** A resume point: a stored event's sequence number (0: from the start). */
+const After = (options: { default?: number; description?: string }) => Type.Integer({ minimum: 0, maximum: MAX_EVENT_SEQ, ...options });
+
+export const StreamQuery = Type.Object({ after: Type.Optional(After({ description: 'Replay stored events after this sequence number (as Last-Event-ID).' })) });
 
 export const EventsQuery = Type.Object({
-  after: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  after: Type.Optional(After({ default: 0 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
 });

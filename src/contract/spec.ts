@@ -4,7 +4,7 @@
  * normalizes the one into the other and checks what JSON Schema cannot.
  */
 import { Type, type Static } from 'typebox';
-import { component, Nullable, OUTPUT_ID_PATTERN, StringEnum, Text } from './common.js';
+import { component, MAX_CREDITS, Nullable, OUTPUT_ID_PATTERN, Str, StringEnum, Text } from './common.js';
 
 export const TOOL_NAMES = ['web_search', 'fetch_url', 'read_input', 'run_code'] as const;
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'boolean', 'date', 'url', 'json'] as const;
@@ -17,33 +17,33 @@ export type OutputKind = (typeof OUTPUT_KINDS)[number];
 const ToolNameSchema = StringEnum([...TOOL_NAMES]);
 const ColumnTypeSchema = StringEnum([...COLUMN_TYPES]);
 export const OutputKindSchema = StringEnum([...OUTPUT_KINDS], { description: 'table: typed columns; report: {heading, markdown} sections; records: free objects.' });
-const ColumnName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[^_]', description: 'Column name; may not start with "_".' });
+const ColumnName = Str({ minLength: 1, maxLength: 64, pattern: '^[^_\\u0000][^\\u0000]*$', description: 'Column name; may not start with "_".' });
 const OutputId = Type.String({ pattern: OUTPUT_ID_PATTERN, description: '1-64 chars of a-z 0-9 _ -, starting with a letter.' });
 const RecordSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema each row of a records output must satisfy.' });
-const SpecInput = Type.Object({ upload_id: Type.String({ minLength: 1, maxLength: 64 }), name: Type.Optional(Type.String({ maxLength: 256 })) });
+const SpecInput = Type.Object({ upload_id: Str({ minLength: 1, maxLength: 64 }), name: Type.Optional(Str({ maxLength: 256 })) });
 
 export const ColumnInput = Type.Object({
   name: ColumnName,
   type: Type.Optional(ColumnTypeSchema),
   required: Type.Optional(Type.Boolean()),
-  description: Type.Optional(Type.String({ maxLength: 2000 })),
+  description: Type.Optional(Str({ maxLength: 2000 })),
 });
 
 export const OutputInput = Type.Object({
   id: OutputId,
   kind: OutputKindSchema,
-  path: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
-  description: Type.Optional(Type.String({ maxLength: 2000 })),
+  path: Type.Optional(Str({ minLength: 1, maxLength: 256 })),
+  description: Type.Optional(Str({ maxLength: 2000 })),
   columns: Type.Optional(Type.Array(ColumnInput, { minItems: 1, maxItems: 200 })),
   schema: Type.Optional(RecordSchema),
 });
 export type OutputInput = Static<typeof OutputInput>;
 
-export const ScheduleInput = Type.Object({ cron: Type.String({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) });
+export const ScheduleInput = Type.Object({ cron: Str({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Str({ minLength: 1, maxLength: 64 })) });
 
 export const TaskSpecInput = component('TaskSpecInput', Type.Object(
   {
-    name: Type.Optional(Type.String({ maxLength: 200 })),
+    name: Type.Optional(Str({ maxLength: 200 })),
     type: Type.Optional(Type.Literal('research')),
     prompt: Type.Optional(Text('1-100,000 characters after trimming.')),
     outputs: Type.Optional(Type.Array(OutputInput, { maxItems: 64 })),
@@ -53,7 +53,7 @@ export const TaskSpecInput = component('TaskSpecInput', Type.Object(
       Type.Object({
         max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
         max_turn_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
-        max_credits_per_turn: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+        max_credits_per_turn: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_CREDITS })),
       }),
     ),
     tools: Type.Optional(Type.Array(ToolNameSchema, { uniqueItems: true })),

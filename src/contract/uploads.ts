@@ -1,11 +1,11 @@
 /** Signed uploads (decisions §8). */
 import { Type } from 'typebox';
-import { component, Timestamp } from './common.js';
+import { component, Str, Timestamp } from './common.js';
 
 export const UploadUrlBody = Type.Object({
-  filename: Type.String({ minLength: 1, maxLength: 256 }),
-  content_type: Type.String({ minLength: 1, maxLength: 200 }),
-  size_bytes: Type.Integer({ minimum: 0, description: 'The file\'s size; the PUT may send at most this many bytes.' }),
+  filename: Str({ minLength: 1, maxLength: 256 }),
+  content_type: Str({ minLength: 1, maxLength: 200 }),
+  size_bytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'The file\'s size; the PUT may send at most this many bytes.' }),
 });
 
 export const UploadTicket = component('UploadTicket', Type.Object({
@@ -23,5 +23,5 @@ export const UploadResult = component('UploadResult', Type.Object({
   sha256: Type.String({ description: 'Hex SHA-256 of the stored file.' }),
 }));
 
-export const UploadParams = Type.Object({ upload_id: Type.String({ minLength: 1, maxLength: 100 }) });
-export const UploadPutQuery = Type.Object({ expires: Type.Optional(Type.String({ maxLength: 20 })), sig: Type.Optional(Type.String({ maxLength: 200 })) });
+export const UploadParams = Type.Object({ upload_id: Str({ minLength: 1, maxLength: 100 }) });
+export const UploadPutQuery = Type.Object({ expires: Type.Optional(Str({ maxLength: 20 })), sig: Type.Optional(Str({ maxLength: 200 })) });

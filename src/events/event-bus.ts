@@ -34,4 +34,9 @@ export class EventBus {
   listenerCount(taskId: string): number {
     return this.listeners.get(taskId)?.size ?? 0;
   }
+
+  /** The tasks someone in this process listens to. */
+  listenedTasks(): string[] {
+    return [...this.listeners.keys()];
+  }
 }

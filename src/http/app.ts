@@ -3,7 +3,6 @@
  * validation and routes. Built from already-constructed services so tests and the process
  * entry point assemble it the same way (see src/server.ts).
  */
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -13,14 +12,14 @@ import type { Logger } from 'pino';
 import type { Accounts } from '../accounts/accounts.js';
 import type { Config } from '../config.js';
 import type { EventBus } from '../events/event-bus.js';
-import { isClientId } from '../ids.js';
 import type { Store } from '../store/store.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { registerAuth } from './auth.js';
+import { registerCors } from './cors.js';
 import { QuarryError } from '../errors.js';
-import { registerErrorHandling, registerMethodNotAllowed, sendError } from './error-handler.js';
+import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandling, registerMethodNotAllowed, requestIdOf, sendError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
 import { registerOpenApi } from './openapi.js';
 import { MemoryRateLimiter, StoreRateLimiter } from './rate-limiter.js';
@@ -56,19 +55,67 @@ const addFormats = addFormatsModule.default;
 
 /** Two validators: bodies are never coerced (a number is not a string), query and path values are. */
 function makeAjv(coerce: boolean): Ajv {
-  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  // Bodies: Infinity (what JSON's 1e400 parses to) is no number, whatever a schema's bounds.
+  // (Query values are strings; their schemas' bounds refuse "1e400".)
+  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false, strictNumbers: !coerce });
   addFormats(ajv);
   return ajv;
 }
 
+/**
+ * How deep a JSON body may nest. Above any shape the contract accepts (free-form JSON inside a
+ * body, such as a records schema, is held to 64 levels of its own): deeper bodies are refused
+ * before parsing, so no code that walks a body recursively (serializing it for the idempotency
+ * fingerprint, say) can run out of stack.
+ */
+const MAX_BODY_DEPTH = 100;
+
+/** Whether JSON text opens more than `max` objects or arrays inside each other (brackets within strings do not count). */
+function nestsDeeperThan(text: string, max: number): boolean {
+  // Nesting deeper than `max` needs more than `max` characters.
+  if (text.length <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const requestTimeoutMs = deps.config.requestTimeoutSeconds * 1000;
+  // Node's default for headers, but never longer than the whole request may take.
+  const headersTimeoutMs = Math.min(60_000, requestTimeoutMs);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.config.maxBodyBytes,
     // Request ids: a valid client X-Request-ID is kept, anything else gets a fresh req_ id.
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && isClientId(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+    genReqId: requestIdOf,
+    // Receiving a whole request (headers and body) is bounded, so a client that never finishes
+    // its body cannot hold a connection for ever. It ends when the request has arrived: answers,
+    // long polls and event streams are not limited by it.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      // How often Node looks for requests past their time: a fraction of it, so one is cut close to it.
+      connectionsCheckingInterval: Math.max(100, Math.min(5_000, Math.floor(headersTimeoutMs / 4))),
+      // An HTTP/1.1 request without Host is refused by the first onRequest hook, with our error body.
+      requireHostHeader: false,
+    },
+    // What Node's HTTP parser rejects, and requests past their time, get our error body too.
+    clientErrorHandler(err, socket) {
+      answerClientError(deps.logger as FastifyBaseLogger, err, socket);
     },
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     return503OnClosing: false,
@@ -81,6 +128,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     forceCloseConnections: true,
   });
   app.decorate('deps', deps);
+  app.server.on('checkExpectation', (req, res) => refuseExpectation(deps.logger as FastifyBaseLogger, req, res));
+  app.server.on('connect', (req, socket) => refuseConnect(deps.logger as FastifyBaseLogger, req, socket));
 
   // Validators and serializers are compiled on a route's first use, not at start: the contract
   // declares every answer of every route (hundreds of schemas), and compiling them all up front
@@ -111,15 +160,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body.toString();
     if (text.trim() === '') return done(null, undefined);
+    if (nestsDeeperThan(text, MAX_BODY_DEPTH)) {
+      return done(new QuarryError('validation_failed', `The body nests objects and arrays more than ${MAX_BODY_DEPTH} levels deep.`, { param: 'body' }), undefined);
+    }
     jsonParser(req, text, done);
   });
 
   // Callback-style hooks on the hot path: an async hook costs a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-ID', request.id);
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      sendError(reply, request, new QuarryError('invalid_request', 'HTTP/1.1 requests need a Host header.', { headers: { Connection: 'close' } }));
+      return;
+    }
     done();
   });
   registerErrorHandling(app);
+  // Before the request gate: a preflight carries no key, and refusals need the CORS headers
+  // for a browser to let its script read them.
+  if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
   registerIdempotency(app);
   registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.store.shared
       ? new StoreRateLimiter(deps.store, deps.config.rateLimitPerMin)

@@ -1,10 +1,16 @@
 /**
  * Turns every failure into the one error body of interface §7: QuarryErrors as they are,
  * Fastify's own refusals (media type, size, JSON syntax, schema validation) mapped onto the
- * catalogue, anything else a 500 without internals.
+ * catalogue, anything else a 500 without internals. Refusals from below the routes (Node's HTTP
+ * parser, request timeouts, Expect, CONNECT) get the same body, written on the socket.
  */
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isClientId } from '../ids.js';
 import { QuarryError, type ErrorDetail } from '../errors.js';
+import { NO_NUL_PATTERN } from '../contract/common.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 
 declare module 'fastify' {
@@ -44,7 +50,9 @@ const TYPE_NAMES: Record<string, (e: AjvError) => string> = {
 function describe(e: AjvError): string {
   switch (e.keyword) {
     case 'required': return 'is required';
-    case 'pattern': return e.instancePath.endsWith('/prompt') || e.instancePath.endsWith('/message') || e.instancePath.endsWith('/instruction')
+    case 'pattern':
+      if (e.params.pattern === NO_NUL_PATTERN) return 'must not contain the NUL character (\\u0000)';
+      return e.instancePath.endsWith('/prompt') || e.instancePath.endsWith('/message') || e.instancePath.endsWith('/instruction')
       ? 'must contain text (not only white space)'
       : `must match the pattern ${String(e.params.pattern)}`;
     case 'const': return `must be ${JSON.stringify(e.params.allowedValue)}`;
@@ -126,8 +134,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 }
 
-const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-
 /**
  * Makes a known path asked with the wrong method a 405 with Allow, not a 404. Registered after
  * every route: it adds a route per path for the methods that path lacks, which the auth hook
@@ -141,7 +147,8 @@ export function registerMethodNotAllowed(app: FastifyInstance, routes: { url: st
     byPath.set(r.url, set);
   }
   for (const [url, methods] of byPath) {
-    const missing = ALL_METHODS.filter((m) => !methods.has(m));
+    // Every method Fastify routes (OPTIONS, TRACE, QUERY and HEAD included); others are 404 anywhere.
+    const missing = app.supportedMethods.filter((m) => !methods.has(m));
     if (missing.length === 0) continue;
     const allow = [...methods].filter((m) => m !== 'HEAD').sort().join(', ');
     app.route({
@@ -154,4 +161,103 @@ export function registerMethodNotAllowed(app: FastifyInstance, routes: { url: st
       handler: async () => undefined,
     });
   }
+}
+
+// ---- answers below the routes ------------------------------------------------------------------
+
+/** The id each raw request was given, so an answer written on its socket later (a timeout) names the same one. */
+const rawRequestIds = new WeakMap<IncomingMessage, string>();
+
+function newRequestId(): string {
+  return `req_${randomUUID().replace(/-/g, '')}`;
+}
+
+/** Fastify's genReqId: a valid client X-Request-ID is kept, anything else gets a fresh req_ id. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  const id = typeof given === 'string' && isClientId(given) ? given : newRequestId();
+  rawRequestIds.set(req, id);
+  return id;
+}
+
+/** The whole HTTP/1.1 answer for an error, closing the connection: for sockets Fastify never saw a request on. */
+function rawAnswer(error: QuarryError, requestId: string): string {
+  const body = JSON.stringify(error.toBody(requestId));
+  const head = [
+    `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status] ?? ''}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `X-Request-ID: ${requestId}`,
+    'Connection: close',
+  ];
+  if (error.extras.retry_after !== undefined) head.push(`Retry-After: ${error.extras.retry_after}`);
+  return `${head.join('\r\n')}\r\n\r\n${body}`;
+}
+
+/** Sockets already answered: a parser in error answers every later chunk with the same error. */
+const answeredSockets = new WeakSet<Duplex>();
+
+/** Writes the answer, then closes: at once when it is out, within a second when the client does not read it. */
+function answerAndClose(socket: Duplex, answer: string): void {
+  answeredSockets.add(socket);
+  const timer = setTimeout(() => socket.destroy(), 1000);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  socket.once('finish', () => socket.destroy());
+  socket.end(answer);
+}
+
+interface ClientError extends Error {
+  code?: string;
+  /** llhttp's description of a parse error, e.g. "Invalid method encountered". */
+  reason?: string;
+}
+
+function clientErrorOf(err: ClientError): QuarryError {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new QuarryError('request_timeout', 'The request (headers and body) did not arrive in time, so the connection is closed: send it again, whole.');
+  }
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    return new QuarryError('headers_too_large', `The request line and headers are larger than the ${http.maxHeaderSize} bytes the server accepts.`);
+  }
+  const reason = typeof err.reason === 'string' && err.reason ? err.reason : 'malformed request';
+  return new QuarryError('invalid_request', `The request is not valid HTTP/1.1 (${reason.replace(/\.$/, '')}), so nothing was done.`);
+}
+
+/**
+ * Fastify's clientErrorHandler: what Node's HTTP parser rejects (bad bytes, Content-Length with
+ * Transfer-Encoding, oversized headers) and requests that took too long to arrive. Nothing is
+ * written when an answer has already begun on the socket; it is only closed.
+ */
+export function answerClientError(log: FastifyBaseLogger, err: ClientError, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // The request Fastify is handling on this socket, if any (Node's own clientError logic looks here too).
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+  if (answeredSockets.has(socket) || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const requestId = (inFlight?.req && rawRequestIds.get(inFlight.req)) ?? newRequestId();
+  const error = clientErrorOf(err);
+  log.info({ request_id: requestId, err: { code: err.code, message: err.message } }, 'request refused below the routes');
+  answerAndClose(socket, rawAnswer(error, requestId));
+}
+
+/** Node's 'checkExpectation': an Expect other than 100-continue (which Node answers itself). */
+export function refuseExpectation(log: FastifyBaseLogger, req: IncomingMessage, res: ServerResponse): void {
+  const requestId = requestIdOf(req);
+  const error = new QuarryError('expectation_failed', 'Only Expect: 100-continue is supported: send the request without this Expect header.');
+  log.info({ request_id: requestId, err: { code: error.code, message: error.message } }, 'request refused below the routes');
+  const body = JSON.stringify(error.toBody(requestId));
+  // The client may be holding its body back: close rather than read what comes next as a request.
+  res.writeHead(error.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId, Connection: 'close' });
+  res.end(body);
+}
+
+/** Node's 'connect': Quarry is no proxy, and a CONNECT has no path a route could match. */
+export function refuseConnect(log: FastifyBaseLogger, req: IncomingMessage, socket: Duplex): void {
+  const requestId = requestIdOf(req);
+  const error = new QuarryError('invalid_request', 'CONNECT is not supported: Quarry is not a proxy.');
+  log.info({ request_id: requestId, err: { code: error.code, message: error.message } }, 'request refused below the routes');
+  answerAndClose(socket, rawAnswer(error, requestId));
 }

@@ -3,14 +3,17 @@
  * then go live without a gap or a duplicate; keep-alive comments; a client that falls too far
  * behind is disconnected rather than buffered without bound, and resumes with Last-Event-ID.
  */
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { EventPayload, EventType } from '../contract/index.js';
 import { turnError } from '../errors.js';
 import type { EventRecord, Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
 
-const REPLAY_PAGE = 1000;
+/** Events per page of a replay: one store read and one write (about 60 KiB of frames). */
+const REPLAY_PAGE = 500;
+/** The most time replays take in one turn of the event loop before other I/O gets its turn. */
+const REPLAY_SLICE_MS = 4;
 /** How long a replay waits for a client that stopped reading before giving up on it. */
 const REPLAY_DRAIN_TIMEOUT_MS = 30_000;
 const BACKLOG_CHECK_MS = 250;
@@ -34,6 +37,46 @@ export interface StreamOptions {
   /** When set, the stream sends these unstored frames after the replay and ends instead of going live. */
   closingFrames?: string[];
 }
+
+/**
+ * Replays take turns, one page at a time, oldest waiter first, and together they take at most
+ * REPLAY_SLICE_MS of each turn of the event loop. Without this, hundreds of streams opened at
+ * once on a long history hold the process: the store answers at once (SQLite), a loopback
+ * socket takes megabytes before it pushes back, and libuv accepts one new connection per turn
+ * of the loop, so a /healthz behind 500 stream connections waits for 500 turns, each as long as
+ * the pages written in it.
+ */
+class ReplayTurns {
+  /** Each waiter's grant: hands it its turn, and resolves when the turn is over. */
+  private readonly waiting: (() => Promise<void>)[] = [];
+  private running = false;
+
+  /** Resolves when it is the caller's turn, with the function to call once its page is written. */
+  take(): Promise<() => void> {
+    return new Promise((resolve) => {
+      this.waiting.push(
+        () =>
+          new Promise<void>((over) => {
+            resolve(over);
+          }),
+      );
+      if (!this.running) {
+        this.running = true;
+        setImmediate(() => void this.run());
+      }
+    });
+  }
+
+  private async run(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const sliceEnd = performance.now() + REPLAY_SLICE_MS;
+      while (this.waiting.length > 0 && performance.now() < sliceEnd) await this.waiting.shift()!();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    this.running = false;
+  }
+}
+const replayTurns = new ReplayTurns();
 
 const wireFrames = new WeakMap<EventRecord, string>();
 
@@ -61,12 +104,14 @@ export function leavesTaskIdle(event: EventRecord): boolean {
 }
 
 /**
- * Sets a client's last event id without sending an event (an `id:` line and no data): a stream
- * of an idle task ends with unstored frames, and an EventSource that reconnects must still say
- * where it is, so that it gets 204 instead of the same frames again.
+ * Sets a client's last event id: a stream of an idle task ends with unstored frames, and an
+ * EventSource that reconnects must still say where it is, so that it gets 204 instead of the
+ * same frames again. The frame carries an empty `data:` line because some EventSource clients
+ * (the `eventsource` package among them) take an `id:` only from a frame with data; it arrives
+ * as an unnamed `message` event with empty data, which clients that listen by kind never see.
  */
 export function lastEventIdFrame(seq: number): string {
-  return `id: ${seq}\n\n`;
+  return `id: ${seq}\ndata:\n\n`;
 }
 
 /** An event that is not stored: no `id:` line, no seq, and no turn. */
@@ -74,7 +119,7 @@ export function unstoredFrame<T extends EventType>(type: T, taskId: string | nul
   return `event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
 }
 
-/** The resume point: `Last-Event-ID` header, else `?after=`, else 0. Invalid values are treated as 0 by the caller's schema. */
+/** The resume point: a numeric `Last-Event-ID` header (the route refuses one out of range), else `?after=`, else 0. */
 export function resumeSeq(request: FastifyRequest, after: number | undefined): number {
   const header = request.headers['last-event-id'];
   if (typeof header === 'string' && /^\d+$/.test(header.trim())) return Number(header.trim());
@@ -85,12 +130,15 @@ export function openStream(request: FastifyRequest, reply: FastifyReply): Server
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache, no-transform',
+    // What hooks set on the reply before the stream took over (the CORS headers, say); Fastify
+    // keeps their names in lower case, so ours below, also lower case, replace any of them.
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
     // No Connection header of our own: Node keeps an HTTP/1.1 connection open unless the client
     // asked to close it, and an HTTP/1.0 body without a length ends with the connection.
-    'X-Accel-Buffering': 'no',
-    'X-Request-ID': request.id,
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
   });
   raw.socket?.setNoDelay(true);
   // Headers go out now, not with the first event: a client resuming at the latest event would otherwise wait.
@@ -196,12 +244,19 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
 
   try {
     while (!ended) {
-      const page = await opts.store.events.list(opts.taskId, lastSeq, REPLAY_PAGE);
-      for (const event of page) {
-        send([event]);
-        await drained();
+      const done = await replayTurns.take();
+      let more = false;
+      try {
+        if (ended) break;
+        const page = await opts.store.events.list(opts.taskId, lastSeq, REPLAY_PAGE);
+        send(page);
+        more = page.length === REPLAY_PAGE;
+      } finally {
+        done();
       }
-      if (page.length < REPLAY_PAGE) break;
+      if (!more) break;
+      // Waiting for a slow client holds no turn.
+      await drained();
     }
     if (opts.closingFrames) {
       for (const text of opts.closingFrames) write(text);

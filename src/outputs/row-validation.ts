@@ -5,7 +5,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { ColumnDecl, ColumnType, OutputDecl } from '../contract/index.js';
+import { codePointLength, MAX_JSON_DEPTH, type ColumnDecl, type ColumnType, type OutputDecl } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
 export const MAX_STRING_LENGTH = 100_000;
@@ -67,6 +67,36 @@ addFormats(ajv);
 
 /** Compiled schemas by JSON text, least recently used first. */
 const schemaCache = new Map<string, CompiledRecordSchema>();
+
+/**
+ * What makes free-form JSON (a records schema, a row's values) unfit to store, else null: nesting
+ * deeper than MAX_JSON_DEPTH (JSON.parse takes any depth, but JSON.stringify, Ajv and every other
+ * recursive walk would run out of stack), NUL in a key or string (PostgreSQL cannot store it, so
+ * neither database does), or a number that is not finite (1e400 parses as Infinity and would be
+ * stored as null). Walks with its own stack, so the walk itself cannot overflow.
+ */
+export function freeJsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): string | null {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (typeof item === 'string') {
+      if (item.includes('\u0000')) return 'must not contain the NUL character (\\u0000)';
+    } else if (typeof item === 'number') {
+      if (!Number.isFinite(item)) return `must hold finite numbers only, got ${item}`;
+    } else if (typeof item === 'object' && item !== null) {
+      if (depth >= maxDepth) return `must not nest deeper than ${maxDepth} levels of objects and arrays`;
+      if (Array.isArray(item)) {
+        for (const member of item) pending.push([member, depth + 1]);
+      } else {
+        for (const [key, member] of Object.entries(item)) {
+          if (key.includes('\u0000')) return 'must not contain the NUL character (\\u0000)';
+          pending.push([member, depth + 1]);
+        }
+      }
+    }
+  }
+  return null;
+}
 
 export function compileRecordSchema(schema: Record<string, unknown>): CompiledRecordSchema {
   const key = JSON.stringify(schema);
@@ -217,6 +247,11 @@ function valueChecker(output: OutputDecl): RowCheck | string {
       if (compiled.error) return `the schema of output "${output.id}" does not compile: ${compiled.error}`;
       return (row, report) => {
         const values = Object.fromEntries(Object.entries(row).filter(([key]) => key !== '_sources'));
+        const unfit = freeJsonProblem(values);
+        if (unfit) {
+          report(undefined, unfit);
+          return values;
+        }
         const problem = compiled.validate?.(values);
         if (problem) report(undefined, `does not match the output's schema: ${problem}`);
         return values;
@@ -292,7 +327,8 @@ const CONVERT: Record<ColumnType, (value: unknown) => Conversion> = {
     return limitedString(value);
   },
   json(value) {
-    return { value };
+    const problem = freeJsonProblem(value);
+    return problem ? { error: problem } : { value };
   },
 };
 
@@ -301,8 +337,14 @@ function limitedString(value: string): Conversion {
   return problem ? { error: problem } : { value };
 }
 
+/** A string longer than `max` characters (code points, as the API counts them), or holding NUL. */
 function lengthProblem(value: string, max: number): string | null {
-  return value.length > max ? `must be at most ${max} characters, got ${value.length}` : null;
+  // At most `max` UTF-16 units is at most `max` code points: only longer strings are counted.
+  if (value.length > max) {
+    const chars = codePointLength(value);
+    if (chars > max) return `must be at most ${max} characters, got ${chars}`;
+  }
+  return value.includes('\u0000') ? 'must not contain the NUL character (\\u0000)' : null;
 }
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):?(\d{2}))?)?$/i;
@@ -359,7 +401,7 @@ function parseSource(value: unknown, path: string, columns: Set<string> | null, 
     const converted = CONVERT.url(url);
     if ('error' in converted) report(`${path}.url`, converted.error);
     else source.url = converted.value as string;
-  } else if (typeof uploadId === 'string' && uploadId.length > 0 && uploadId.length <= MAX_UPLOAD_ID_LENGTH) {
+  } else if (typeof uploadId === 'string' && uploadId.length > 0 && !lengthProblem(uploadId, MAX_UPLOAD_ID_LENGTH)) {
     source.upload_id = uploadId;
   } else {
     report(`${path}.upload_id`, `must be a non-empty string of at most ${MAX_UPLOAD_ID_LENGTH} characters, got ${describe(uploadId)}`);

@@ -13,6 +13,7 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './database.js';
+import { runTransaction } from './sql/run-transaction.js';
 
 /** The most members one commit takes, so that one group never holds the connection for long. */
 const MAX_GROUP = 100;
@@ -50,7 +51,7 @@ export class GroupCommit {
       // The error that ended the whole transaction, when one did: what the group is rejected with.
       let fatal: unknown;
       try {
-        await this.db.transaction().execute(async (trx) => {
+        await runTransaction(this.db, async (trx) => {
           // Alone, a member needs no savepoint: its failure is the transaction's.
           if (group.length === 1) {
             try {

@@ -9,11 +9,13 @@ const SQLITE_TRANSIENT = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROT
 /** PostgreSQL SQLSTATE classes and codes: connection (08), resources (53), operator intervention (57P), serialization (40001, 40P01). */
 const POSTGRES_TRANSIENT = /^(08|53|57P)|^(40001|40P01)$/;
 const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
+/** The data dir cannot take more (disk full, quota) or no writes at all: uploads and SQLite files alike. */
+const FILE_SYSTEM = new Set(['ENOSPC', 'EDQUOT', 'EROFS']);
 
 export function isStoreUnavailable(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as Error & { code?: unknown }).code;
-  if (typeof code === 'string' && (SQLITE_TRANSIENT.test(code) || POSTGRES_TRANSIENT.test(code) || NETWORK.has(code))) return true;
+  if (typeof code === 'string' && (SQLITE_TRANSIENT.test(code) || POSTGRES_TRANSIENT.test(code) || NETWORK.has(code) || FILE_SYSTEM.has(code))) return true;
   // A closed pool or database (shutdown in progress, or the connection is gone).
   return /driver has already been destroyed|database connection is not open|Connection terminated|Cannot use a pool after calling end/i.test(err.message);
 }

@@ -313,6 +313,12 @@ export interface StoreUploads extends UploadsRepository {
 export interface StoreCluster extends ClusterRepository {
   /** Calls `handler` with the payload of every notification on `channel`; resolves with a function that stops listening. */
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `handler` each time listening starts again after its connection was lost (the database
+   * restarted): notifications sent meanwhile were missed, and whoever relies on them catches up
+   * from the store. Never called where one process owns the store. Returns a function that stops it.
+   */
+  onResume(handler: () => void): () => void;
   /** Takes the named lock if no other process holds it; null when another does. */
   tryLock(name: string): Promise<HeldLock | null>;
 }

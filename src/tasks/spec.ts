@@ -4,14 +4,22 @@
  * the normalized form produced here.
  */
 import { Cron } from 'croner';
-import { compileRecordSchema } from '../outputs/row-validation.js';
+import { compileRecordSchema, freeJsonProblem } from '../outputs/row-validation.js';
 import { QuarryError } from '../errors.js';
-import { MAX_TEXT_CHARS, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
+import { codePointLength, MAX_TEXT_CHARS, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
 
-/** A free-text field as stored: trimmed, and checked against MAX_TEXT_CHARS (schemas check it is non-blank). */
+/**
+ * A free-text field as stored: trimmed, at most MAX_TEXT_CHARS characters (code points, as the
+ * schemas count them), and without NUL (see NO_NUL_PATTERN). Schemas check it is non-blank.
+ */
 export function checkedText(value: string, param: string): string {
   const text = value.trim();
-  if (text.length > MAX_TEXT_CHARS) throw invalid(param, `must have at most ${MAX_TEXT_CHARS} characters after trimming, got ${text.length}`);
+  // At most MAX_TEXT_CHARS UTF-16 units is at most that many code points: only longer text is counted.
+  if (text.length > MAX_TEXT_CHARS) {
+    const chars = codePointLength(text);
+    if (chars > MAX_TEXT_CHARS) throw invalid(param, `must have at most ${MAX_TEXT_CHARS} characters after trimming, got ${chars}`);
+  }
+  if (text.includes('\u0000')) throw invalid(param, 'must not contain the NUL character (\\u0000)');
   return text;
 }
 
@@ -59,6 +67,9 @@ export function normalizeOutput(input: OutputInput, param: string): OutputDecl {
   if (input.schema !== undefined) {
     if (input.kind !== 'records') throw invalid(`${param}.schema`, `is only allowed on records outputs, not ${input.kind}`);
     const schema = input.schema as Record<string, unknown>;
+    // Before anything walks it recursively (compiling it does): bounded depth, no NUL, finite numbers.
+    const unfit = freeJsonProblem(schema);
+    if (unfit) throw invalid(`${param}.schema`, unfit);
     const problem = compileRecordSchema(schema).error;
     if (problem) throw invalid(`${param}.schema`, `is not a valid JSON Schema: ${problem}`);
     out.schema = schema;

@@ -17,7 +17,10 @@ function encodeCursor(c: TaskListCursor): string {
 function decodeCursor(raw: string): TaskListCursor {
   try {
     const [pinned, updatedAt, id] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown[];
-    if ((pinned === 0 || pinned === 1) && typeof updatedAt === 'string' && typeof id === 'string') return { pinned: pinned === 1, updatedAt, id };
+    // The parts go into a query: NUL would fail there on PostgreSQL (see NO_NUL_PATTERN).
+    if ((pinned === 0 || pinned === 1) && typeof updatedAt === 'string' && typeof id === 'string' && !`${updatedAt}${id}`.includes('\u0000')) {
+      return { pinned: pinned === 1, updatedAt, id };
+    }
   } catch {
     // fall through to the 422 below
   }

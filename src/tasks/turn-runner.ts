@@ -12,12 +12,58 @@ import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { turnError } from '../errors.js';
+import { isStoreUnavailable } from '../store/store-errors.js';
 import type { HeldLock, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { TaskService } from './task-service.js';
 
 const TEXT_FLUSH_MS = 250;
 const CRON_LOCK = 'quarry:cron-scheduler';
+/**
+ * Waits between tries of a store write that found the store unavailable (disk full, database
+ * restarting): short at first, since most outages are a moment, then every few seconds.
+ */
+const STORE_RETRY_FIRST_MS = 100;
+const STORE_RETRY_MAX_MS = 3000;
+
+/**
+ * Runs `write` until it succeeds, trying again while the store is unavailable (isStoreUnavailable)
+ * with a growing wait, until `signal` aborts: then it throws the signal's reason. Any other
+ * failure is thrown at once. A turn waits out a short outage this way instead of failing; the
+ * signal bounds the wait (the turn's own time limit, a stop, a lost lease, shutdown). Only for
+ * writes that are safe to send again: nothing of a failed transaction is stored.
+ */
+export async function retryWhileStoreUnavailable<T>(
+  write: () => Promise<T>,
+  signal: AbortSignal,
+  onWait: (err: unknown, attempt: number) => void,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (!isStoreUnavailable(err)) throw err;
+      onWait(err, attempt);
+      await abortableSleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_FIRST_MS * 2 ** (attempt - 1)), signal);
+    }
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 /** Why a running turn's work was abandoned. */
 type AbortReason = 'stopped' | 'shutdown' | 'lease_lost' | 'timeout';
@@ -44,6 +90,8 @@ export interface TurnRunnerOptions {
 
 export class TurnRunner {
   private readonly running = new Map<string, AbortController>();
+  /** Aborted at shutdown: ends the waits of turn ends that could not be stored yet. */
+  private readonly shutdownSignal = new AbortController();
   private readonly finished = new Set<Promise<void>>();
   /** Something may be claimable that this process has not claimed yet. */
   private mayBeReady = false;
@@ -88,7 +136,7 @@ export class TurnRunner {
       this.cronTimer = setInterval(() => {
         if (this.cronRun || this.stopped) return;
         this.cronRun = this.fireCron()
-          .catch((err) => this.opts.logger.error({ err }, 'cron tick failed'))
+          .catch((err) => this.logFailure(err, 'cron tick failed'))
           .finally(() => {
             this.cronRun = undefined;
           });
@@ -124,12 +172,18 @@ export class TurnRunner {
       // A claim under way looks at mayBeReady again before it ends.
       if (this.claimRun || this.stopped) return;
       this.claimRun = this.claim()
-        .catch((err) => this.opts.logger.error({ err }, 'claiming turns failed'))
+        .catch((err) => this.logFailure(err, 'claiming turns failed'))
         .finally(() => {
           this.claimRun = undefined;
           if (this.mayBeReady && this.running.size < this.opts.config.maxConcurrentTurns) this.claimSoon();
         });
     });
+  }
+
+  /** An outage of the store is expected to pass (the next poll tries again): a warning, not an error. */
+  private logFailure(err: unknown, msg: string): void {
+    if (isStoreUnavailable(err)) this.opts.logger.warn({ err }, `${msg}: the store is unavailable`);
+    else this.opts.logger.error({ err }, msg);
   }
 
   /** Abandons a turn's work in this process (it was stopped or deleted). */
@@ -140,6 +194,7 @@ export class TurnRunner {
   /** Stops claiming, aborts running turns and hands their leases back so a restart resumes them. */
   async shutdown(): Promise<void> {
     this.stopped = true;
+    this.shutdownSignal.abort(new TurnAbort('shutdown'));
     clearInterval(this.pollTimer);
     clearInterval(this.cronTimer);
     await this.claimRun;
@@ -175,6 +230,9 @@ export class TurnRunner {
   }
 
   private launch(turn: TurnRecord): void {
+    // Its lease ran out while the store was unavailable and this claim took it again: the run
+    // already here goes on (under the lease just renewed) rather than a second one beside it.
+    if (this.running.has(turn.id)) return;
     const controller = new AbortController();
     this.running.set(turn.id, controller);
     const done = this.run(turn, controller)
@@ -192,11 +250,22 @@ export class TurnRunner {
     // A turn's start time is stored when its start is recorded: one that has it was started before.
     const resumed = turn.startedAt !== null;
     crashPoint('turn.claimed');
-    const task = await service.turnStarted(turn, resumed);
-    if (!task) return;
-    // Only a resumed turn has checkpoints to replay.
-    const steps = resumed ? (await store.steps.list(turn.id)).map((s) => JSON.parse(s.data) as StoredStep) : [];
-    const inputs = await store.turns.listInputs(turn.taskId, turn.id);
+    const durable = <T>(write: () => Promise<T>) => retryWhileStoreUnavailable(write, controller.signal, (err, attempt) => storeWait(logger, turn.id, err, attempt));
+    let task: TaskRecord | null;
+    let steps: StoredStep[];
+    let inputs: string[];
+    try {
+      task = await durable(() => service.turnStarted(turn, resumed));
+      if (!task) return;
+      // Only a resumed turn has checkpoints to replay.
+      steps = resumed ? (await durable(() => store.steps.list(turn.id))).map((s) => JSON.parse(s.data) as StoredStep) : [];
+      inputs = await durable(() => store.turns.listInputs(turn.taskId, turn.id));
+    } catch (err) {
+      if (!(err instanceof TurnAbort)) throw err;
+      // Stopped or shut down before it began: its lease is handed back or runs out.
+      logger.debug({ turn_id: turn.id, reason: err.reason }, 'turn abandoned before it started');
+      return;
+    }
     const port = new TaskTurnPort(this.opts, turn, task, {
       signal: controller.signal,
       steps,
@@ -237,15 +306,29 @@ export class TurnRunner {
     }
     if (result) {
       crashPoint('turn.finishing');
-      await service.finishTurn(turn.id, turn.taskId, result.outcome, result.outcome === 'failed' ? result.error : null);
+      const { outcome } = result;
+      const error = result.outcome === 'failed' ? result.error : null;
+      // The turn's own signal may have aborted (its time limit): its end is stored anyway, waiting
+      // out an outage until shutdown; a turn whose end is never stored is resumed once its lease runs out.
+      await retryWhileStoreUnavailable(() => service.finishTurn(turn.id, turn.taskId, outcome, error), this.shutdownSignal.signal,
+        (err, attempt) => storeWait(logger, turn.id, err, attempt)).catch((err) => {
+        if (!(err instanceof TurnAbort)) throw err;
+        logger.info({ turn_id: turn.id }, 'shut down before the turn\'s end could be stored: it is resumed on the next start');
+      });
     }
   }
+}
+
+/** Says (now and then, not at every try) that a turn waits for the store to come back. */
+function storeWait(logger: Logger, turnId: string, err: unknown, attempt: number): void {
+  if (attempt === 1 || attempt % 20 === 0) logger.warn({ err, turn_id: turnId, attempt }, 'the store is unavailable: the turn waits and tries again');
 }
 
 /**
  * The TurnPort of one claimed turn, against the task service: every change goes through it (one
  * transaction each), and a change refused because the turn no longer runs (stopped, deleted)
- * ends the turn's work with a TurnAbort.
+ * ends the turn's work with a TurnAbort. A change that finds the store unavailable is tried again
+ * until it is stored or the turn's signal aborts (retryWhileStoreUnavailable).
  */
 export class TaskTurnPort implements TurnPort {
   readonly turnId: string;
@@ -260,6 +343,8 @@ export class TaskTurnPort implements TurnPort {
   private activity: TaskActivity | null;
   private textBuffer = '';
   private textTimer: NodeJS.Timeout | undefined;
+  /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
+  private textWrite: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: Pick<TurnRunnerOptions, 'service' | 'store' | 'uploads' | 'config' | 'logger'>,
@@ -282,17 +367,22 @@ export class TaskTurnPort implements TurnPort {
     return this.currentSpec;
   }
 
+  private durable<T>(write: () => Promise<T>): Promise<T> {
+    return retryWhileStoreUnavailable(write, this.signal, (err, attempt) => storeWait(this.deps.logger, this.turnId, err, attempt));
+  }
+
   async updateSpec(spec: TaskSpec): Promise<void> {
-    if (!(await this.deps.service.updateSpec(this.turn.id, this.turn.taskId, spec))) throw new TurnAbort('stopped');
+    if (!(await this.durable(() => this.deps.service.updateSpec(this.turn.id, this.turn.taskId, spec)))) throw new TurnAbort('stopped');
     this.currentSpec = spec;
   }
 
   async rowCounts(): Promise<Map<string, number>> {
-    return new Map((await this.deps.store.rows.stats(this.turn.taskId)).map((o) => [o.outputId, o.rowCount]));
+    return new Map((await this.durable(() => this.deps.store.rows.stats(this.turn.taskId))).map((o) => [o.outputId, o.rowCount]));
   }
 
   async appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }> {
-    const written = await this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows);
+    // The write key makes a second try after an unclear failure write nothing twice.
+    const written = await this.durable(() => this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows));
     if (!written) throw new TurnAbort('stopped');
     return written;
   }
@@ -301,9 +391,9 @@ export class TaskTurnPort implements TurnPort {
     const { uploads } = this.deps;
     const files: InputFile[] = [];
     for (const input of this.currentSpec.inputs) {
-      const upload = await uploads.findCompleted(this.task.accountId, input.upload_id);
+      const upload = await this.durable(() => uploads.findCompleted(this.task.accountId, input.upload_id));
       if (!upload) continue;
-      files.push({ upload_id: upload.id, name: input.name ?? upload.filename, path: await uploads.localPath(upload), contentType: upload.contentType });
+      files.push({ upload_id: upload.id, name: input.name ?? upload.filename, path: await this.durable(() => uploads.localPath(upload)), contentType: upload.contentType });
     }
     return files;
   }
@@ -318,7 +408,7 @@ export class TaskTurnPort implements TurnPort {
     // Most model calls and tool rounds find the task in the state they ask for: no transaction then.
     if (phase === this.phase && activity === this.activity) return;
     await this.flushText();
-    await this.deps.service.setTurnState(this.turn.id, this.turn.taskId, state);
+    await this.durable(() => this.deps.service.setTurnState(this.turn.id, this.turn.taskId, state));
     this.phase = phase;
     this.activity = activity;
   }
@@ -330,25 +420,34 @@ export class TaskTurnPort implements TurnPort {
 
   async tool(event: ToolEvent): Promise<void> {
     await this.flushText();
-    await this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event });
+    await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event }));
   }
 
   async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
     await this.flushText();
-    const charged = await this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage);
+    const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage));
     if (!charged) throw new TurnAbort('stopped');
     crashPoint('step.checkpointed');
     return charged;
   }
 
-  /** Stores the streamed text not yet stored as one `text` event. */
+  /**
+   * Stores the streamed text not yet stored as one `text` event, after the one being stored (the
+   * timer's flush may still be waiting for the store when the next change flushes).
+   */
   async flushText(): Promise<void> {
     clearTimeout(this.textTimer);
     this.textTimer = undefined;
-    if (!this.textBuffer) return;
+    // A failed write is reported to its own caller only; the writes after it go ahead.
+    const previous = this.textWrite.catch(() => {});
+    if (!this.textBuffer) return previous;
     const text = this.textBuffer;
     this.textBuffer = '';
-    await this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text });
+    const write = previous.then(async () => {
+      await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text }));
+    });
+    this.textWrite = write;
+    return write;
   }
 
   /** The turn's work is over: text still buffered is dropped with its timer. */

@@ -113,7 +113,17 @@ export class Uploads {
     const storagePath = this.store.shared ? await this.receiveIntoStore(upload.id, body, meter) : await this.receiveIntoFile(upload.id, body, meter);
     const sha256 = hash.digest('hex');
     crashPoint('upload.stored');
-    await this.store.uploads.complete(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
+    try {
+      await this.store.uploads.complete(upload.id, { sizeBytes: size, sha256, storagePath, completedAt: this.now().toISOString() });
+    } catch (err) {
+      // Not recorded (the disk is full, the database is away): the contents of a first PUT go
+      // too, so nothing half-stored takes space; the client sends the PUT again.
+      if (!upload.completedAt) {
+        if (storagePath) await fs.promises.rm(storagePath, { force: true }).catch(() => {});
+        else await this.store.uploads.deleteChunks(upload.id).catch(() => {});
+      }
+      throw err;
+    }
     crashPoint('upload.completed');
     return { upload_id: upload.id, size_bytes: size, sha256 };
   }
@@ -175,8 +185,13 @@ export class Uploads {
     if (fs.existsSync(file)) return file;
     await fs.promises.mkdir(dir, { recursive: true });
     const temp = `${file}.${randomToken(6)}.part`;
-    await pipeline(Readable.from(this.store.uploads.readChunks(upload.id)), fs.createWriteStream(temp));
-    await fs.promises.rename(temp, file);
+    try {
+      await pipeline(Readable.from(this.store.uploads.readChunks(upload.id)), fs.createWriteStream(temp));
+      await fs.promises.rename(temp, file);
+    } catch (err) {
+      await fs.promises.rm(temp, { force: true });
+      throw err;
+    }
     return file;
   }
 

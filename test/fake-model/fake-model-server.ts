@@ -26,6 +26,16 @@ export interface FakeModelReply {
   chunkDelayMs?: number;
   /** Answer with one JSON body even when a stream was asked for, as servers that ignore `stream: true` do. */
   ignoreStream?: boolean;
+  /** Extra headers on the answer, error answers included (e.g. `retry-after`). */
+  headers?: Record<string, string>;
+  /**
+   * Answer 200 with exactly this body (a malformed answer: not JSON, `choices: []`, …) instead
+   * of anything the protocol would make; `contentType` default `application/json`.
+   */
+  rawBody?: string;
+  contentType?: string;
+  /** Streaming only: send this many events, then fall silent until the client leaves. */
+  hangAfterEvents?: number;
 }
 
 /** The request body as the client sent it. */
@@ -130,14 +140,25 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     if (reply.hang && !gone.aborted) await once(gone, 'abort');
     if (gone.aborted) return;
 
+    for (const [name, value] of Object.entries(reply.headers ?? {})) res.setHeader(name, value);
     if (answersWithError(reply)) {
       const status = reply.status ?? 500;
       return sendError(res, status, reply.errorMessage ?? `Fake error ${status}.`, reply);
+    }
+    if (reply.rawBody !== undefined) {
+      res.writeHead(200, { 'content-type': reply.contentType ?? 'application/json' });
+      res.end(reply.rawBody);
+      return;
     }
     if (body.stream !== true || reply.ignoreStream) return sendJson(res, 200, protocol.json(reply, body, index));
 
     const events = protocol.events(reply, body, index);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (reply.hangAfterEvents !== undefined) {
+      res.write(events.slice(0, reply.hangAfterEvents).join(''));
+      if (!gone.aborted) await once(gone, 'abort');
+      return;
+    }
     if (!reply.chunkDelayMs) {
       res.end(events.join('')); // one write: the benchmarks send thousands of requests
       return;

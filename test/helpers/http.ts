@@ -4,6 +4,7 @@
  * real socket (`fetchJson`; `httpClient` for one server), or through a Fastify app's `inject()`,
  * which runs the same routes, hooks and serializers without a socket (`injectRequest`).
  */
+import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
 
 export interface TestResponse {
@@ -93,4 +94,13 @@ export async function waitIdle(
     if (last.body.active === false && (!opts.queueEmpty || last.body.queued_messages === 0)) return;
   }
   throw new Error(`task ${taskId} did not become idle within ${timeoutMs} ms: ${last?.text}`);
+}
+
+/** A 503 service_unavailable as the store's outages answer it: retryable, retry_after in body and header alike. */
+export function assertUnavailable(res: TestResponse, what: string): void {
+  assert.equal(res.status, 503, `${what}: ${res.status} ${res.text}`);
+  assert.equal(res.body.error, 'service_unavailable', what);
+  assert.equal(res.body.retryable, true, what);
+  assert.ok(res.body.retry_after >= 1, what);
+  assert.equal(String(res.body.retry_after), res.headers.get('retry-after'), what);
 }

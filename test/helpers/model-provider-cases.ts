@@ -185,11 +185,99 @@ export function abortAndFailureCases(subject: ProviderUnderTest, { chunkDelayMs 
   });
 }
 
-/** Answers that break the wire format, each as [what it is, a fetch serving it, whether a stream is asked for]. */
-export function malformedAnswerCase(subject: ProviderUnderTest, cases: [string, typeof fetch, boolean][]): void {
-  it('reports a malformed answer as a ModelProviderError that is not retryable', async () => {
+/**
+ * Answers that break the wire format, each as [what it is, a fetch serving it, whether a stream
+ * is asked for]; `emptyAnswer` is a 200 JSON body of the provider's answer shape with nothing in
+ * it (OpenAI's `choices: []`).
+ */
+export function malformedAnswerCase(subject: ProviderUnderTest, cases: [string, typeof fetch, boolean][], emptyAnswer: string): void {
+  it('reports a malformed answer as a retryable ModelProviderError (a gateway failing for a moment)', async () => {
     for (const [what, fetchImpl, stream] of cases) {
-      await assert.rejects(subject.provider({ fetch: fetchImpl, stream }).generate(request()), isProviderError({ retryable: false, message: /malformed answer/ }), what);
+      await assert.rejects(subject.provider({ fetch: fetchImpl, stream }).generate(request()), isProviderError({ retryable: true, message: /malformed answer/ }), what);
     }
+  });
+
+  it('reports a 200 that is not JSON, or an empty answer, from the server as retryable malformed answers', async () => {
+    subject.fake().script({ rawBody: '{"choices": [' }, { rawBody: emptyAnswer });
+
+    for (const what of ['cut JSON', 'empty answer']) {
+      await assert.rejects(subject.provider({ stream: false }).generate(request()), isProviderError({ retryable: true, message: /malformed answer/ }), what);
+    }
+  });
+}
+
+/** A 429 or 503 carrying Retry-After: the error says how long the server asked us to wait. */
+export function retryAfterCases(subject: ProviderUnderTest): void {
+  it('reads Retry-After in seconds from a 429, and retry-after-ms over it', async () => {
+    subject.fake().script(
+      { status: 429, errorMessage: 'Rate limited.', headers: { 'retry-after': '7' } },
+      { status: 429, errorMessage: 'Rate limited.', headers: { 'retry-after': '7', 'retry-after-ms': '1500' } },
+    );
+
+    const first = await subject.provider().generate(request()).catch((err: unknown) => err);
+    const second = await subject.provider().generate(request()).catch((err: unknown) => err);
+
+    assert.ok(first instanceof ModelProviderError && second instanceof ModelProviderError);
+    assert.deepEqual([first.status, first.retryable, first.retryAfterMs], [429, true, 7000]);
+    assert.equal(second.retryAfterMs, 1500);
+  });
+
+  it('reads Retry-After as an HTTP date from a 503, and leaves it out when there is none or it is nonsense', async () => {
+    const inTenSeconds = new Date(Date.now() + 10_000).toUTCString();
+    subject.fake().script(
+      { status: 503, errorMessage: 'Down for a moment.', headers: { 'retry-after': inTenSeconds } },
+      { status: 503, errorMessage: 'Down for a moment.' },
+      { status: 503, errorMessage: 'Down for a moment.', headers: { 'retry-after': 'soon' } },
+    );
+
+    const errors: ModelProviderError[] = [];
+    for (let i = 0; i < 3; i++) {
+      const err = await subject.provider().generate(request()).catch((e: unknown) => e);
+      assert.ok(err instanceof ModelProviderError);
+      errors.push(err);
+    }
+
+    // An HTTP date has whole seconds: between 9 and 10 s from now, less the time the call took.
+    const fromDate = errors[0]!.retryAfterMs!;
+    assert.ok(fromDate > 8000 && fromDate <= 10_000, `Retry-After as a date gave ${fromDate} ms`);
+    assert.equal(errors[1]!.retryAfterMs, undefined);
+    assert.equal(errors[2]!.retryAfterMs, undefined);
+  });
+}
+
+/**
+ * The silence limit (`timeoutMs`): a server that says nothing at all, or stops in the middle of
+ * a stream, fails the call with a retryable error soon after the limit; a slow stream whose
+ * events each come within the limit is read to its end however long it takes in all.
+ */
+export function silenceTimeoutCases(subject: ProviderUnderTest): void {
+  const silent = isProviderError({ retryable: true, message: /timed out: the server sent nothing for 150 ms/ });
+
+  it('fails a call whose server never answers once timeoutMs passes, and drops the connection', async () => {
+    const fake = subject.fake();
+    fake.script({ hang: true });
+    const started = Date.now();
+
+    await assert.rejects(within(subject.provider({ timeoutMs: 150 }).generate(request()), 2000), silent);
+
+    assert.ok(Date.now() - started >= 140, 'not before the limit');
+    await until('no pending request', () => fake.pending() === 0, { timeoutMs: 1000, pollMs: 5 });
+  });
+
+  it('fails a stream that falls silent half way once timeoutMs passes', async () => {
+    subject.fake().script({ text: 'a'.repeat(40), hangAfterEvents: 2 });
+    const deltas: string[] = [];
+
+    await assert.rejects(within(subject.provider({ timeoutMs: 150 }).generate(request({ onTextDelta: (d) => deltas.push(d) })), 2000), silent);
+  });
+
+  it('reads a slow stream to its end when each event comes within timeoutMs', async () => {
+    subject.fake().script({ text: 'slow but steady', chunkDelayMs: 60 });
+    const started = Date.now();
+
+    const response = await subject.provider({ timeoutMs: 200 }).generate(request());
+
+    assert.equal(response.text, 'slow but steady');
+    assert.ok(Date.now() - started > 200, 'the stream as a whole took longer than the limit');
   });
 }

@@ -16,12 +16,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { QUARRY_BUILD, ROOT, staleBuild } from '../../scripts/build-state.js';
 
-export const ROOT = path.resolve(import.meta.dirname, '..', '..');
-/** The built CLI: `npm run build` writes it. */
-export const QUARRY_BUILD = path.join(ROOT, 'dist', 'src', 'cli', 'quarry.js');
-/** What the build is made from (tsconfig.build.json). */
-const BUILD_SOURCES = ['src', path.join('packages', 'client', 'src')];
+export { ROOT } from '../../scripts/build-state.js';
 
 export interface Exit {
   code: number | null;
@@ -230,35 +227,6 @@ export function spawnNode(script: string, args: string[] = [], opts: SpawnOption
 // ---- the build ----------------------------------------------------------------------------------
 
 let buildChecked = false;
-
-/** The newest file under the build's sources, by modification time. */
-function newestSource(): { file: string; mtimeMs: number } {
-  let newest = { file: '', mtimeMs: 0 };
-  const walk = (dir: string) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(p);
-      else if (entry.isFile()) {
-        const mtimeMs = fs.statSync(p).mtimeMs;
-        if (mtimeMs > newest.mtimeMs) newest = { file: p, mtimeMs };
-      }
-    }
-  };
-  for (const dir of BUILD_SOURCES) walk(path.join(ROOT, dir));
-  return newest;
-}
-
-/** Why the build cannot be used (missing, or older than a source file), or undefined when it is fresh. */
-export function staleBuild(): string | undefined {
-  const rel = path.relative(ROOT, QUARRY_BUILD);
-  if (!fs.existsSync(QUARRY_BUILD)) return `${rel} is missing`;
-  const built = fs.statSync(QUARRY_BUILD).mtimeMs;
-  const newest = newestSource();
-  if (newest.mtimeMs > built) {
-    return `${rel} (built ${new Date(built).toISOString()}) is older than ${path.relative(ROOT, newest.file)} (changed ${new Date(newest.mtimeMs).toISOString()})`;
-  }
-  return undefined;
-}
 
 /**
  * The built CLI, after checking that it is there and newer than every file under src/ and

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ModelMessage, ModelProvider, ModelProviderError, ModelRequest, ModelResponse, ModelToolCall, ModelToolDefinition } from './model-provider.js';
-import { isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ParsedContent, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
+import { endpointLimits, isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ParsedContent, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
 
 export interface AnthropicOptions extends HttpProviderOptions {
   /** The API root, default `https://api.anthropic.com`; a trailing slash or `/v1` is fine. */
@@ -55,7 +55,7 @@ export function createAnthropicProvider(opts: AnthropicOptions): ModelProvider {
     'anthropic-version': opts.apiVersion ?? '2023-06-01',
   };
   if (opts.apiKey) headers['x-api-key'] = opts.apiKey;
-  const endpoint: ProviderEndpoint = { provider: NAME, url, headers, fetch: opts.fetch ?? fetch, requestTimeoutMs: opts.requestTimeoutMs, errorTypeInMessage: true };
+  const endpoint: ProviderEndpoint = { provider: NAME, url, headers, ...endpointLimits(opts), errorTypeInMessage: true };
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     const answer = await postToProvider(endpoint, requestBody(opts, request, stream), request.signal, async (reply) =>

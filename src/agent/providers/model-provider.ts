@@ -55,14 +55,20 @@ export interface ModelProvider {
   generate(request: ModelRequest): Promise<ModelResponse>;
 }
 
-/** A failed provider call. `retryable` is set from the HTTP status (429 and 5xx) or network errors. */
+/**
+ * A failed provider call. `retryable` is set from the HTTP status (408, 409, 429 and 5xx), and
+ * for network errors, timeouts and malformed answers.
+ */
 export class ModelProviderError extends Error {
   readonly status: number | undefined;
   readonly retryable: boolean;
-  constructor(message: string, opts: { status?: number; retryable: boolean; cause?: unknown }) {
+  /** How long the server asked us to wait before trying again (its `Retry-After`), when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, opts: { status?: number; retryable: boolean; retryAfterMs?: number; cause?: unknown }) {
     super(message, { cause: opts.cause });
     this.name = 'ModelProviderError';
     this.status = opts.status;
     this.retryable = opts.retryable;
+    this.retryAfterMs = opts.retryAfterMs;
   }
 }

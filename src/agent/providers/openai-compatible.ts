@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ModelMessage, ModelProvider, ModelProviderError, ModelRequest, ModelResponse, ModelToolCall, ModelToolDefinition } from './model-provider.js';
-import { isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
+import { endpointLimits, isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
 
 export interface OpenAICompatibleOptions extends HttpProviderOptions {
   /** The API root, e.g. `http://127.0.0.1:8080/v1`; a trailing slash is fine. */
@@ -31,7 +31,7 @@ export function createOpenAICompatibleProvider(opts: OpenAICompatibleOptions): M
   const stream = opts.stream ?? true;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
-  const endpoint: ProviderEndpoint = { provider: NAME, url, headers, fetch: opts.fetch ?? fetch, requestTimeoutMs: opts.requestTimeoutMs, errorTypeInMessage: false };
+  const endpoint: ProviderEndpoint = { provider: NAME, url, headers, ...endpointLimits(opts), errorTypeInMessage: false };
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     // Some servers ignore `stream: true` and answer with a plain completion.

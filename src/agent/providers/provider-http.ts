@@ -1,6 +1,6 @@
 /**
- * The HTTP side that every model provider shares: one POST bounded by the caller's AbortSignal
- * and an optional time limit, its failures as ModelProviderError, a server-sent-events reader,
+ * The HTTP side that every model provider shares: one POST bounded by the caller's AbortSignal,
+ * a silence limit and an optional time limit, its failures as ModelProviderError, a server-sent-events reader,
  * and the small helpers the wire-format parsers use. What the bodies mean stays in each
  * provider's own file.
  */
@@ -14,11 +14,25 @@ export interface HttpProviderOptions {
   /** Replaces the global fetch (undici). */
   fetch?: typeof fetch;
   /**
+   * The longest the server may stay silent: from sending the request to the answer's headers,
+   * then between two chunks of its body. Past it generate() rejects with a retryable
+   * ModelProviderError. A streamed answer is so bounded from the first byte on and between
+   * events however long it runs; a whole (non-streamed) answer usually comes only when the model
+   * is done, so there it bounds the whole generation. Default DEFAULT_MODEL_TIMEOUT_MS; 0 = none.
+   */
+  timeoutMs?: number;
+  /**
    * Limit on the whole call, reading the answer included. Past it generate() rejects with a
    * retryable ModelProviderError. No limit by default: the caller's signal bounds the call.
    */
   requestTimeoutMs?: number;
 }
+
+/** QUARRY_MODEL_TIMEOUT_S's default: a model that says nothing for two minutes is taken as hung. */
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+
+/** The longest Retry-After we read (a day); the agent loop decides how much of it to wait. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
 
 /** Where and how a provider posts its requests: fixed when the provider is created. */
 export interface ProviderEndpoint {
@@ -27,12 +41,19 @@ export interface ProviderEndpoint {
   url: string;
   headers: Record<string, string>;
   fetch: typeof fetch;
+  /** See HttpProviderOptions.timeoutMs; 0 = no limit. */
+  timeoutMs: number;
   requestTimeoutMs: number | undefined;
   /** Put an error body's `error.type` before its message (Anthropic's types say what went wrong). */
   errorTypeInMessage: boolean;
 }
 
-/** A 2xx answer, read under the same signal and time limit as the call. */
+/** The endpoint fields that follow from a provider's HttpProviderOptions. */
+export function endpointLimits(opts: HttpProviderOptions): Pick<ProviderEndpoint, 'fetch' | 'timeoutMs' | 'requestTimeoutMs'> {
+  return { fetch: opts.fetch ?? fetch, timeoutMs: opts.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS, requestTimeoutMs: opts.requestTimeoutMs };
+}
+
+/** A 2xx answer, read under the same signal and time limits as the call. */
 export interface ProviderAnswer {
   /** The answer is JSON, not a stream: some servers ignore a request for a stream. */
   readonly isJson: boolean;
@@ -58,25 +79,37 @@ export async function postToProvider<T>(
   if (signal.aborted) throw abortError(signal);
   const json = JSON.stringify(body);
 
-  // Our own controller for the HTTP call, so that the caller's abort and our timeout both
+  // Our own controller for the HTTP call, so that the caller's abort and our time limits all
   // cancel it, and so that `finally` can drop the connection if we stop reading early.
   const http = new AbortController();
   const onAbort = () => http.abort();
   signal.addEventListener('abort', onAbort, { once: true });
-  let timedOut = false;
+  let timedOut: 'silent' | 'whole' | undefined;
   const timer =
     endpoint.requestTimeoutMs === undefined
       ? undefined
       : setTimeout(() => {
-          timedOut = true;
+          timedOut = 'whole';
           http.abort();
         }, endpoint.requestTimeoutMs);
+  // One timer, pushed back whenever bytes arrive: cheaper than a new timer per chunk.
+  const silence =
+    endpoint.timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut ??= 'silent';
+          http.abort();
+        }, endpoint.timeoutMs)
+      : undefined;
+  const heard = () => silence?.refresh();
 
   /** The error to reject with when fetch, or reading the answer, fails. */
   const ioFailure = (err: unknown): Error => {
     if (signal.aborted) return abortError(signal);
-    if (timedOut) {
+    if (timedOut === 'whole') {
       return new ModelProviderError(`${endpoint.provider}: no complete answer within ${endpoint.requestTimeoutMs} ms`, { retryable: true, cause: err });
+    }
+    if (timedOut === 'silent') {
+      return new ModelProviderError(`${endpoint.provider}: timed out: the server sent nothing for ${endpoint.timeoutMs} ms`, { retryable: true, cause: err });
     }
     return new ModelProviderError(`${endpoint.provider}: request to ${endpoint.url} failed: ${describe(err)}`, { retryable: true, cause: err });
   };
@@ -87,10 +120,27 @@ export async function postToProvider<T>(
     const response = await fetchImpl(endpoint.url, { method: 'POST', headers: endpoint.headers, body: json, signal: http.signal }).catch((err: unknown) => {
       throw ioFailure(err);
     });
-    const text = () =>
-      response.text().catch((err: unknown) => {
-        throw ioFailure(err);
-      });
+    heard();
+
+    /** The body's chunks as they come, each one pushing the silence limit back. */
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      if (!response.body) return;
+      const reader = response.body.getReader();
+      while (true) {
+        const { done, value } = await reader.read().catch((err: unknown) => {
+          throw ioFailure(err);
+        });
+        if (done) return;
+        heard();
+        yield value;
+      }
+    }
+    const text = async () => {
+      const decoder = new TextDecoder();
+      let out = '';
+      for await (const chunk of chunks()) out += decoder.decode(chunk, { stream: true });
+      return out + decoder.decode();
+    };
 
     if (!response.ok) throw statusError(endpoint, response, await text());
 
@@ -103,19 +153,13 @@ export async function postToProvider<T>(
           if (signal.aborted) throw abortError(signal);
           onData(data);
         });
-        const reader = response.body.getReader();
-        while (true) {
-          const { done, value } = await reader.read().catch((err: unknown) => {
-            throw ioFailure(err);
-          });
-          if (done) break;
-          decoder.push(value);
-        }
+        for await (const chunk of chunks()) decoder.push(chunk);
         decoder.end();
       },
     });
   } finally {
     clearTimeout(timer);
+    clearTimeout(silence);
     signal.removeEventListener('abort', onAbort);
     // A no-op once the answer was read in full; otherwise it releases the connection.
     http.abort();
@@ -129,7 +173,23 @@ function statusError(endpoint: ProviderEndpoint, response: Response, body: strin
   return new ModelProviderError(`${endpoint.provider}: HTTP ${status}${detail ? `: ${detail}` : ''}`, {
     status,
     retryable: status === 408 || status === 409 || status === 429 || status >= 500,
+    retryAfterMs: retryAfterMs(response.headers),
   });
+}
+
+/**
+ * The wait a server asks for: `retry-after-ms` (OpenAI's, milliseconds), else `Retry-After` as
+ * seconds or as an HTTP date. Undefined when neither is there or readable.
+ */
+export function retryAfterMs(headers: Headers, now = Date.now()): number | undefined {
+  const ms = Number.parseFloat(headers.get('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);
+  const value = headers.get('retry-after')?.trim();
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.min(Math.ceil(Number(value) * 1000), MAX_RETRY_AFTER_MS);
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return undefined;
+  return Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
 }
 
 /** The provider's own message from an error body: `{error: "..."}` or `{error: {type, message}}`. */
@@ -164,9 +224,14 @@ function describe(err: unknown): string {
   return detail ? `${err.message} (${String(detail)})` : err.message;
 }
 
-/** An answer that does not follow the wire format: retrying would get the same. */
+/**
+ * An answer that does not follow the wire format. Retryable: the usual cause is a server or a
+ * gateway in front of it failing for a moment (a cut body, an HTML error page with status 200,
+ * an empty `choices`), and the agent's retries are few and bounded. A server that always
+ * answers so fails the turn after them, with this message.
+ */
 export function malformedAnswer(provider: string, what: string): ModelProviderError {
-  return new ModelProviderError(`${provider}: malformed answer: ${what}`, { retryable: false });
+  return new ModelProviderError(`${provider}: malformed answer: ${what}`, { retryable: true });
 }
 
 /** An error the server reported inside a 2xx answer or a stream. */

@@ -3,7 +3,7 @@
  * command or query layer, and the reply. Streams follow a change or a task as SSE.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ROUTES, type StartBody } from '../../contract/index.js';
+import { MAX_EVENT_SEQ, ROUTES, type StartBody } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import type { CommandReply } from '../../tasks/task-commands.js';
 import type { TaskReply } from '../../tasks/task-service.js';
@@ -109,8 +109,17 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   app.route({
     ...contractRoute(ROUTES.streamTask),
     handler: async (request, reply) => {
+      const resumeAt = resumeSeq(request, request.query.after);
+      // `after` is bounded by its schema; Last-Event-ID is held to the same range (a sequence number).
+      if (resumeAt > MAX_EVENT_SEQ) {
+        throw QuarryError.validation('Last-Event-ID', `Last-Event-ID must be a sequence number up to ${MAX_EVENT_SEQ}`, [
+          { type: 'less_than_equal', loc: ['header', 'Last-Event-ID'], msg: `must be <= ${MAX_EVENT_SEQ}` },
+        ]);
+      }
+      // A resume point past the task's last event has nothing new: the stream goes on from the
+      // last event (else it would skip every event to come, its own turn's `done` too, for ever).
       const task = await queries.task(request.accountId, request.params.task_id);
-      const afterSeq = resumeSeq(request, request.query.after);
+      const afterSeq = Math.min(resumeAt, task.lastEventSeq);
       // A reconnect (EventSource sends Last-Event-ID) to a task with no running turn and nothing
       // new: 204 tells a standard EventSource to stop instead of reconnecting for ever.
       if (!task.currentTurnId && request.headers['last-event-id'] !== undefined && afterSeq >= task.lastEventSeq) {

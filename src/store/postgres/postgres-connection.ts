@@ -34,5 +34,14 @@ export async function openPostgresConnections(opts: PostgresStoreOptions): Promi
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   };
   const pool = new pg.Pool({ ...clientConfig, max: opts.maxConnections ?? 10 });
+  // A lost connection (the server restarted, the network dropped) is emitted as 'error' by the
+  // pool when the client was idle, and by the client itself when it was checked out; without a
+  // listener either one ends the process. The pool drops a broken client on its own and the query
+  // it ran fails with an error isStoreUnavailable recognizes (503), so there is nothing to do but
+  // not crash: the next query opens a fresh connection once the server is back.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return { db: new Kysely<Database>({ dialect: new OwnSchemaDialect({ pool }, schema ?? 'public') }), schema: schema ?? 'public', clientConfig };
 }

@@ -14,6 +14,9 @@ export class PostgresLink implements ClusterLink {
   private listener: pg.Client | undefined;
   private connecting: Promise<pg.Client> | undefined;
   private readonly handlers = new Map<string, Set<(payload: string) => void>>();
+  private readonly resumeHandlers = new Set<() => void>();
+  /** The listening connection was lost: the next one to listen again tells the resume handlers. */
+  private lostListener = false;
   private readonly locks = new Set<pg.Client>();
   private closed = false;
 
@@ -41,6 +44,11 @@ export class PostgresLink implements ClusterLink {
     };
   }
 
+  onResume(handler: () => void): () => void {
+    this.resumeHandlers.add(handler);
+    return () => this.resumeHandlers.delete(handler);
+  }
+
   private listenerClient(): Promise<pg.Client> {
     if (this.listener) return Promise.resolve(this.listener);
     this.connecting ??= (async () => {
@@ -51,6 +59,7 @@ export class PostgresLink implements ClusterLink {
       const lost = () => {
         if (this.listener !== client) return;
         this.listener = undefined;
+        this.lostListener = true;
         // Reconnect and listen again; notifications sent meanwhile are lost, and readers catch up
         // from the store on the next one they get.
         if (!this.closed) setTimeout(() => this.reconnect(), RECONNECT_MS).unref();
@@ -60,6 +69,10 @@ export class PostgresLink implements ClusterLink {
       await client.connect();
       for (const channel of this.handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
       this.listener = client;
+      if (this.lostListener) {
+        this.lostListener = false;
+        for (const handler of this.resumeHandlers) handler();
+      }
       return client;
     })().finally(() => {
       this.connecting = undefined;

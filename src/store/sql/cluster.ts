@@ -14,6 +14,7 @@ import { SqlRepository, type SqlHandle } from './sql-repository.js';
  */
 export interface ClusterLink {
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
+  onResume(handler: () => void): () => void;
   tryLock(name: string): Promise<HeldLock | null>;
   close(): Promise<void>;
 }
@@ -54,6 +55,10 @@ export class SqlCluster extends SqlRepository implements StoreCluster {
 
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
     return this.link.listen(channel, handler);
+  }
+
+  onResume(handler: () => void): () => void {
+    return this.link.onResume(handler);
   }
 
   tryLock(name: string): Promise<HeldLock | null> {

@@ -14,6 +14,7 @@ import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink } from './cluster.js';
 import type { DialectProfile } from './dialect-profile.js';
+import { runTransaction } from './run-transaction.js';
 import { SqlEvents } from './events.js';
 import { SqlIdempotency } from './idempotency.js';
 import { SqlRows } from './rows.js';
@@ -100,7 +101,7 @@ export class SqlStore extends SqlRepositories implements Store {
 
   async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
     const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link));
-    return this.commits ? this.commits.run(body) : this.root.transaction().execute(body);
+    return this.commits ? this.commits.run(body) : runTransaction(this.root, body);
   }
 
   async close(): Promise<void> {

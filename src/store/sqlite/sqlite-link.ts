@@ -7,6 +7,7 @@ import type { ClusterLink } from '../sql/cluster.js';
 
 export const SQLITE_LINK: ClusterLink = {
   listen: async () => async () => {},
+  onResume: () => () => {},
   tryLock: async () => ({ held: true, release: async () => {} }),
   close: async () => {},
 };

@@ -1,0 +1,77 @@
+/**
+ * The demo model (QUARRY_MODEL_PROVIDER=demo): a scripted stand-in for a real model, so a
+ * newcomer without one can watch a turn go through every stage — tool calls, streamed text,
+ * typed rows with sources, credits charged, `done`. It asks nothing and knows nothing: it counts
+ * the words of the latest message. Every row it writes and every answer it gives says so.
+ */
+import { CARRY_OUT_PLAN } from '../system-prompt.js';
+import type { ModelMessage, ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './model-provider.js';
+
+export const DEMO_OUTPUT_ID = 'demo_word_counts';
+/** A source that names itself as not real (.invalid is reserved for exactly that). */
+const DEMO_SOURCE = { url: 'https://demo-model.quarry.invalid/', title: 'Quarry demo model: no page was read' };
+const MAX_WORDS = 10;
+
+export function createDemoProvider(): ModelProvider {
+  return { specificationVersion: 'v1', name: 'demo', generate: async (request) => nextStep(request) };
+}
+
+function nextStep(request: ModelRequest): ModelResponse {
+  // The message to count: the latest one from the user, not the loop's own nudge to carry a plan out.
+  let lastUser = request.messages.length - 1;
+  while (lastUser >= 0 && (request.messages[lastUser]!.role !== 'user' || request.messages[lastUser]!.content === CARRY_OUT_PLAN)) lastUser--;
+  const message = lastUser >= 0 ? (request.messages[lastUser] as { content: string }).content : '';
+  const since = request.messages.slice(lastUser + 1);
+  const called = new Set(since.flatMap((m) => (m.role === 'assistant' ? m.toolCalls ?? [] : [])).map((c) => c.name));
+  const offered = new Set(request.tools.map((t) => t.name));
+
+  if (offered.has('update_spec') && !called.has('update_spec')) {
+    return toolStep(request, 'I am the demo model: I will count the words of your message into a table.', {
+      name: 'update_spec',
+      arguments: JSON.stringify({
+        outputs: [{
+          id: DEMO_OUTPUT_ID,
+          kind: 'table',
+          description: 'Written by the demo model: how often each word occurs in the latest message.',
+          columns: [{ name: 'word', type: 'string', required: true }, { name: 'count', type: 'integer', required: true }],
+        }],
+      }),
+    });
+  }
+  const rows = wordCounts(message);
+  if (offered.has('write_rows') && !called.has('write_rows') && rows.length > 0) {
+    return toolStep(request, `Writing ${rows.length} rows.`, {
+      name: 'write_rows',
+      arguments: JSON.stringify({ output: DEMO_OUTPUT_ID, rows, sources: [DEMO_SOURCE] }),
+    });
+  }
+  const results = since.filter((m): m is Extract<ModelMessage, { role: 'tool' }> => m.role === 'tool').map((m) => `${m.name}: ${m.content}`);
+  const text = [
+    'This turn was run by Quarry\'s demo model (QUARRY_MODEL_PROVIDER=demo): no real model was asked and no page was read.',
+    results.length ? `What the tools answered — ${results.join(' ')}` : 'No tool was offered to it, so it only answers.',
+    'To research for real, point Quarry at a model: QUARRY_MODEL_BASE_URL=… QUARRY_MODEL=… npm start (docs/agent.md).',
+  ].join('\n');
+  // Streamed as a real model would, one line at a time.
+  for (const line of text.split(/(?<=\n)/)) request.onTextDelta?.(line);
+  return { text, toolCalls: [], usage: usage(request, text), finishReason: 'stop' };
+}
+
+function toolStep(request: ModelRequest, text: string, call: Omit<ModelToolCall, 'id'>): ModelResponse {
+  request.onTextDelta?.(text);
+  const id = `demo_call_${request.messages.length}`;
+  return { text, toolCalls: [{ id, ...call }], usage: usage(request, text + call.arguments), finishReason: 'tool_calls' };
+}
+
+/** The most frequent words (letters and digits, any script), most frequent first, ties in order of appearance. */
+function wordCounts(message: string): { word: string; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const word of message.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) counts.set(word, (counts.get(word) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, MAX_WORDS).map(([word, count]) => ({ word, count }));
+}
+
+/** About four characters a token, as real tokenizers average for English; the demo charges like a model. */
+function usage(request: ModelRequest, output: string): ModelResponse['usage'] {
+  let input = 0;
+  for (const m of request.messages) input += (m.content ?? '').length;
+  return { inputTokens: Math.ceil(input / 4), outputTokens: Math.ceil(output.length / 4) };
+}

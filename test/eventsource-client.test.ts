@@ -1,0 +1,92 @@
+/**
+ * A standard EventSource (the `eventsource` package, which follows the WHATWG spec) on a task's
+ * stream, as a browser app would use it: it sees the turn to its end, reconnects once after the
+ * server ends the stream, gets 204 and stops — no reconnect storm. Our `error` event reaches the
+ * same listener as EventSource's connection error; the one carries data, the other none (the
+ * rule docs/api.md gives).
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { EventSource } from 'eventsource';
+import type { Harness } from './helpers/harness.js';
+import { startTestHarness } from './helpers/task-api.js';
+
+interface Followed {
+  events: { type: string; data: string | undefined; lastEventId: string }[];
+  /** Requests the EventSource made (its first connection and each reconnect). */
+  connections: { lastEventId: string | null; status: number }[];
+  source: EventSource;
+}
+
+/**
+ * Follows `path` until the EventSource closes for good or `quietMs` pass after the last activity
+ * (longer than its reconnection delay, 3 s by default, so a reconnect would be seen).
+ */
+async function follow(h: Harness, path: string, quietMs = 4500): Promise<Followed> {
+  const connections: Followed['connections'] = [];
+  const events: Followed['events'] = [];
+  let lastActivity = Date.now();
+  const source = new EventSource(`${h.url}${path}`, {
+    fetch: async (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('X-API-Key', h.key);
+      const res = await fetch(input, { ...init, headers });
+      connections.push({ lastEventId: headers.get('Last-Event-ID'), status: res.status });
+      lastActivity = Date.now();
+      return res;
+    },
+  });
+  for (const type of ['task', 'tool', 'text', 'done', 'error']) {
+    source.addEventListener(type, (event) => {
+      const data = (event as MessageEvent).data as string | undefined;
+      events.push({ type, data, lastEventId: (event as MessageEvent).lastEventId });
+      lastActivity = Date.now();
+    });
+  }
+  // Bounded: a reconnect storm would keep it busy for ever.
+  const deadline = Date.now() + 20_000;
+  while (source.readyState !== EventSource.CLOSED && Date.now() - lastActivity < quietMs && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  source.close();
+  return { events, connections, source };
+}
+
+describe('a standard EventSource on a task stream', () => {
+  it('follows a turn to done, reconnects once, gets 204 and stops', async (t) => {
+    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont.' } });
+    assert.equal(created.status, 200, created.text);
+    const { events, connections } = await follow(h, `/task/${created.body.task_id}/stream`);
+
+    assert.equal(events.filter((e) => e.type === 'done').length, 1, JSON.stringify(events));
+    assert.equal(JSON.parse(events.find((e) => e.type === 'done')!.data!).type, 'done');
+    assert.deepEqual(connections.map((c) => c.status), [200, 204], 'one reconnect, answered 204, and no more');
+    assert.ok(connections[1]!.lastEventId, 'the reconnect says how far it got');
+  });
+
+  it('on an idle task: one connection with the snapshot, one reconnect answered 204', async (t) => {
+    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Marble.' } });
+    const state = await h.request('GET', `/task/${created.body.task_id}/state?wait=5`);
+    assert.equal(state.body.active, false, state.text);
+    const { events, connections } = await follow(h, `/task/${created.body.task_id}/stream`);
+    // Then EventSource's own connection errors, without data: the end of the stream, and the 204.
+    assert.deepEqual(events.map((e) => [e.type, e.data === undefined]), [['task', false], ['done', false], ['error', true], ['error', true]]);
+    assert.deepEqual(connections.map((c) => c.status), [200, 204]);
+  });
+
+  it('our error event carries data; EventSource\'s own connection error carries none', async (t) => {
+    const h = await startTestHarness(t, { model: false });
+    const created = await h.request('POST', '/task', { body: { prompt: 'No model here.' } });
+    await h.request('GET', `/task/${created.body.task_id}/state?wait=5`);
+    const { events, connections } = await follow(h, `/task/${created.body.task_id}/stream`);
+
+    const errors = events.filter((e) => e.type === 'error');
+    const fromQuarry = errors.filter((e) => e.data !== undefined);
+    const fromConnection = errors.filter((e) => e.data === undefined);
+    assert.equal(fromQuarry.length, 1, JSON.stringify(errors));
+    assert.equal(JSON.parse(fromQuarry[0]!.data!).error, 'service_unavailable');
+    // The end of the stream and the 204 that ends the reconnect are connection errors, without data.
+    assert.equal(fromConnection.length, 2, JSON.stringify(errors));
+    assert.deepEqual(connections.map((c) => c.status), [200, 204]);
+  });
+});
