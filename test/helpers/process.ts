@@ -72,6 +72,11 @@ export interface SpawnOptions {
   raiseFdLimit?: boolean;
   /** SIGKILLs it after this long (a hung command then fails its test instead of stalling the run). */
   timeoutMs?: number;
+  /**
+   * When it exits on its own (no signal sent from here) with a failure, print the tail of its
+   * output to our stderr: a server that dies in the middle of a test then says why, in the run's log.
+   */
+  reportDeath?: boolean;
 }
 
 const live = new Set<NodeProcess>();
@@ -153,13 +158,18 @@ export function spawnNode(script: string, args: string[] = [], opts: SpawnOption
       partial = '';
       exit = { code, signal };
       live.delete(child);
+      if (opts.reportDeath && !signalled && (code !== 0 || signal !== null)) {
+        process.stderr.write(`[${name} exited on its own (${code ?? signal}); its last output:]\n${output.slice(-4000)}\n`);
+      }
       notify();
       resolve(exit);
     });
   });
   const alive = () => proc.exitCode === null && proc.signalCode === null;
+  let signalled = false;
   const signal = (s: NodeJS.Signals) => {
     if (!alive()) return;
+    signalled = true;
     try {
       proc.kill(s);
     } catch {
@@ -291,6 +301,7 @@ export async function startServer(opts: ServerOptions): Promise<ServerProcess> {
     name: opts.name ?? `quarry ${args.join(' ')}${opts.crashAt ? ` (QUARRY_CRASH_AT=${opts.crashAt})` : ''}`,
     nodeArgs: opts.nodeArgs,
     raiseFdLimit: opts.raiseFdLimit,
+    reportDeath: !opts.crashAt,
     env: {
       QUARRY_PORT: '0',
       QUARRY_HOST: '127.0.0.1',
