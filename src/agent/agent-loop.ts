@@ -15,6 +15,7 @@ import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
 import { toolContext, type AgentTool } from './tools/tool.js';
 import type { Charge, StoredStep, TurnPort } from './turn-port.js';
+import { sleep } from '../sleep.js';
 
 export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
 
@@ -259,12 +260,4 @@ export class Agent {
 
 function seconds(ms: number): string {
   return String(Math.ceil(ms / 1000));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
-    const onAbort = () => { clearTimeout(timer); reject(signal.reason); };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -12,6 +12,7 @@ import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { turnError } from '../errors.js';
+import { sleep } from '../sleep.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import type { HeldLock, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
 import type { TaskSpec } from '../contract/index.js';
@@ -45,24 +46,9 @@ export async function retryWhileStoreUnavailable<T>(
       if (signal.aborted) throw signal.reason;
       if (!isStoreUnavailable(err)) throw err;
       onWait(err, attempt);
-      await abortableSleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_FIRST_MS * 2 ** (attempt - 1)), signal);
+      await sleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_FIRST_MS * 2 ** (attempt - 1)), signal);
     }
   }
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** Why a running turn's work was abandoned. */
