@@ -19,6 +19,8 @@ export const MAX_TEXT_CHARS = 100_000;
  * backtracking on a 100,000-character string); free text checks it in tasks/spec.ts.
  */
 export const NO_NUL_PATTERN = '^[^\\u0000]*$';
+/** What a refusal of NUL says, wherever it is found (a schema's pattern, free text, free-form JSON). */
+export const NUL_PROBLEM = 'must not contain the NUL character (\\u0000)';
 
 /** Event sequence numbers are 32-bit integers in both databases (`events.seq`): `after` and `Last-Event-ID` stop here. */
 export const MAX_EVENT_SEQ = 2_147_483_647;
@@ -33,10 +35,18 @@ export const MAX_CREDITS = Number.MAX_SAFE_INTEGER / 1_000_000;
 export const MAX_JSON_DEPTH = 64;
 
 /**
- * Length in characters as the contract counts them: Unicode code points, as JSON Schema's
- * maxLength does (an emoji is one character, not two UTF-16 units).
+ * The length of `text` in characters when it has more than `max`, else null. Characters are
+ * counted as the contract counts them: Unicode code points, as JSON Schema's maxLength does (an
+ * emoji is one character, not two UTF-16 units). Text of at most `max` UTF-16 units has at most
+ * `max` code points, so only longer text is counted.
  */
-export function codePointLength(text: string): number {
+export function charactersOver(text: string, max: number): number | null {
+  if (text.length <= max) return null;
+  const chars = codePointLength(text);
+  return chars > max ? chars : null;
+}
+
+function codePointLength(text: string): number {
   let length = text.length;
   for (let i = 0; i < text.length - 1; i++) {
     const unit = text.charCodeAt(i);

@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isClientId } from '../ids.js';
 import { QuarryError, type ErrorDetail } from '../errors.js';
-import { NO_NUL_PATTERN } from '../contract/common.js';
+import { NO_NUL_PATTERN, NUL_PROBLEM } from '../contract/common.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 
 declare module 'fastify' {
@@ -51,7 +51,7 @@ function describe(e: AjvError): string {
   switch (e.keyword) {
     case 'required': return 'is required';
     case 'pattern':
-      if (e.params.pattern === NO_NUL_PATTERN) return 'must not contain the NUL character (\\u0000)';
+      if (e.params.pattern === NO_NUL_PATTERN) return NUL_PROBLEM;
       return e.instancePath.endsWith('/prompt') || e.instancePath.endsWith('/message') || e.instancePath.endsWith('/instruction')
       ? 'must contain text (not only white space)'
       : `must match the pattern ${String(e.params.pattern)}`;
@@ -180,17 +180,23 @@ export function requestIdOf(req: IncomingMessage): string {
   return id;
 }
 
-/** The whole HTTP/1.1 answer for an error, closing the connection: for sockets Fastify never saw a request on. */
-function rawAnswer(error: QuarryError, requestId: string): string {
+/** A refusal below the routes: logged as a refused request, and its body and headers, which close the connection. */
+function refusal(log: FastifyBaseLogger, error: QuarryError, requestId: string): { body: string; headers: Record<string, string | number> } {
+  log.info({ request_id: requestId, err: { code: error.code, message: error.message } }, 'request refused below the routes');
   const body = JSON.stringify(error.toBody(requestId));
-  const head = [
-    `HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status] ?? ''}`,
-    'Content-Type: application/json; charset=utf-8',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-ID: ${requestId}`,
-    'Connection: close',
-  ];
-  if (error.extras.retry_after !== undefined) head.push(`Retry-After: ${error.extras.retry_after}`);
+  const headers: Record<string, string | number> = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+    'X-Request-ID': requestId,
+    Connection: 'close',
+  };
+  if (error.extras.retry_after !== undefined) headers['Retry-After'] = error.extras.retry_after;
+  return { body, headers };
+}
+
+/** The whole HTTP/1.1 answer for a refusal: for sockets Fastify has no reply on. */
+function rawAnswer(error: QuarryError, { body, headers }: ReturnType<typeof refusal>): string {
+  const head = [`HTTP/1.1 ${error.status} ${http.STATUS_CODES[error.status] ?? ''}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
   return `${head.join('\r\n')}\r\n\r\n${body}`;
 }
 
@@ -239,25 +245,20 @@ export function answerClientError(log: FastifyBaseLogger, err: ClientError, sock
   }
   const requestId = (inFlight?.req && rawRequestIds.get(inFlight.req)) ?? newRequestId();
   const error = clientErrorOf(err);
-  log.info({ request_id: requestId, err: { code: err.code, message: err.message } }, 'request refused below the routes');
-  answerAndClose(socket, rawAnswer(error, requestId));
+  answerAndClose(socket, rawAnswer(error, refusal(log, error, requestId)));
 }
 
 /** Node's 'checkExpectation': an Expect other than 100-continue (which Node answers itself). */
 export function refuseExpectation(log: FastifyBaseLogger, req: IncomingMessage, res: ServerResponse): void {
-  const requestId = requestIdOf(req);
   const error = new QuarryError('expectation_failed', 'Only Expect: 100-continue is supported: send the request without this Expect header.');
-  log.info({ request_id: requestId, err: { code: error.code, message: error.message } }, 'request refused below the routes');
-  const body = JSON.stringify(error.toBody(requestId));
+  const { body, headers } = refusal(log, error, requestIdOf(req));
   // The client may be holding its body back: close rather than read what comes next as a request.
-  res.writeHead(error.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId, Connection: 'close' });
+  res.writeHead(error.status, headers);
   res.end(body);
 }
 
 /** Node's 'connect': Quarry is no proxy, and a CONNECT has no path a route could match. */
 export function refuseConnect(log: FastifyBaseLogger, req: IncomingMessage, socket: Duplex): void {
-  const requestId = requestIdOf(req);
   const error = new QuarryError('invalid_request', 'CONNECT is not supported: Quarry is not a proxy.');
-  log.info({ request_id: requestId, err: { code: error.code, message: error.message } }, 'request refused below the routes');
-  answerAndClose(socket, rawAnswer(error, requestId));
+  answerAndClose(socket, rawAnswer(error, refusal(log, error, requestIdOf(req))));
 }

@@ -47,19 +47,14 @@ export interface StreamOptions {
  * the pages written in it.
  */
 class ReplayTurns {
-  /** Each waiter's grant: hands it its turn, and resolves when the turn is over. */
-  private readonly waiting: (() => Promise<void>)[] = [];
+  /** The waiters, oldest first: each is handed the function that ends its turn. */
+  private readonly waiting: ((over: () => void) => void)[] = [];
   private running = false;
 
   /** Resolves when it is the caller's turn, with the function to call once its page is written. */
   take(): Promise<() => void> {
     return new Promise((resolve) => {
-      this.waiting.push(
-        () =>
-          new Promise<void>((over) => {
-            resolve(over);
-          }),
-      );
+      this.waiting.push(resolve);
       if (!this.running) {
         this.running = true;
         setImmediate(() => void this.run());
@@ -70,7 +65,7 @@ class ReplayTurns {
   private async run(): Promise<void> {
     while (this.waiting.length > 0) {
       const sliceEnd = performance.now() + REPLAY_SLICE_MS;
-      while (this.waiting.length > 0 && performance.now() < sliceEnd) await this.waiting.shift()!();
+      while (this.waiting.length > 0 && performance.now() < sliceEnd) await new Promise<void>((over) => this.waiting.shift()!(over));
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     this.running = false;

@@ -5,7 +5,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { codePointLength, MAX_JSON_DEPTH, type ColumnDecl, type ColumnType, type OutputDecl } from '../contract/index.js';
+import { charactersOver, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type OutputDecl } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
 export const MAX_STRING_LENGTH = 100_000;
@@ -80,7 +80,7 @@ export function freeJsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): stri
   while (pending.length > 0) {
     const [item, depth] = pending.pop()!;
     if (typeof item === 'string') {
-      if (item.includes('\u0000')) return 'must not contain the NUL character (\\u0000)';
+      if (item.includes('\u0000')) return NUL_PROBLEM;
     } else if (typeof item === 'number') {
       if (!Number.isFinite(item)) return `must hold finite numbers only, got ${item}`;
     } else if (typeof item === 'object' && item !== null) {
@@ -89,7 +89,7 @@ export function freeJsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): stri
         for (const member of item) pending.push([member, depth + 1]);
       } else {
         for (const [key, member] of Object.entries(item)) {
-          if (key.includes('\u0000')) return 'must not contain the NUL character (\\u0000)';
+          if (key.includes('\u0000')) return NUL_PROBLEM;
           pending.push([member, depth + 1]);
         }
       }
@@ -339,12 +339,9 @@ function limitedString(value: string): Conversion {
 
 /** A string longer than `max` characters (code points, as the API counts them), or holding NUL. */
 function lengthProblem(value: string, max: number): string | null {
-  // At most `max` UTF-16 units is at most `max` code points: only longer strings are counted.
-  if (value.length > max) {
-    const chars = codePointLength(value);
-    if (chars > max) return `must be at most ${max} characters, got ${chars}`;
-  }
-  return value.includes('\u0000') ? 'must not contain the NUL character (\\u0000)' : null;
+  const chars = charactersOver(value, max);
+  if (chars !== null) return `must be at most ${max} characters, got ${chars}`;
+  return value.includes('\u0000') ? NUL_PROBLEM : null;
 }
 
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(?:Z|[+-](\d{2}):?(\d{2}))?)?$/i;

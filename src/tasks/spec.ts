@@ -6,7 +6,7 @@
 import { Cron } from 'croner';
 import { compileRecordSchema, freeJsonProblem } from '../outputs/row-validation.js';
 import { QuarryError } from '../errors.js';
-import { codePointLength, MAX_TEXT_CHARS, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
+import { charactersOver, MAX_TEXT_CHARS, NUL_PROBLEM, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
 
 /**
  * A free-text field as stored: trimmed, at most MAX_TEXT_CHARS characters (code points, as the
@@ -14,12 +14,9 @@ import { codePointLength, MAX_TEXT_CHARS, TOOL_NAMES, type ColumnDecl, type Outp
  */
 export function checkedText(value: string, param: string): string {
   const text = value.trim();
-  // At most MAX_TEXT_CHARS UTF-16 units is at most that many code points: only longer text is counted.
-  if (text.length > MAX_TEXT_CHARS) {
-    const chars = codePointLength(text);
-    if (chars > MAX_TEXT_CHARS) throw invalid(param, `must have at most ${MAX_TEXT_CHARS} characters after trimming, got ${chars}`);
-  }
-  if (text.includes('\u0000')) throw invalid(param, 'must not contain the NUL character (\\u0000)');
+  const chars = charactersOver(text, MAX_TEXT_CHARS);
+  if (chars !== null) throw invalid(param, `must have at most ${MAX_TEXT_CHARS} characters after trimming, got ${chars}`);
+  if (text.includes('\u0000')) throw invalid(param, NUL_PROBLEM);
   return text;
 }
 

@@ -34,18 +34,15 @@ const STORE_RETRY_MAX_MS = 3000;
  * signal bounds the wait (the turn's own time limit, a stop, a lost lease, shutdown). Only for
  * writes that are safe to send again: nothing of a failed transaction is stored.
  */
-export async function retryWhileStoreUnavailable<T>(
-  write: () => Promise<T>,
-  signal: AbortSignal,
-  onWait: (err: unknown, attempt: number) => void,
-): Promise<T> {
+async function retryWhileStoreUnavailable<T>(write: () => Promise<T>, signal: AbortSignal, log: { logger: Logger; turnId: string }): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await write();
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       if (!isStoreUnavailable(err)) throw err;
-      onWait(err, attempt);
+      // Said now and then, not at every try.
+      if (attempt === 1 || attempt % 20 === 0) log.logger.warn({ err, turn_id: log.turnId, attempt }, 'the store is unavailable: the turn waits and tries again');
       await sleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_FIRST_MS * 2 ** (attempt - 1)), signal);
     }
   }
@@ -236,7 +233,7 @@ export class TurnRunner {
     // A turn's start time is stored when its start is recorded: one that has it was started before.
     const resumed = turn.startedAt !== null;
     crashPoint('turn.claimed');
-    const durable = <T>(write: () => Promise<T>) => retryWhileStoreUnavailable(write, controller.signal, (err, attempt) => storeWait(logger, turn.id, err, attempt));
+    const durable = <T>(write: () => Promise<T>) => retryWhileStoreUnavailable(write, controller.signal, { logger, turnId: turn.id });
     let task: TaskRecord | null;
     let steps: StoredStep[];
     let inputs: string[];
@@ -296,18 +293,12 @@ export class TurnRunner {
       const error = result.outcome === 'failed' ? result.error : null;
       // The turn's own signal may have aborted (its time limit): its end is stored anyway, waiting
       // out an outage until shutdown; a turn whose end is never stored is resumed once its lease runs out.
-      await retryWhileStoreUnavailable(() => service.finishTurn(turn.id, turn.taskId, outcome, error), this.shutdownSignal.signal,
-        (err, attempt) => storeWait(logger, turn.id, err, attempt)).catch((err) => {
+      await retryWhileStoreUnavailable(() => service.finishTurn(turn.id, turn.taskId, outcome, error), this.shutdownSignal.signal, { logger, turnId: turn.id }).catch((err) => {
         if (!(err instanceof TurnAbort)) throw err;
         logger.info({ turn_id: turn.id }, 'shut down before the turn\'s end could be stored: it is resumed on the next start');
       });
     }
   }
-}
-
-/** Says (now and then, not at every try) that a turn waits for the store to come back. */
-function storeWait(logger: Logger, turnId: string, err: unknown, attempt: number): void {
-  if (attempt === 1 || attempt % 20 === 0) logger.warn({ err, turn_id: turnId, attempt }, 'the store is unavailable: the turn waits and tries again');
 }
 
 /**
@@ -354,7 +345,7 @@ export class TaskTurnPort implements TurnPort {
   }
 
   private durable<T>(write: () => Promise<T>): Promise<T> {
-    return retryWhileStoreUnavailable(write, this.signal, (err, attempt) => storeWait(this.deps.logger, this.turnId, err, attempt));
+    return retryWhileStoreUnavailable(write, this.signal, { logger: this.deps.logger, turnId: this.turnId });
   }
 
   async updateSpec(spec: TaskSpec): Promise<void> {

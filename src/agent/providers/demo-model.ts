@@ -6,6 +6,7 @@
  */
 import { CARRY_OUT_PLAN } from '../system-prompt.js';
 import type { ModelMessage, ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './model-provider.js';
+import { modelResponse } from './provider-http.js';
 
 export const DEMO_OUTPUT_ID = 'demo_word_counts';
 /** A source that names itself as not real (.invalid is reserved for exactly that). */
@@ -53,13 +54,12 @@ function nextStep(request: ModelRequest): ModelResponse {
   ].join('\n');
   // Streamed as a real model would, one line at a time.
   for (const line of text.split(/(?<=\n)/)) request.onTextDelta?.(line);
-  return { text, toolCalls: [], usage: usage(request, text), finishReason: 'stop' };
+  return answer(request, text, [], 'stop');
 }
 
 function toolStep(request: ModelRequest, text: string, call: Omit<ModelToolCall, 'id'>): ModelResponse {
   request.onTextDelta?.(text);
-  const id = `demo_call_${request.messages.length}`;
-  return { text, toolCalls: [{ id, ...call }], usage: usage(request, text + call.arguments), finishReason: 'tool_calls' };
+  return answer(request, text, [{ id: `demo_call_${request.messages.length}`, ...call }], 'tool_calls');
 }
 
 /** The most frequent words (letters and digits, any script), most frequent first, ties in order of appearance. */
@@ -69,9 +69,7 @@ function wordCounts(message: string): { word: string; count: number }[] {
   return [...counts].sort((a, b) => b[1] - a[1]).slice(0, MAX_WORDS).map(([word, count]) => ({ word, count }));
 }
 
-/** About four characters a token, as real tokenizers average for English; the demo charges like a model. */
-function usage(request: ModelRequest, output: string): ModelResponse['usage'] {
-  let input = 0;
-  for (const m of request.messages) input += (m.content ?? '').length;
-  return { inputTokens: Math.ceil(input / 4), outputTokens: Math.ceil(output.length / 4) };
+/** The demo reports no usage: its tokens are estimated as for a server that reports none, and charged like a model's. */
+function answer(request: ModelRequest, text: string, toolCalls: ModelToolCall[], finishReason: string): ModelResponse {
+  return modelResponse(request, { text, toolCalls, inputTokens: undefined, outputTokens: undefined }, finishReason);
 }

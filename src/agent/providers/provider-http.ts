@@ -32,7 +32,7 @@ export interface HttpProviderOptions {
 export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 
 /** The longest Retry-After we read (a day); the agent loop decides how much of it to wait. */
-const MAX_RETRY_AFTER_MS = 86_400_000;
+const RETRY_AFTER_READ_CAP_MS = 86_400_000;
 
 /** Where and how a provider posts its requests: fixed when the provider is created. */
 export interface ProviderEndpoint {
@@ -183,13 +183,13 @@ function statusError(endpoint: ProviderEndpoint, response: Response, body: strin
  */
 export function retryAfterMs(headers: Headers, now = Date.now()): number | undefined {
   const ms = Number.parseFloat(headers.get('retry-after-ms') ?? '');
-  if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);
+  if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), RETRY_AFTER_READ_CAP_MS);
   const value = headers.get('retry-after')?.trim();
   if (!value) return undefined;
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.min(Math.ceil(Number(value) * 1000), MAX_RETRY_AFTER_MS);
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.min(Math.ceil(Number(value) * 1000), RETRY_AFTER_READ_CAP_MS);
   const at = Date.parse(value);
   if (Number.isNaN(at)) return undefined;
-  return Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
+  return Math.min(Math.max(0, at - now), RETRY_AFTER_READ_CAP_MS);
 }
 
 /** The provider's own message from an error body: `{error: "..."}` or `{error: {type, message}}`. */
