@@ -11,8 +11,8 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
+import { exchange } from './helpers/raw-http.js';
 import { ROUTES, type RouteDef } from '../src/contract/index.js';
 import { ERROR_CATALOGUE } from '../src/errors.js';
 
@@ -285,22 +285,11 @@ describe('bad-input corpus: stream routes and HTTP framing, over a socket', () =
     });
   }
 
-  /** One request written as raw bytes; the answer read until the server closes the connection. */
+  /** One request written as raw bytes; the answer read until the server closes the connection (at most 5 s). */
   async function raw(request: string | Buffer): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-    const { port, hostname } = new URL(h.url);
-    const text = await new Promise<string>((resolve, reject) => {
-      // Written without ending our side: a half-closed connection may be closed before the answer.
-      const socket = net.connect(Number(port), hostname, () => socket.write(request));
-      const chunks: Buffer[] = [];
-      socket.on('data', (c: Buffer) => chunks.push(c));
-      socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
-      socket.on('error', reject);
-      socket.setTimeout(5000, () => socket.destroy(new Error('no answer within 5 s')));
-    });
-    const [head = '', ...rest] = text.split('\r\n\r\n');
-    const [statusLine = '', ...lines] = head.split('\r\n');
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
-    return { status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n') };
+    const [answer] = (await exchange(h.url, [request])).answers;
+    assert.ok(answer, 'no answer within 5 s');
+    return { status: answer.status, headers: Object.fromEntries(answer.headers), body: answer.text };
   }
 
   function checkRaw(what: string, res: { status: number; headers: Record<string, string>; body: string }): void {

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fetchJson } from './helpers/http.js';
-import { ROOT, tempDataDir } from './helpers/process.js';
+import { freePort, ROOT, tempDataDir } from './helpers/process.js';
 
 const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
 const started: ChildProcess[] = [];
@@ -72,14 +72,6 @@ async function waitFor(sh: Shell, pattern: RegExp, timeoutMs: number): Promise<R
 async function stop(sh: Shell): Promise<void> {
   process.kill(-sh.child.pid!, 'SIGTERM');
   await sh.exited;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('a newcomer following the README', { skip: onPostgres && 'runs on the SQLite pass only' }, () => {

@@ -14,6 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { QUARRY_BUILD, ROOT, staleBuild } from '../../scripts/build-state.js';
@@ -326,6 +327,18 @@ export async function startServer(opts: ServerOptions): Promise<ServerProcess> {
     }
   }
   return Object.assign(p, { url, dataDir: opts.dataDir, starterKey, crashAt: opts.crashAt });
+}
+
+/** A loopback port free right now, for a process that must be told its port before it starts. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** The processes started here that still run (a benchmark counts their CPU). */
