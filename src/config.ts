@@ -83,7 +83,21 @@ export interface Config {
    * body (uploads included); answers and streams are not limited by it.
    */
   requestTimeoutSeconds: number;
+  /** Webhook deliveries (docs/webhooks.md). */
+  webhooks: WebhookConfig;
 }
+
+export interface WebhookConfig {
+  /** QUARRY_WEBHOOK_TIMEOUT_S: the longest one attempt may take, answer included. */
+  timeoutMs: number;
+  /** QUARRY_WEBHOOK_RETRY_S: the waits before the 2nd, 3rd, … attempt; the last repeats. */
+  retryDelaysMs: number[];
+  /** QUARRY_WEBHOOK_GIVE_UP_S: no retry is scheduled further than this from the delivery's creation (or last redelivery): it is dead. */
+  giveUpMs: number;
+}
+
+/** About 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then hourly (decisions §15.3). */
+const WEBHOOK_RETRY_S = [5, 30, 120, 600, 1800, 3600];
 
 class ConfigError extends Error {}
 
@@ -144,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sseMaxBufferBytes: int(env, 'QUARRY_SSE_MAX_BUFFER_BYTES', 1024 * 1024, 1024),
     corsOrigins: corsOrigins(env.QUARRY_CORS_ORIGINS),
     requestTimeoutSeconds: int(env, 'QUARRY_REQUEST_TIMEOUT_S', 300, 1),
+    webhooks: webhookConfig(env),
   };
   return { ...config, ...overrides };
 }
@@ -211,6 +226,21 @@ function sandboxConfig(env: NodeJS.ProcessEnv): Config['sandbox'] {
   if (env.QUARRY_SANDBOX_CPUS) limits.cpus = num(env, 'QUARRY_SANDBOX_CPUS', 1);
   if (env.QUARRY_SANDBOX_MAX_RUNS) limits.concurrentRuns = int(env, 'QUARRY_SANDBOX_MAX_RUNS', 4, 1);
   return { mode, limits, pythonPath: env.QUARRY_SANDBOX_PYTHON || undefined, cgroupParent: env.QUARRY_SANDBOX_CGROUP || undefined };
+}
+
+function webhookConfig(env: NodeJS.ProcessEnv): WebhookConfig {
+  const raw = env.QUARRY_WEBHOOK_RETRY_S;
+  const retryS = raw ? raw.split(',').map((part) => Number(part.trim())) : WEBHOOK_RETRY_S;
+  if (retryS.length === 0 || retryS.some((s) => !Number.isFinite(s) || s <= 0)) {
+    throw new ConfigError(`QUARRY_WEBHOOK_RETRY_S must list seconds > 0, comma-separated, got "${raw}"`);
+  }
+  const timeoutS = num(env, 'QUARRY_WEBHOOK_TIMEOUT_S', 10);
+  if (timeoutS <= 0) throw new ConfigError(`QUARRY_WEBHOOK_TIMEOUT_S must be a number > 0, got "${env.QUARRY_WEBHOOK_TIMEOUT_S}"`);
+  return {
+    timeoutMs: Math.round(timeoutS * 1000),
+    retryDelaysMs: retryS.map((s) => Math.round(s * 1000)),
+    giveUpMs: Math.round(num(env, 'QUARRY_WEBHOOK_GIVE_UP_S', 24 * 60 * 60) * 1000),
+  };
 }
 
 export { ConfigError };

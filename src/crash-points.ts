@@ -18,6 +18,7 @@ export const CRASH_POINTS = [
   'cron.fired',
   'upload.stored',
   'upload.completed',
+  'webhook.sent',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

@@ -25,7 +25,8 @@ function pooledRandom(): number {
 
 const nextUlid = monotonicFactory(pooledRandom);
 
-export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl'): string {
+/** `wh`: a webhook endpoint; `msg`: a webhook delivery (its webhook-id, as Standard Webhooks names them). */
+export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg'): string {
   return `${prefix}_${nextUlid()}`;
 }
 

@@ -23,6 +23,8 @@ import { TaskService } from './tasks/task-service.js';
 import { TurnRunner } from './tasks/turn-runner.js';
 import { createSandbox } from './sandbox/sandbox.js';
 import { Uploads } from './uploads/uploads.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { Webhooks } from './webhooks/webhooks.js';
 
 export interface Quarry {
   config: Config;
@@ -82,6 +84,10 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });
 
   const runsTurns = config.role !== 'api';
+  // Deliveries are sent by the processes that run turns; an api process's (a stop's) wait for their poll.
+  const dispatcher = runsTurns ? new WebhookDispatcher({ store, config: config.webhooks, allowPrivate: config.fetchAllowPrivate, logger }) : undefined;
+  const webhooks = new Webhooks({ store, allowPrivate: config.fetchAllowPrivate, onDeliveryDue: () => dispatcher?.wake() });
+  if (dispatcher) tasks.onDeliveriesQueued = () => dispatcher.wake();
   // Only a process that runs turns runs code; the probe costs a moment at start-up.
   const sandbox = runsTurns
     ? await createSandbox({
@@ -118,7 +124,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   let ready = false;
   const queries = new TaskQueries(store, tasks);
   const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
-  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, ready: () => ready });
+  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, webhooks, ready: () => ready });
 
   let starterKey: string | null = null;
   return {
@@ -131,6 +137,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       await app.listen({ host: config.host, port: config.port });
       starterKey = await accounts.ensureStarterAccount(config.starterCredits, opts.onStarterKey);
       await runner?.start({ reclaimAll: store.kind === 'sqlite' });
+      dispatcher?.start();
       ready = true;
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.port;
@@ -142,6 +149,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       // Each step runs even if an earlier one failed (e.g. the store is already gone).
       try {
         await runner?.shutdown();
+        await dispatcher?.stop();
         await sandbox?.close();
         await relay.stop();
       } finally {

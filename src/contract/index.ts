@@ -10,6 +10,7 @@ export * from './task.js';
 export * from './events.js';
 export * from './outputs.js';
 export * from './uploads.js';
+export * from './webhooks.js';
 export * from './admin.js';
 export * from './requests.js';
 export * from './meta.js';

@@ -16,6 +16,7 @@ import {
 } from './requests.js';
 import { Task, TaskState } from './task.js';
 import { UploadParams, UploadPutQuery, UploadResult, UploadTicket, UploadUrlBody } from './uploads.js';
+import { Delivery, DeliveryList, DeliveryParams, DeliveriesQuery, Webhook, WebhookBody, WebhookList, WebhookParams, WebhookWithSecret } from './webhooks.js';
 
 // ---- answers ---------------------------------------------------------------------------------
 
@@ -91,13 +92,19 @@ export const OPTIONAL_BODY = 'x-optional-body';
 
 // ---- the table -------------------------------------------------------------------------------
 
-const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], admin: ['admin'] };
+const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], webhooks: ['webhooks'], admin: ['admin'] };
 const noKey = { security: [] as Record<string, string[]>[] };
 const taskAnswers = (description: string) => ({
   200: json(description, Task, REPLAYED),
   202: json('The message was queued behind the running turn (status `accepted`).', Task, REPLAYED),
 });
 const changeErrors = errors(...KEYED, ...ON_TASK, ...WITH_BODY, ...STARTS_TURN);
+/** A route with a webhook (and a delivery) in its path: unknown (404), an id too long (422). */
+const ON_WEBHOOK = [404, 422] as const;
+const NEXT_PAGE = {
+  'X-Next-Cursor': header('Pass as `cursor` for the next page.'),
+  Link: header('`<url>; rel="next"`: the next page.'),
+};
 
 export const ROUTES = {
   health: {
@@ -144,10 +151,7 @@ export const ROUTES = {
     method: 'GET', url: '/task', auth: 'key',
     schema: { operationId: 'listTasks', summary: 'List tasks: pinned first, then most recently updated', tags: tags.tasks, headers: Plain, querystring: ListQuery,
       response: {
-        200: json('One page of tasks. Without X-Next-Cursor and Link this is the last page.', Type.Array(Task), {
-          'X-Next-Cursor': header('Pass as `cursor` for the next page.'),
-          Link: header('`<url>; rel="next"`: the next page.'),
-        }),
+        200: json('One page of tasks. Without X-Next-Cursor and Link this is the last page.', Type.Array(Task), NEXT_PAGE),
         ...errors(...KEYED, 422),
       } },
   },
@@ -236,6 +240,41 @@ export const ROUTES = {
     schema: { operationId: 'putUpload', summary: 'Upload the file to a signed URL (the signature is the credential)', tags: tags.uploads, ...noKey, headers: Plain, params: UploadParams, querystring: UploadPutQuery,
       [RAW_BODY]: true,
       response: { 201: json('Stored.', UploadResult), ...errors(401, 404, 413, 422, 500, 503) } },
+  },
+  createWebhook: {
+    method: 'POST', url: '/webhooks', auth: 'key',
+    schema: { operationId: 'createWebhook', summary: 'Register an endpoint for turn (and group) events; its secret is shown once', tags: tags.webhooks, headers: Plain, body: WebhookBody,
+      response: { 201: json('The endpoint and its signing secret (shown only now).', WebhookWithSecret), ...errors(...KEYED, ...WITH_BODY, 409) } },
+  },
+  listWebhooks: {
+    method: 'GET', url: '/webhooks', auth: 'key',
+    schema: { operationId: 'listWebhooks', summary: 'The account\'s endpoints, newest first (never their secrets)', tags: tags.webhooks, headers: Plain,
+      response: { 200: json('Every endpoint of the account.', WebhookList), ...errors(...KEYED) } },
+  },
+  getWebhook: {
+    method: 'GET', url: '/webhooks/:webhook_id', auth: 'key',
+    schema: { operationId: 'getWebhook', summary: 'One endpoint', tags: tags.webhooks, headers: Plain, params: WebhookParams,
+      response: { 200: json('The endpoint.', Webhook), ...errors(...KEYED, ...ON_WEBHOOK) } },
+  },
+  deleteWebhook: {
+    method: 'DELETE', url: '/webhooks/:webhook_id', auth: 'key',
+    schema: { operationId: 'deleteWebhook', summary: 'Delete an endpoint and its deliveries; nothing more is sent to it', tags: tags.webhooks, headers: Plain, params: WebhookParams,
+      response: { 200: json('The endpoint as it was.', Webhook), ...errors(...KEYED, ...ON_WEBHOOK) } },
+  },
+  rotateWebhookSecret: {
+    method: 'POST', url: '/webhooks/:webhook_id/rotate-secret', auth: 'key', optionalBody: true,
+    schema: { operationId: 'rotateWebhookSecret', summary: 'A new signing secret; for 24 h the previous one signs too', tags: tags.webhooks, headers: Plain, params: WebhookParams, body: Type.Object({}),
+      response: { 200: json('The endpoint and its new secret (shown only now).', WebhookWithSecret), ...errors(...KEYED, ...ON_WEBHOOK, ...WITH_BODY) } },
+  },
+  listDeliveries: {
+    method: 'GET', url: '/webhooks/:webhook_id/deliveries', auth: 'key',
+    schema: { operationId: 'listWebhookDeliveries', summary: 'The endpoint\'s deliveries, newest first', tags: tags.webhooks, headers: Plain, params: WebhookParams, querystring: DeliveriesQuery,
+      response: { 200: json('One page of deliveries. Without X-Next-Cursor and Link this is the last page.', DeliveryList, NEXT_PAGE), ...errors(...KEYED, ...ON_WEBHOOK) } },
+  },
+  redeliver: {
+    method: 'POST', url: '/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', auth: 'key', optionalBody: true,
+    schema: { operationId: 'redeliverWebhook', summary: 'Send a delivery again, with the same webhook-id', tags: tags.webhooks, headers: Plain, params: DeliveryParams, body: Type.Object({}),
+      response: { 202: json('The delivery, due now.', Delivery), ...errors(...KEYED, ...ON_WEBHOOK, ...WITH_BODY) } },
   },
   createAccount: {
     method: 'POST', url: '/admin/accounts', auth: 'admin',

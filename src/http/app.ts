@@ -16,6 +16,7 @@ import type { Store } from '../store/store.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { Uploads } from '../uploads/uploads.js';
+import type { Webhooks } from '../webhooks/webhooks.js';
 import { registerAuth } from './auth.js';
 import { registerCors } from './cors.js';
 import { QuarryError } from '../errors.js';
@@ -28,6 +29,7 @@ import { healthRoutes, metaRoutes } from './routes/meta.js';
 import { outputRoutes } from './routes/outputs.js';
 import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 export interface AppDeps {
   config: Config;
@@ -40,6 +42,8 @@ export interface AppDeps {
   queries: TaskQueries;
   accounts: Accounts;
   uploads: Uploads;
+  /** Webhook endpoints and their deliveries. */
+  webhooks: Webhooks;
   /** Whether the store and workers are ready (GET /readyz). */
   ready: () => boolean;
 }
@@ -204,6 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(taskRoutes);
     await app.register(outputRoutes);
     await app.register(uploadRoutes);
+    await app.register(webhookRoutes);
     await app.register(adminRoutes);
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
     app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());

@@ -148,6 +148,33 @@ export interface SettingsTable {
   value: string;
 }
 
+export interface WebhookEndpointsTable {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string;
+  description: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  created_at: string;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  endpoint_id: string;
+  event: string;
+  payload: string;
+  status: string;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  retry_since: string;
+  created_at: string;
+  delivered_at: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -163,5 +190,7 @@ export interface Database {
   settings: SettingsTable;
   rate_windows: RateWindowsTable;
   upload_chunks: UploadChunksTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 

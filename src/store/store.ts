@@ -9,7 +9,7 @@
  * `lock: true` stay locked until the transaction ends, which is how writes to one task are
  * serialized.
  */
-import type { TaskSpec } from '../contract/index.js';
+import type { DeliveryStatus, TaskSpec, WebhookEventType } from '../contract/index.js';
 
 import type { TaskActivity, TaskPhase, TaskStatus, TurnKind } from '../contract/index.js';
 
@@ -260,6 +260,71 @@ export interface IdempotencyRepository {
   put(accountId: string, key: string, record: IdempotencyRecord): Promise<void>;
 }
 
+// ---- webhooks: endpoints, and the outbox of their deliveries ----------------------------------
+
+export interface WebhookEndpointRecord {
+  id: string;
+  accountId: string;
+  url: string;
+  events: WebhookEventType[];
+  description: string | null;
+  secret: string;
+  previousSecret: string | null;
+  previousSecretExpiresAt: string | null;
+  createdAt: string;
+}
+
+export interface DeliveryRecord {
+  id: string;
+  endpointId: string;
+  event: WebhookEventType;
+  /** The JSON body, the same bytes on every attempt. */
+  payload: string;
+  status: DeliveryStatus;
+  /** Attempts started (a claim counts one). */
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  /** Pending: when it is due, or while claimed, when the claim runs out. Null once delivered or dead. */
+  nextAttemptAt: string | null;
+  /** Retries stop once this lies the give-up time behind (the creation, or the last redelivery). */
+  retrySince: string;
+  createdAt: string;
+  deliveredAt: string | null;
+}
+
+/** How an attempt ended: delivered, or failed and due again at `nextAttemptAt` (null: dead). */
+export type AttemptResult =
+  | { delivered: true; statusCode: number; at: string }
+  | { delivered: false; statusCode: number | null; error: string; nextAttemptAt: string | null };
+
+export interface WebhooksRepository {
+  insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void>;
+  getEndpoint(id: string): Promise<WebhookEndpointRecord | undefined>;
+  /** The account's endpoints, newest first. */
+  listEndpoints(accountId: string): Promise<WebhookEndpointRecord[]>;
+  countEndpoints(accountId: string): Promise<number>;
+  updateSecrets(id: string, patch: { secret: string; previousSecret: string | null; previousSecretExpiresAt: string | null }): Promise<void>;
+  /** Deletes the endpoint and its deliveries. */
+  deleteEndpoint(id: string): Promise<void>;
+  insertDeliveries(deliveries: DeliveryRecord[]): Promise<void>;
+  getDelivery(endpointId: string, id: string): Promise<DeliveryRecord | undefined>;
+  /** The endpoint's deliveries newest first, after (older than) the delivery id `before`. */
+  listDeliveries(endpointId: string, limit: number, before?: string): Promise<DeliveryRecord[]>;
+  /**
+   * Takes up to `limit` pending deliveries due at `now` for one attempt each: counts the attempt
+   * and moves next_attempt_at to `claimUntil`, so no other process takes them meanwhile (SKIP
+   * LOCKED where several run), and one whose sender died is due again once the claim runs out.
+   */
+  claimDue(now: string, claimUntil: string, limit: number): Promise<DeliveryRecord[]>;
+  /** Records the attempt numbered `attempt`; false (nothing changed) when a later claim or a redelivery has taken it since. */
+  recordAttempt(id: string, attempt: number, result: AttemptResult): Promise<boolean>;
+  /** Makes the delivery pending and due at `now`, its 24 h of retries counted from now. */
+  redeliver(id: string, now: string): Promise<void>;
+  /** The earliest next_attempt_at of a pending delivery (the dispatcher sleeps until then). */
+  nextDue(): Promise<string | undefined>;
+}
+
 // ---- cluster: what several processes on one database share ------------------------------------
 
 /**
@@ -294,6 +359,7 @@ export interface Repositories {
   readonly rows: RowsRepository;
   readonly uploads: UploadsRepository;
   readonly idempotency: IdempotencyRepository;
+  readonly webhooks: WebhooksRepository;
   readonly cluster: ClusterRepository;
 }
 

@@ -18,6 +18,7 @@ import { nextCronRun, normalizeSchedule } from './spec.js';
 import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
 import type { EventPayload, EventType, Schedule, Task, TaskEventReason, TaskSpec } from '../contract/index.js';
 import { isVisibleTo, toReplyView, toTaskView } from './task-view.js';
+import { queueTurnWebhooks, type TurnEnded } from '../webhooks/webhooks.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
 
@@ -95,6 +96,10 @@ function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivi
  */
 class TaskUnit {
   readonly events: EventRecord[] = [];
+  /** Turns this unit ended: their webhooks are queued at flush, with the task as it is committed. */
+  readonly turnsEnded: Omit<TurnEnded, 'accountId' | 'taskId' | 'task' | 'at'>[] = [];
+  /** Webhook deliveries queued at flush (the dispatcher is woken once the unit commits). */
+  deliveriesQueued = 0;
   private readonly patch: TaskPatch = {};
   private readonly controls: ControlMessage[] = [];
 
@@ -137,6 +142,12 @@ class TaskUnit {
     const first = this.events[0];
     if (first) await this.tx.cluster.notify(EVENTS_CHANNEL, eventsNotice(this.origin, this.task.id, first.seq, this.task.lastEventSeq));
     for (const message of this.controls) await this.tx.cluster.notify(CONTROL_CHANNEL, JSON.stringify(message));
+    // In this transaction: a turn's end and its webhooks are stored together or not at all.
+    for (const ended of this.turnsEnded) {
+      this.deliveriesQueued += await queueTurnWebhooks(this.tx, {
+        ...ended, accountId: this.task.accountId, taskId: this.task.id, task: toTaskView(this.task, Date.parse(this.now)), at: this.now,
+      });
+    }
   }
 }
 
@@ -151,6 +162,8 @@ export class TaskService {
   onTurnReady: () => void = () => {};
   /** Called after a commit that ended a turn some worker may be running (stop, delete). */
   onTurnCancelled: (turnId: string) => void = () => {};
+  /** Called after a commit that queued webhook deliveries. */
+  onDeliveriesQueued: () => void = () => {};
 
   constructor(opts: TaskServiceOptions) {
     this.store = opts.store;
@@ -245,7 +258,7 @@ export class TaskService {
       return { unit, turn };
     });
     crashPoint('create.committed');
-    this.bus.publish(result.unit.events);
+    this.committed(result.unit);
     this.onTurnReady();
     return { statusCode: 200, task: toTaskView(result.unit.task), turnId: result.turn.id, fromSeq: 0 };
   }
@@ -371,7 +384,7 @@ export class TaskService {
       if (!result) continue;
       crashPoint('cron.fired');
       fired++;
-      this.bus.publish(result.unit.events);
+      this.committed(result.unit);
       if (result.started) this.onTurnReady();
     }
     return fired;
@@ -409,7 +422,7 @@ export class TaskService {
       return { unit, start: true };
     });
     if (!result) return null;
-    this.bus.publish(result.unit.events);
+    this.committed(result.unit);
     if (!result.start && result.unit.task.currentTurnId) this.onTurnReady();
     return result.start ? result.unit.task : null;
   }
@@ -491,11 +504,17 @@ export class TaskService {
     });
     if (!result) return;
     crashPoint('turn.finished');
-    this.bus.publish(result.events);
+    this.committed(result);
     if (result.task.currentTurnId) this.onTurnReady();
   }
 
   // ---- internals ------------------------------------------------------------------------------
+
+  /** After a unit's commit: its events go to live listeners, its deliveries to the dispatcher. */
+  private committed(unit: TaskUnit): void {
+    this.bus.publish(unit.events);
+    if (unit.deliveriesQueued > 0) this.onDeliveriesQueued();
+  }
 
   private newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
     return {
@@ -535,13 +554,16 @@ export class TaskService {
       unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
     }
     unit.taskEvent('turn_ended', turnId);
+    const creditsUsed = fromMicros(turn?.creditsUsedMicros ?? 0);
+    const outputCount = unit.task.spec.outputs.length;
     unit.event('done', turnId, {
       outcome,
-      output_count: unit.task.spec.outputs.length,
-      credits_used: fromMicros(turn?.creditsUsedMicros ?? 0),
+      output_count: outputCount,
+      credits_used: creditsUsed,
       // The queued message that starts now, or null: the task is idle (streams of the task end here).
       next_turn_id: next?.id ?? null,
     });
+    unit.turnsEnded.push({ turnId, outcome, outputCount, creditsUsed });
     return next?.id ?? null;
   }
 
@@ -569,7 +591,7 @@ export class TaskService {
       return { unit, answer, fromSeq };
     });
     crashPoint('message.committed');
-    this.bus.publish(result.unit.events);
+    this.committed(result.unit);
     const { task } = result.unit;
     if (task.currentTurnId) this.onTurnReady();
     return { statusCode: result.answer.statusCode, task: toReplyView(task, result.answer.statusCode), turnId: result.answer.turnId, fromSeq: result.fromSeq };
@@ -586,7 +608,7 @@ export class TaskService {
       return unit;
     });
     if (!result) return false;
-    this.bus.publish(result.events);
+    this.committed(result);
     return true;
   }
 

@@ -2,11 +2,11 @@
  * fetch_url {url}: GETs a public web page or file and returns readable text (HTML through
  * Readability, PDF text, pretty JSON, CSV, plain text), headed by the final URL and content
  * type so the model can cite exactly what it read. Non-public addresses are refused unless the
- * operator allows them (QUARRY_FETCH_ALLOW_PRIVATE=1); see src/agent/web/safe-fetch.ts.
+ * operator allows them (QUARRY_FETCH_ALLOW_PRIVATE=1); see src/net/safe-fetch.ts.
  */
 import { Type } from 'typebox';
 import { cutText, extractText, UnsupportedContentError, type ExtractedText } from '../web/extract.js';
-import { safeFetch, WebFetchError, type FetchedResource, type SafeFetchOptions } from '../web/safe-fetch.js';
+import { safeFetch, WebFetchError, type FetchedResource, type SafeFetchOptions } from '../../net/safe-fetch.js';
 import type { AgentTool } from './tool.js';
 
 export interface FetchUrlToolOptions extends Omit<SafeFetchOptions, 'signal'> {

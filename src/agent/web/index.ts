@@ -22,6 +22,4 @@ export function createWebTools(opts: WebToolsOptions = {}): AgentTool<unknown>[]
 }
 
 export { createSearchProvider, searchConfigProblem, SEARCH_PROVIDERS, type SearchConfig, type SearchProvider, type SearchProviderName, type SearchResult } from './search.js';
-export { safeFetch, WebFetchError, type SafeFetchOptions, type Lookup } from './safe-fetch.js';
-export { blockedReason, isBlockedAddress } from './address-policy.js';
 export { extractText, detectKind, type ExtractedText, type ContentKind } from './extract.js';

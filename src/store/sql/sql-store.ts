@@ -10,6 +10,7 @@ import * as m000001 from '../migrations/000001_initial.js';
 import * as m000002 from '../migrations/000002_cluster.js';
 import * as m000003 from '../migrations/000003_credit_micros.js';
 import * as m000004 from '../migrations/000004_last_error.js';
+import * as m000005 from '../migrations/000005_webhooks.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink } from './cluster.js';
@@ -23,12 +24,14 @@ import { SqlSteps } from './steps.js';
 import { SqlTasks } from './tasks.js';
 import { SqlTurns } from './turns.js';
 import { SqlUploads } from './uploads.js';
+import { SqlWebhooks } from './webhooks.js';
 
 const MIGRATIONS: Record<string, Migration> = {
   '000001_initial': m000001,
   '000002_cluster': m000002,
   '000003_credit_micros': m000003,
   '000004_last_error': m000004,
+  '000005_webhooks': m000005,
 };
 
 class StaticMigrations implements MigrationProvider {
@@ -53,6 +56,7 @@ export class SqlRepositories implements Repositories {
   readonly rows: SqlRows;
   readonly uploads: SqlUploads;
   readonly idempotency: SqlIdempotency;
+  readonly webhooks: SqlWebhooks;
   readonly cluster: SqlCluster;
 
   constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}) {
@@ -64,6 +68,7 @@ export class SqlRepositories implements Repositories {
     this.rows = own.rows ?? new SqlRows(db, profile);
     this.uploads = new SqlUploads(db, profile);
     this.idempotency = new SqlIdempotency(db, profile);
+    this.webhooks = new SqlWebhooks(db, profile);
     this.cluster = new SqlCluster(db, profile, link);
   }
 }

@@ -381,6 +381,93 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's endpoints, newest first (never their secrets) */
+        get: operations["listWebhooks"];
+        put?: never;
+        /** Register an endpoint for turn (and group) events; its secret is shown once */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One endpoint */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete an endpoint and its deliveries; nothing more is sent to it */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret; for 24 h the previous one signs too */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint's deliveries, newest first */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again, with the same webhook-id */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/accounts": {
         parameters: {
             query?: never;
@@ -538,7 +625,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do: show it to a person. */
             message: string;
             /** @description Whether the same request may succeed later. */
@@ -578,7 +665,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             message: string;
             retryable: boolean;
         };
@@ -883,7 +970,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do about it; show it to a person. */
             message: string;
             retryable: boolean;
@@ -924,6 +1011,42 @@ export type components = {
         };
         Usage: {
             turns: components["schemas"]["TurnUsage"][];
+        };
+        Webhook: {
+            webhook_id: string;
+            url: string;
+            events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished")[];
+            description: string | null;
+            /** Format: date-time */
+            created_at: string;
+            previous_secret_expires_at: string | null;
+        };
+        WebhookDelivery: {
+            /** @description Sent as the webhook-id header; the same on every attempt. */
+            delivery_id: string;
+            /** @enum {string} */
+            event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished";
+            /** @enum {string} */
+            status: "pending" | "delivered" | "dead";
+            /** @description Attempts started so far. */
+            attempts: number;
+            last_status_code: number | null;
+            last_error: string | null;
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            delivered_at: string | null;
+        };
+        WebhookWithSecret: {
+            webhook_id: string;
+            url: string;
+            events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished")[];
+            description: string | null;
+            /** Format: date-time */
+            created_at: string;
+            previous_secret_expires_at: string | null;
+            /** @description `whsec_` + base64: the signing secret. Shown only here; store it. */
+            secret: string;
         };
         Workflow: {
             version: string;
@@ -989,7 +1112,7 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `task_not_found`, `not_found`: No task with that id. / No such route. */
+        /** @description `task_not_found`, `webhook_not_found`, `delivery_not_found`, `not_found`: No task with that id. / No webhook endpoint with that id. / No delivery with that id for this endpoint. / No such route. */
         Error404: {
             headers: {
                 /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
@@ -1013,7 +1136,7 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `task_executing`, `task_in_cron_mode`, `task_exists`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. */
+        /** @description `task_executing`, `task_in_cron_mode`, `task_exists`, `webhook_limit_reached`: A turn is running: poll /state until active is false, then resend. / The task runs on a schedule and takes no messages. / A task with that task_id already exists: continue it instead. / The account has as many webhook endpoints as it may: delete one first. */
         Error409: {
             headers: {
                 /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
@@ -2207,6 +2330,271 @@ export interface operations {
             404: components["responses"]["Error404"];
             413: components["responses"]["Error413"];
             422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every endpoint of the account. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhooks: components["schemas"]["Webhook"][];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An http(s) URL that takes POST requests; no user name or password in it. */
+                    url: string;
+                    /** @description Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, group.finished. */
+                    events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished")[];
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret (shown only now). */
+            201: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint as it was. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The endpoint and its new secret (shown only now). */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. Without X-Next-Cursor and Link this is the last page. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description Pass as `cursor` for the next page. */
+                    "X-Next-Cursor"?: string;
+                    /** @description `<url>; rel="next"`: the next page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: components["schemas"]["WebhookDelivery"][];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                webhook_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The delivery, due now. */
+            202: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];
         };

@@ -1,6 +1,6 @@
 /**
- * GET a URL from the open web on the agent's behalf, without letting it reach into the network
- * Quarry runs in (SSRF). The host name is resolved here, every address it resolves to is checked
+ * HTTP requests out of Quarry to addresses a user chose (fetch_url's pages, webhook deliveries),
+ * without letting them reach into the network Quarry runs in (SSRF). The host name is resolved here, every address it resolves to is checked
  * against the address policy, and the connection goes to the checked address itself, with the
  * name sent as Host header and TLS server name: a DNS answer that changes between the check and
  * the connection (DNS rebinding) cannot swap the address. Redirects are followed by hand, and
@@ -38,6 +38,14 @@ export interface SafeFetchOptions {
   timeoutMs?: number;
   /** Default 5. */
   maxRedirects?: number;
+  /** false: a redirect is not followed but answered as it came (webhooks: a 3xx is not a delivery). Default true. */
+  followRedirects?: boolean;
+  /** Default GET. */
+  method?: 'GET' | 'POST';
+  /** Sent as the request body (with Content-Length). */
+  body?: Buffer;
+  /** Extra request headers; they replace the defaults of the same name. */
+  headers?: Record<string, string>;
   userAgent?: string;
   accept?: string;
   /** The caller's signal (the turn's): aborting rejects with its reason at once. */
@@ -119,7 +127,7 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
         throw fail(err);
       });
       const location = hop.response.headers.location;
-      if (REDIRECTS.has(hop.response.statusCode ?? 0) && location) {
+      if (opts.followRedirects !== false && REDIRECTS.has(hop.response.statusCode ?? 0) && location) {
         hop.response.destroy();
         if (redirects.length >= maxRedirects) {
           throw new WebFetchError('too_many_redirects', `more than ${maxRedirects} redirects (last: ${url.href} → ${location})`);
@@ -192,7 +200,7 @@ export async function resolveChecked(url: URL, opts: Pick<SafeFetchOptions, 'all
       const why = blockedReason(address);
       if (why) {
         const what = literal !== 0 ? `${address} is` : `${host} resolves to ${address}, which is`;
-        throw new WebFetchError('refused', `refused: ${what} not a public address (${why}); fetch_url only reaches the public internet`);
+        throw new WebFetchError('refused', `refused: ${what} not a public address (${why}); only the public internet is reached`);
       }
     }
   }
@@ -228,7 +236,7 @@ function request(url: URL, target: { host: string; port: number }, hostname: str
   const options: https.RequestOptions = {
     host: target.host,
     port: target.port,
-    method: 'GET',
+    method: opts.method ?? 'GET',
     path: `${url.pathname}${url.search}`,
     headers: {
       host: url.host,
@@ -236,6 +244,8 @@ function request(url: URL, target: { host: string; port: number }, hostname: str
       accept: opts.accept ?? DEFAULT_ACCEPT,
       'accept-encoding': 'gzip, deflate, br',
       'accept-language': 'en;q=0.9, *;q=0.5',
+      ...(opts.body ? { 'content-length': String(opts.body.length) } : {}),
+      ...opts.headers,
     },
     // No pooling: every connection goes to the address checked for this very request.
     agent: false,
@@ -246,7 +256,7 @@ function request(url: URL, target: { host: string; port: number }, hostname: str
   return new Promise((resolve, reject) => {
     const req = (secure ? https : http).request(options, resolve);
     req.once('error', reject);
-    req.end();
+    req.end(opts.body);
   });
 }
 

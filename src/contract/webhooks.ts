@@ -1,0 +1,86 @@
+/** Webhooks: endpoints, their deliveries, and the body Quarry POSTs (decisions §15.3). */
+import { Type, type Static } from 'typebox';
+import { component, Nullable, Str, StringEnum, Timestamp } from './common.js';
+import { Task } from './task.js';
+
+/** The events an endpoint may ask for. `group.finished` is accepted now and sent once task groups exist. */
+export const WEBHOOK_EVENTS = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'group.finished'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
+
+/** How many endpoints one account may have. */
+export const MAX_WEBHOOKS_PER_ACCOUNT = 20;
+export const MAX_WEBHOOK_URL_CHARS = 2048;
+
+const WebhookEvents = Type.Array(StringEnum(WEBHOOK_EVENTS), {
+  minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true,
+  description: 'Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, group.finished.',
+});
+
+export const WebhookBody = Type.Object({
+  url: Str({ minLength: 1, maxLength: MAX_WEBHOOK_URL_CHARS, description: 'An http(s) URL that takes POST requests; no user name or password in it.' }),
+  events: WebhookEvents,
+  description: Type.Optional(Str({ maxLength: 500 })),
+});
+export type WebhookBody = Static<typeof WebhookBody>;
+
+export const Webhook = component('Webhook', Type.Object({
+  webhook_id: Type.String(),
+  url: Type.String(),
+  events: Type.Array(StringEnum(WEBHOOK_EVENTS)),
+  description: Nullable(Type.String()),
+  created_at: Timestamp(),
+  previous_secret_expires_at: Nullable(Timestamp('After a rotation: until then the previous secret signs too.')),
+}));
+export type Webhook = Static<typeof Webhook>;
+
+export const WebhookWithSecret = component('WebhookWithSecret', Type.Object({
+  ...Webhook.properties,
+  secret: Type.String({ description: '`whsec_` + base64: the signing secret. Shown only here; store it.' }),
+}));
+export type WebhookWithSecret = Static<typeof WebhookWithSecret>;
+
+export const WebhookList = Type.Object({ webhooks: Type.Array(Webhook) });
+
+export const WebhookParams = Type.Object({ webhook_id: Str({ minLength: 1, maxLength: 200 }) });
+export const DeliveryParams = Type.Object({ webhook_id: Str({ minLength: 1, maxLength: 200 }), delivery_id: Str({ minLength: 1, maxLength: 200 }) });
+
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export const Delivery = component('WebhookDelivery', Type.Object({
+  delivery_id: Type.String({ description: 'Sent as the webhook-id header; the same on every attempt.' }),
+  event: StringEnum(WEBHOOK_EVENTS),
+  status: StringEnum(DELIVERY_STATUSES),
+  attempts: Type.Integer({ minimum: 0, description: 'Attempts started so far.' }),
+  last_status_code: Nullable(Type.Integer({ description: 'The HTTP status of the last attempt; null when it got none (timeout, refused).' })),
+  last_error: Nullable(Type.String({ description: 'Why the last attempt failed; null once delivered.' })),
+  next_attempt_at: Nullable(Timestamp('When it is sent (again); null once delivered or dead.')),
+  created_at: Timestamp(),
+  delivered_at: Nullable(Timestamp()),
+}));
+export type Delivery = Static<typeof Delivery>;
+
+export const DeliveryList = Type.Object({ deliveries: Type.Array(Delivery) });
+
+export const DeliveriesQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: Type.Optional(Str({ maxLength: 200, description: 'X-Next-Cursor of the previous page.' })),
+});
+
+/** What a task's webhook carries in `data`. */
+export const TaskWebhookData = Type.Object({
+  task_id: Type.String(),
+  turn_id: Type.String(),
+  outcome: StringEnum(['completed', 'failed', 'stopped'] as const),
+  output_count: Type.Integer({ minimum: 0 }),
+  credits_used: Type.Number({ description: 'What the turn used.' }),
+  task: Task,
+});
+
+/** The JSON body of every delivery, signed as Standard Webhooks. */
+export const WebhookPayload = component('WebhookPayload', Type.Object({
+  type: StringEnum(WEBHOOK_EVENTS),
+  timestamp: Timestamp('When the event happened.'),
+  data: TaskWebhookData,
+}));
+export type WebhookPayload = Static<typeof WebhookPayload>;

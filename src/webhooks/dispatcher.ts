@@ -1,0 +1,166 @@
+/**
+ * Sends webhook deliveries out of the outbox (decisions §15.3). Each process that runs turns
+ * runs one dispatcher; a delivery is claimed by exactly one of them for each attempt
+ * (WebhooksRepository.claimDue), POSTed signed, without following redirects, within the attempt
+ * timeout, to an address the SSRF policy allows, and its outcome recorded: delivered on a 2xx,
+ * else due again after the next wait of the retry schedule, or dead once that would pass the
+ * give-up time. A process that dies mid-attempt leaves its claim to run out; the delivery is
+ * then sent again, with the same webhook-id, by whichever process claims it next.
+ */
+import type { Logger } from 'pino';
+import type { WebhookConfig } from '../config.js';
+import { crashPoint } from '../crash-points.js';
+import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
+import { isStoreUnavailable } from '../store/store-errors.js';
+import type { AttemptResult, DeliveryRecord, Store } from '../store/store.js';
+import { signatureHeader } from './signing.js';
+import { signingSecrets } from './webhooks.js';
+
+/** Attempts one process has in flight at most. */
+const MAX_IN_FLIGHT = 16;
+/** How long a claim outlives the attempt's own timeout, so a slow sender is not taken over while it still waits. */
+const CLAIM_MARGIN_MS = 30_000;
+/** How often the outbox is looked at without a wake (retries falling due, deliveries queued by other processes). */
+const POLL_MS = 1000;
+/** Bytes of a receiver's answer read (and dropped): only its status matters. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+const USER_AGENT = 'Quarry-Webhooks/1.0';
+
+export interface DispatcherOptions {
+  store: Store;
+  config: WebhookConfig;
+  /** Loopback and private addresses may be reached (QUARRY_FETCH_ALLOW_PRIVATE=1). */
+  allowPrivate: boolean;
+  logger: Logger;
+  clock?: () => Date;
+}
+
+export class WebhookDispatcher {
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly shutdown = new AbortController();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private passRun: Promise<void> | undefined;
+  private passQueued = false;
+  private mayBeDue = false;
+  private stopped = false;
+  private readonly clock: () => Date;
+
+  constructor(private readonly opts: DispatcherOptions) {
+    this.clock = opts.clock ?? (() => new Date());
+  }
+
+  start(): void {
+    this.pollTimer = setInterval(() => this.wake(), POLL_MS);
+    this.pollTimer.unref();
+    this.wake();
+  }
+
+  /** A delivery may have fallen due: claims what is due, up to the free slots. Wakes of one tick share one claim. */
+  wake(): void {
+    this.mayBeDue = true;
+    if (this.stopped || this.passQueued) return;
+    this.passQueued = true;
+    setImmediate(() => {
+      this.passQueued = false;
+      if (this.passRun || this.stopped) return;
+      this.passRun = this.pass()
+        .catch((err) => this.logFailure(err, 'claiming webhook deliveries failed'))
+        .finally(() => {
+          this.passRun = undefined;
+          if (this.mayBeDue && this.inFlight.size < MAX_IN_FLIGHT) this.wake();
+        });
+    });
+  }
+
+  /** Stops claiming and cuts the attempts in flight short; each is recorded as due again at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    this.shutdown.abort();
+    await this.passRun;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private async pass(): Promise<void> {
+    while (!this.stopped && this.mayBeDue) {
+      const free = MAX_IN_FLIGHT - this.inFlight.size;
+      if (free <= 0) return;
+      this.mayBeDue = false;
+      const now = this.clock().getTime();
+      const claimed = await this.opts.store.webhooks.claimDue(new Date(now).toISOString(), new Date(now + this.opts.config.timeoutMs + CLAIM_MARGIN_MS).toISOString(), free);
+      if (claimed.length === free) this.mayBeDue = true;
+      for (const delivery of claimed) {
+        const attempt = this.attempt(delivery)
+          .catch((err) => this.logFailure(err, 'recording a webhook attempt failed', delivery))
+          .finally(() => {
+            this.inFlight.delete(attempt);
+            if (this.mayBeDue) this.wake();
+          });
+        this.inFlight.add(attempt);
+      }
+    }
+  }
+
+  private async attempt(delivery: DeliveryRecord): Promise<void> {
+    const { store, logger } = this.opts;
+    const endpoint = await store.webhooks.getEndpoint(delivery.endpointId);
+    // Deleted since it was claimed: its deliveries went with it.
+    if (!endpoint) return;
+    const result = await this.send(delivery, endpoint.url, signingSecrets(endpoint, this.clock().getTime()));
+    crashPoint('webhook.sent');
+    const fields = { webhook_id: endpoint.id, delivery_id: delivery.id, attempt: delivery.attempts };
+    if (result.delivered) logger.debug({ ...fields, status: result.statusCode }, 'webhook delivered');
+    else logger.warn({ ...fields, url: endpoint.url, status: result.statusCode, error: result.error, next_attempt_at: result.nextAttemptAt }, result.nextAttemptAt ? 'webhook attempt failed' : 'webhook delivery is dead');
+    await store.webhooks.recordAttempt(delivery.id, delivery.attempts, result);
+    // A retry due before the next poll gets a wake of its own.
+    const wait = result.delivered || !result.nextAttemptAt ? Infinity : Date.parse(result.nextAttemptAt) - this.clock().getTime();
+    if (wait < POLL_MS && !this.stopped) setTimeout(() => this.wake(), Math.max(0, wait)).unref();
+  }
+
+  private async send(delivery: DeliveryRecord, url: string, secrets: string[]): Promise<AttemptResult> {
+    const sentAt = this.clock();
+    const timestamp = Math.floor(sentAt.getTime() / 1000);
+    try {
+      const answer = await safeFetch(url, {
+        method: 'POST',
+        body: Buffer.from(delivery.payload),
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': delivery.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(secrets, delivery.id, timestamp, delivery.payload),
+        },
+        accept: '*/*',
+        userAgent: USER_AGENT,
+        followRedirects: false,
+        timeoutMs: this.opts.config.timeoutMs,
+        maxBytes: MAX_ANSWER_BYTES,
+        allowPrivate: this.opts.allowPrivate,
+        signal: this.shutdown.signal,
+      });
+      if (answer.status >= 200 && answer.status < 300) return { delivered: true, statusCode: answer.status, at: this.clock().toISOString() };
+      const redirect = answer.status >= 300 && answer.status < 400 ? ' (redirects are not followed)' : '';
+      return this.failed(delivery, answer.status, `the receiver answered HTTP ${answer.status}${redirect}`);
+    } catch (err) {
+      if (this.shutdown.signal.aborted) return { delivered: false, statusCode: null, error: 'the sending process shut down mid-attempt', nextAttemptAt: this.clock().toISOString() };
+      if (err instanceof WebFetchError) return this.failed(delivery, null, err.message);
+      throw err;
+    }
+  }
+
+  /** A failed attempt: due again after the schedule's next wait, or dead when that passes the give-up time. */
+  private failed(delivery: DeliveryRecord, statusCode: number | null, error: string): AttemptResult {
+    const { retryDelaysMs, giveUpMs } = this.opts.config;
+    const wait = retryDelaysMs[Math.min(delivery.attempts - 1, retryDelaysMs.length - 1)]!;
+    const next = this.clock().getTime() + wait;
+    const dead = next - Date.parse(delivery.retrySince) > giveUpMs;
+    return { delivered: false, statusCode, error, nextAttemptAt: dead ? null : new Date(next).toISOString() };
+  }
+
+  private logFailure(err: unknown, msg: string, delivery?: DeliveryRecord): void {
+    const fields = { err, ...(delivery ? { delivery_id: delivery.id } : {}) };
+    // The next poll tries again; a claim that was not recorded runs out and is sent again.
+    if (isStoreUnavailable(err)) this.opts.logger.warn(fields, `${msg}: the store is unavailable`);
+    else this.opts.logger.error(fields, msg);
+  }
+}
