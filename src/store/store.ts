@@ -304,7 +304,8 @@ export interface WebhooksRepository {
   /** The account's endpoints, newest first. */
   listEndpoints(accountId: string): Promise<WebhookEndpointRecord[]>;
   countEndpoints(accountId: string): Promise<number>;
-  updateSecrets(id: string, patch: { secret: string; previousSecret: string | null; previousSecretExpiresAt: string | null }): Promise<void>;
+  /** Sets the secrets if the endpoint's secret is still `current`; false (nothing changed) when another rotation came first or it is gone. */
+  replaceSecret(id: string, current: string, patch: { secret: string; previousSecret: string | null; previousSecretExpiresAt: string | null }): Promise<boolean>;
   /** Deletes the endpoint and its deliveries. */
   deleteEndpoint(id: string): Promise<void>;
   insertDeliveries(deliveries: DeliveryRecord[]): Promise<void>;

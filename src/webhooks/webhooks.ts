@@ -119,7 +119,7 @@ export class Webhooks {
       }
       await tx.webhooks.insertEndpoint(endpoint);
     });
-    return { ...toWebhookView(endpoint, Date.now()), secret: endpoint.secret };
+    return { ...toWebhookView(endpoint, this.clock().getTime()), secret: endpoint.secret };
   }
 
   async list(accountId: string): Promise<Webhook[]> {
@@ -149,13 +149,16 @@ export class Webhooks {
 
   /** A new secret; the one it replaces keeps signing for PREVIOUS_SECRET_MS. */
   async rotateSecret(accountId: string, webhookId: string): Promise<WebhookWithSecret> {
-    const endpoint = await this.get(accountId, webhookId);
-    const now = this.clock().getTime();
-    const rotated: WebhookEndpointRecord = {
-      ...endpoint, secret: newSecret(), previousSecret: endpoint.secret, previousSecretExpiresAt: new Date(now + PREVIOUS_SECRET_MS).toISOString(),
-    };
-    await this.store.webhooks.updateSecrets(endpoint.id, rotated);
-    return { ...toWebhookView(rotated, now), secret: rotated.secret };
+    // Two rotations at once: each replaces the secret it read, so the one that loses reads again
+    // and rotates out the winner's secret (which then still signs for a day) rather than erasing it.
+    for (;;) {
+      const endpoint = await this.get(accountId, webhookId);
+      const now = this.clock().getTime();
+      const rotated: WebhookEndpointRecord = {
+        ...endpoint, secret: newSecret(), previousSecret: endpoint.secret, previousSecretExpiresAt: new Date(now + PREVIOUS_SECRET_MS).toISOString(),
+      };
+      if (await this.store.webhooks.replaceSecret(endpoint.id, endpoint.secret, rotated)) return { ...toWebhookView(rotated, now), secret: rotated.secret };
+    }
   }
 
   /** One page of the endpoint's deliveries, newest first; `nextCursor` when more remain. */

@@ -67,11 +67,13 @@ export class SqlWebhooks extends SqlRepository implements WebhooksRepository {
     return Number(r.n);
   }
 
-  async updateSecrets(id: string, p: { secret: string; previousSecret: string | null; previousSecretExpiresAt: string | null }): Promise<void> {
-    await this.db.updateTable('webhook_endpoints')
+  async replaceSecret(id: string, current: string, p: { secret: string; previousSecret: string | null; previousSecretExpiresAt: string | null }): Promise<boolean> {
+    const r = await this.db.updateTable('webhook_endpoints')
       .set({ secret: p.secret, previous_secret: p.previousSecret, previous_secret_expires_at: p.previousSecretExpiresAt })
       .where('id', '=', id)
-      .execute();
+      .where('secret', '=', current)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
   }
 
   async deleteEndpoint(id: string): Promise<void> {
