@@ -40,7 +40,8 @@ export interface ApiKeyRecord {
 
 export interface AccountsRepository {
   insert(account: AccountRecord): Promise<void>;
-  get(id: string): Promise<AccountRecord | undefined>;
+  /** `lock: true` (in a transaction) serializes changes that count what an account has, such as its webhook endpoints. */
+  get(id: string, opts?: { lock?: boolean }): Promise<AccountRecord | undefined>;
   /** Accounts with this name (names need not be unique), oldest first. */
   findByName(name: string): Promise<AccountRecord[]>;
   count(): Promise<number>;
@@ -318,8 +319,12 @@ export interface WebhooksRepository {
    * LOCKED where several run), and one whose sender died is due again once the claim runs out.
    */
   claimDue(now: string, claimUntil: string, limit: number): Promise<DeliveryRecord[]>;
-  /** Records the attempt numbered `attempt`; false (nothing changed) when a later claim or a redelivery has taken it since. */
-  recordAttempt(id: string, attempt: number, result: AttemptResult): Promise<boolean>;
+  /**
+   * Records the outcome of the attempt `claim` (a delivery as claimDue returned it: its attempt
+   * number and claim time); false (nothing changed) when a later claim or a redelivery has taken
+   * the delivery since, or it is no longer pending.
+   */
+  recordAttempt(claim: Pick<DeliveryRecord, 'id' | 'attempts' | 'nextAttemptAt'>, result: AttemptResult): Promise<boolean>;
   /** Makes the delivery pending and due at `now`, its 24 h of retries counted from now. */
   redeliver(id: string, now: string): Promise<void>;
   /** The earliest next_attempt_at of a pending delivery (the dispatcher sleeps until then). */

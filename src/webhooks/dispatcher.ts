@@ -18,8 +18,12 @@ import { signingSecrets } from './webhooks.js';
 
 /** Attempts one process has in flight at most. */
 const MAX_IN_FLIGHT = 16;
-/** How long a claim outlives the attempt's own timeout, so a slow sender is not taken over while it still waits. */
-const CLAIM_MARGIN_MS = 30_000;
+/**
+ * How long a claim outlives the attempt's own timeout (which bounds the whole request), so a
+ * sender that is slow to record its outcome is not taken over. A takeover costs a repeat send,
+ * never a lost one: the late record is refused (recordAttempt).
+ */
+export const CLAIM_MARGIN_MS = 5_000;
 /** How often the outbox is looked at without a wake (retries falling due, deliveries queued by other processes). */
 const POLL_MS = 1000;
 /** Bytes of a receiver's answer read (and dropped): only its status matters. */
@@ -111,7 +115,7 @@ export class WebhookDispatcher {
     const fields = { webhook_id: endpoint.id, delivery_id: delivery.id, attempt: delivery.attempts };
     if (result.delivered) logger.debug({ ...fields, status: result.statusCode }, 'webhook delivered');
     else logger.warn({ ...fields, url: endpoint.url, status: result.statusCode, error: result.error, next_attempt_at: result.nextAttemptAt }, result.nextAttemptAt ? 'webhook attempt failed' : 'webhook delivery is dead');
-    await store.webhooks.recordAttempt(delivery.id, delivery.attempts, result);
+    await store.webhooks.recordAttempt(delivery, result);
     // A retry due before the next poll gets a wake of its own.
     const wait = result.delivered || !result.nextAttemptAt ? Infinity : Date.parse(result.nextAttemptAt) - this.clock().getTime();
     if (wait < POLL_MS && !this.stopped) setTimeout(() => this.wake(), Math.max(0, wait)).unref();
@@ -150,11 +154,27 @@ export class WebhookDispatcher {
 
   /** A failed attempt: due again after the schedule's next wait, or dead when that passes the give-up time. */
   private failed(delivery: DeliveryRecord, statusCode: number | null, error: string): AttemptResult {
-    const { retryDelaysMs, giveUpMs } = this.opts.config;
-    const wait = retryDelaysMs[Math.min(delivery.attempts - 1, retryDelaysMs.length - 1)]!;
-    const next = this.clock().getTime() + wait;
+    const { giveUpMs } = this.opts.config;
+    const now = this.clock().getTime();
+    const next = now + this.nextWait(now - Date.parse(delivery.retrySince));
     const dead = next - Date.parse(delivery.retrySince) > giveUpMs;
     return { delivered: false, statusCode, error, nextAttemptAt: dead ? null : new Date(next).toISOString() };
+  }
+
+  /**
+   * The schedule's wait after a failure `elapsed` ms into the delivery's retries: the first wait
+   * whose end, counting the waits before it, still lies ahead. Counted from the time rather than
+   * from the attempt number, so a redelivery (which restarts the retries) starts the schedule
+   * over however many attempts came before.
+   */
+  private nextWait(elapsed: number): number {
+    const { retryDelaysMs } = this.opts.config;
+    let passed = 0;
+    for (const wait of retryDelaysMs) {
+      passed += wait;
+      if (passed > elapsed) return wait;
+    }
+    return retryDelaysMs[retryDelaysMs.length - 1]!;
   }
 
   private logFailure(err: unknown, msg: string, delivery?: DeliveryRecord): void {

@@ -114,6 +114,8 @@ export class Webhooks {
       secret: newSecret(), previousSecret: null, previousSecretExpiresAt: null, createdAt: now,
     };
     await this.store.transaction(async (tx) => {
+      // Under the account's row lock, so creates at once cannot all count 19 and all insert.
+      await tx.accounts.get(accountId, { lock: true });
       if ((await tx.webhooks.countEndpoints(accountId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
         throw new QuarryError('webhook_limit_reached', `The account has ${MAX_WEBHOOKS_PER_ACCOUNT} webhook endpoints, the most it may have: delete one first.`);
       }

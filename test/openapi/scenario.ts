@@ -1,8 +1,8 @@
 /**
  * The conformance scenario: requests to every route of Quarry, sent through Prism's validating
  * proxies, each with the answer the API reference (docs/api.md) promises for it: successes,
- * streams, exports, uploads, admin routes, and every error a client can provoke (401, 402, 404,
- * 405, 409 ×3, 413, 415, 422).
+ * streams, exports, uploads, webhooks, admin routes, and every error a client can provoke (401,
+ * 402, 404, 405, 409 ×4, 413, 415, 422).
  *
  * Two proxies carry the probes:
  * - `strict` (`prism proxy --errors`): requests the document must accept. Prism refuses a request
@@ -312,6 +312,12 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
   ]);
   await settled(h, held);
 
+  // Webhooks (decisions §15.3): an endpoint registered before the turns below end gets a
+  // delivery for each of them. Its URL resolves nowhere offline, so they stay pending, retried.
+  // The public-looking name passes the SSRF check at registration (the harness does not set
+  // QUARRY_FETCH_ALLOW_PRIVATE); only address literals and localhost names are refused there.
+  const hook = (await direct(h, 'POST', '/webhooks', { body: { url: WEBHOOK_URL, events: ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped'] } }, 201)).body;
+
   // Messages and control on an idle task: each starts a turn that ends at once.
   await run.send({ via: S, method: 'POST', path: `${t(main)}/continue`, body: { message: 'Add more.' }, expect: 200, note: 'continue an idle task' });
   await settled(h, main);
@@ -329,6 +335,8 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
   await direct(h, 'POST', `${t(main)}/continue`, { body: { message: 'Follow me.' } });
   await run.send({ via: S, method: 'GET', path: `${t(main)}/stream`, expect: 200, expectType: SSE, note: 'stream of a running turn' });
   await settled(h, main);
+
+  await webhookProbes(h, run, hook.webhook_id, broke.api_key);
 
   await run.sendAll([
     { via: S, method: 'POST', path: `${t(main)}/stop`, expect: 200, note: 'stop without a body (counts as {}) on an idle task' },
@@ -433,6 +441,125 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: L, method: 'PUT', path: `${t(main)}/stop`, body: {}, expect: 405, note: '405 wrong method' },
     { via: L, method: 'GET', path: '/admin/accounts', key: ADMIN_KEY, expect: 405, note: '405 wrong method' },
   ]);
+}
+
+/** Where the scenario's webhook endpoints point: a public-looking name that does not resolve offline. */
+const WEBHOOK_URL = 'https://hooks.example.com/quarry';
+
+/**
+ * The webhook routes: endpoints (create, list, get, rotate-secret, delete), the deliveries of
+ * `hookId` (an endpoint of the harness's account registered before several turns ended), a
+ * redelivery, and every error a client can provoke on them, including the per-account limit
+ * (409) on an account of its own. `keyWithoutHooks` is the key of an account with no endpoint.
+ * The error codes of the 404s and the 409 are checked too.
+ */
+async function webhookProbes(h: Harness, run: ProbeRunner, hookId: string, keyWithoutHooks: string): Promise<void> {
+  const S = 'strict' as const;
+  const L = 'lenient' as const;
+  const w = (id: string) => `/webhooks/${encodeURIComponent(id)}`;
+  const events = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'group.finished'];
+
+  // The turns that ended since the endpoint was registered each queued a delivery.
+  const queued = (await direct(h, 'GET', `${w(hookId)}/deliveries?limit=200`)).body.deliveries as Json[];
+  assert.ok(queued.length >= 2, `set-up: the turns that ended queued deliveries to the endpoint (got ${queued.length})`);
+  const deliveryId: string = queued[queued.length - 1].delivery_id;
+  const firstPage = await direct(h, 'GET', `${w(hookId)}/deliveries?limit=1`);
+  const deliveryCursor = firstPage.headers.get('x-next-cursor');
+  assert.ok(deliveryCursor, 'set-up: a first page of one delivery has a next cursor');
+
+  // An endpoint for the delete probes, and another account's one, which this account cannot see.
+  const doomed = (await direct(h, 'POST', '/webhooks', { body: { url: `${WEBHOOK_URL}/doomed`, events: ['task.turn_failed'] } }, 201)).body.webhook_id;
+  const other = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'webhooks-other', credits: 1 } }, 201)).body;
+  const othersHook = (await direct(h, 'POST', '/webhooks', { key: other.api_key, body: { url: WEBHOOK_URL, events: ['group.finished'] } }, 201)).body.webhook_id;
+  // An account with as many endpoints as it may have (20): the next create is refused.
+  const full = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'webhooks-full', credits: 1 } }, 201)).body;
+  for (let i = 0; i < 19; i++) await direct(h, 'POST', '/webhooks', { key: full.api_key, body: { url: `${WEBHOOK_URL}/${i}`, events: ['task.turn_completed'] } }, 201);
+
+  const before = run.exchanges.length;
+  await run.sendAll([
+    // Endpoints.
+    { via: S, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events: ['task.turn_completed'], description: 'Conformance' }, expect: 201, note: 'register an endpoint (its secret shown once)' },
+    { via: S, method: 'POST', path: '/webhooks', body: { url: 'https://hooks.example.com/all?source=quarry', events }, expect: 201, note: 'register an endpoint for every event, no description' },
+    { via: S, method: 'POST', path: '/webhooks', key: full.api_key, body: { url: `${WEBHOOK_URL}/last`, events: ['task.turn_completed'] }, expect: 201, note: 'the 20th endpoint of an account' },
+    { via: S, method: 'POST', path: '/webhooks', key: full.api_key, body: { url: `${WEBHOOK_URL}/more`, events: ['task.turn_completed'] }, expect: 409, note: '409 webhook_limit_reached' },
+    { via: S, method: 'GET', path: '/webhooks', expect: 200, note: 'the account\'s endpoints' },
+    { via: S, method: 'GET', path: '/webhooks', key: keyWithoutHooks, expect: 200, note: 'an account without endpoints' },
+    { via: S, method: 'GET', path: w(hookId), expect: 200, note: 'one endpoint' },
+    { via: S, method: 'POST', path: `${w(hookId)}/rotate-secret`, expect: 200, note: 'rotate the secret, no body' },
+    { via: S, method: 'POST', path: `${w(hookId)}/rotate-secret`, body: {}, expect: 200, note: 'rotate the secret again, body {}' },
+    { via: S, method: 'GET', path: w(hookId), expect: 200, note: 'one endpoint after a rotation (previous_secret_expires_at)' },
+    { via: S, method: 'GET', path: w('wh_nope'), expect: 404, note: '404 webhook_not_found' },
+    { via: S, method: 'GET', path: w(othersHook), expect: 404, note: '404 webhook_not_found (another account\'s endpoint)' },
+    { via: S, method: 'DELETE', path: w('wh_nope'), expect: 404, note: '404 webhook_not_found' },
+    { via: S, method: 'POST', path: `${w('wh_nope')}/rotate-secret`, expect: 404, note: '404 webhook_not_found' },
+
+    // Deliveries.
+    { via: S, method: 'GET', path: `${w(hookId)}/deliveries`, expect: 200, note: 'the endpoint\'s deliveries' },
+    { via: S, method: 'GET', path: `${w(hookId)}/deliveries?limit=1`, expect: 200, note: 'a page with X-Next-Cursor and Link' },
+    { via: S, method: 'GET', path: `${w(hookId)}/deliveries?limit=1&cursor=${encodeURIComponent(deliveryCursor)}`, expect: 200, note: 'the next page' },
+    { via: S, method: 'GET', path: `${w(doomed)}/deliveries`, expect: 200, note: 'an endpoint without deliveries' },
+    { via: S, method: 'POST', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, expect: 202, note: 'redeliver, no body' },
+    { via: S, method: 'POST', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, body: {}, expect: 202, note: 'redeliver, body {}' },
+    { via: S, method: 'GET', path: `${w('wh_nope')}/deliveries`, expect: 404, note: '404 webhook_not_found' },
+    { via: S, method: 'POST', path: `${w(hookId)}/deliveries/msg_nope/redeliver`, expect: 404, note: '404 delivery_not_found' },
+    { via: S, method: 'POST', path: `${w(doomed)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, expect: 404, note: '404 delivery_not_found (another endpoint\'s delivery)' },
+    { via: S, method: 'POST', path: `${w('wh_nope')}/deliveries/msg_nope/redeliver`, expect: 404, note: '404 webhook_not_found' },
+
+    // Delete, then the endpoint is gone.
+    { via: S, method: 'DELETE', path: w(doomed), expect: 200, note: 'delete an endpoint' },
+    { via: S, method: 'DELETE', path: w(doomed), expect: 404, note: '404 webhook_not_found once deleted' },
+    { via: S, method: 'GET', path: `${w(doomed)}/deliveries`, expect: 404, note: '404 webhook_not_found once deleted' },
+
+    // 401, 422, 415, 413, 405. (Malformed JSON, 400, cannot be sent through Prism: it answers that itself.)
+    { via: L, method: 'GET', path: '/webhooks', key: null, expect: 401, note: '401 without a key' },
+    { via: L, method: 'POST', path: '/webhooks', key: null, body: { url: WEBHOOK_URL, events }, expect: 401, note: '401 without a key' },
+    { via: L, method: 'GET', path: w(hookId), key: 'qry_not_a_key', expect: 401, note: '401 unknown key' },
+    { via: L, method: 'DELETE', path: w(hookId), key: null, expect: 401, note: '401 without a key' },
+    { via: L, method: 'POST', path: `${w(hookId)}/rotate-secret`, key: null, expect: 401, note: '401 without a key' },
+    { via: L, method: 'GET', path: `${w(hookId)}/deliveries`, key: null, headers: { authorization: 'Bearer qry_not_a_key' }, expect: 401, note: '401 unknown Bearer key' },
+    { via: L, method: 'POST', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, key: null, expect: 401, note: '401 without a key' },
+    { via: L, method: 'POST', path: '/webhooks', body: {}, expect: 422, note: '422 missing url and events' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events: [] }, expect: 422, note: '422 no events' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events: ['task.created'] }, expect: 422, note: '422 unknown event' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events: ['task.turn_failed', 'task.turn_failed'] }, expect: 422, note: '422 an event twice' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events: 'task.turn_failed' }, expect: 422, note: '422 events not an array' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: '', events }, expect: 422, note: '422 empty url' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'ftp://hooks.example.com/x', events }, expect: 422, note: '422 not an http(s) URL' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'not a url', events }, expect: 422, note: '422 not a URL' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'https://user:pass@hooks.example.com/x', events }, expect: 422, note: '422 credentials in the url' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'http://127.0.0.1:8080/hook', events }, expect: 422, note: '422 a loopback address' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'http://localhost/hook', events }, expect: 422, note: '422 a localhost name' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'http://[::1]/hook', events }, expect: 422, note: '422 a loopback IPv6 address' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: 'http://10.0.0.7/hook', events }, expect: 422, note: '422 a private address' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: `https://hooks.example.com/${'x'.repeat(2048)}`, events }, expect: 422, note: '422 url too long' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events, description: 'd'.repeat(501) }, expect: 422, note: '422 description too long' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events, description: 5 }, expect: 422, note: '422 description not a string' },
+    { via: L, method: 'GET', path: w('x'.repeat(201)), expect: 422, note: '422 webhook_id path too long' },
+    { via: L, method: 'DELETE', path: w('x'.repeat(201)), expect: 422, note: '422 webhook_id path too long' },
+    { via: L, method: 'POST', path: `${w('x'.repeat(201))}/rotate-secret`, expect: 422, note: '422 webhook_id path too long' },
+    { via: L, method: 'GET', path: `${w(hookId)}/deliveries?limit=0`, expect: 422, note: '422 limit out of bounds' },
+    { via: L, method: 'GET', path: `${w(hookId)}/deliveries?limit=201`, expect: 422, note: '422 limit out of bounds' },
+    { via: L, method: 'GET', path: `${w(hookId)}/deliveries?limit=abc`, expect: 422, note: '422 limit not a number' },
+    { via: L, method: 'GET', path: `${w('x'.repeat(201))}/deliveries`, expect: 422, note: '422 webhook_id path too long' },
+    { via: L, method: 'POST', path: `${w(hookId)}/deliveries/${'x'.repeat(201)}/redeliver`, expect: 422, note: '422 delivery_id path too long' },
+    { via: L, method: 'POST', path: '/webhooks', headers: { 'content-type': 'text/plain' }, rawBody: 'url=https://hooks.example.com/', expect: 415, note: '415 not JSON' },
+    { via: L, method: 'POST', path: `${w(hookId)}/rotate-secret`, headers: { 'content-type': 'text/plain' }, rawBody: 'now', expect: 415, note: '415 not JSON' },
+    { via: L, method: 'POST', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, rawBody: 'again=1', expect: 415, note: '415 a form' },
+    { via: L, method: 'POST', path: '/webhooks', body: { url: WEBHOOK_URL, events, description: 'x'.repeat(1024 * 1024 + 16) }, expect: 413, note: '413 a body over 1 MiB' },
+    { via: L, method: 'POST', path: `${w(hookId)}/rotate-secret`, body: { pad: 'x'.repeat(1024 * 1024 + 16) }, expect: 413, note: '413 a body over 1 MiB' },
+    { via: L, method: 'PUT', path: '/webhooks', body: {}, expect: 405, note: '405 wrong method' },
+    { via: L, method: 'PATCH', path: w(hookId), body: {}, expect: 405, note: '405 wrong method' },
+    { via: L, method: 'GET', path: `${w(hookId)}/rotate-secret`, expect: 405, note: '405 wrong method' },
+    { via: L, method: 'DELETE', path: `${w(hookId)}/deliveries`, expect: 405, note: '405 wrong method' },
+  ]);
+
+  // The 404s and the 409 name their cause (the proxies check only statuses and shapes).
+  const codes: string[] = [];
+  for (const e of run.exchanges.slice(before)) {
+    const want = /^(?:404|409) ([a-z_]+)/.exec(e.probe.note)?.[1];
+    if (want && !e.prismAnswered && e.body?.error !== want) codes.push(`${e.probe.method} ${e.probe.path} [${e.probe.note}]: error ${e.body?.error}`);
+  }
+  assert.deepEqual(codes, [], 'webhook errors with the wrong code');
 }
 
 /**

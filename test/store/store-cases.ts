@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it, before, after } from 'node:test';
-import type { Store, TaskRecord, TurnRecord } from '../../src/store/store.js';
+import { newId } from '../../src/ids.js';
+import type { DeliveryRecord, Store, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -24,6 +25,34 @@ export function turn(taskId: string, accountId: string, overrides: Partial<TurnR
     id: uid('turn'), taskId, accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, createdAt: new Date().toISOString(),
     startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null, ...overrides,
   };
+}
+
+/** An endpoint; ids are ULIDs (newId), so later ones sort after earlier ones as in the service. */
+export function webhookEndpoint(accountId: string, overrides: Partial<WebhookEndpointRecord> = {}): WebhookEndpointRecord {
+  return {
+    id: newId('wh'), accountId, url: 'https://hooks.example.com/quarry', events: ['task.turn_completed'], description: null,
+    secret: 'whsec_c2VjcmV0', previousSecret: null, previousSecretExpiresAt: null, createdAt: '2030-01-01T00:00:00.000Z', ...overrides,
+  };
+}
+
+/** A pending delivery of `endpointId`, never attempted, due at `nextAttemptAt` (default: never in these cases). */
+export function webhookDelivery(endpointId: string, overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
+  return {
+    id: newId('msg'), endpointId, event: 'task.turn_completed', payload: '{"type":"task.turn_completed","data":{"city":"Zürich 北京 🚀"}}',
+    status: 'pending', attempts: 0, lastStatusCode: null, lastError: null, nextAttemptAt: '2999-01-01T00:00:00.000Z',
+    retrySince: '2030-01-01T00:00:00.000Z', createdAt: '2030-01-01T00:00:00.000Z', deliveredAt: null, ...overrides,
+  };
+}
+
+/** 'settled' once `p` has settled (either way), or 'timed out' after `ms`; leaves no timer behind. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<'settled' | 'timed out'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timed out'>((resolve) => (timer = setTimeout(() => resolve('timed out'), ms)));
+  try {
+    return await Promise.race([p.then(() => 'settled' as const, () => 'settled' as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function runStoreCases(name: string, open: () => Promise<Store>, dispose: () => Promise<void> = async () => {}, opts: { skip?: string | false } = {}): void {
@@ -384,6 +413,281 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
           assert.equal((await store.idempotency.get(accountId, key, window.expiredBefore))!.requestHash, firstCommits ? 'first' : 'second');
         });
       }
+    });
+
+    /*
+     * claimDue and nextDue look at every endpoint's deliveries. So that the cases cannot see each
+     * other's: deliveries that are not claimed here are due in 2999; each case that claims uses
+     * its own era long past (every `now` below lies before 2000), and deletes its endpoint (and so
+     * its deliveries) when it ends.
+     */
+    describe('webhooks', () => {
+      const CLAIM_UNTIL = '2999-06-01T00:00:00.000Z';
+
+      /** Deletes the endpoints (their deliveries with them) whatever the case's outcome. */
+      async function withEndpoints(endpoints: WebhookEndpointRecord[], fn: () => Promise<void>): Promise<void> {
+        for (const e of endpoints) await store.webhooks.insertEndpoint(e);
+        try {
+          await fn();
+        } finally {
+          for (const e of endpoints) await store.webhooks.deleteEndpoint(e.id);
+        }
+      }
+
+      it('stores endpoints, lists an account\'s newest first, counts them, replaces a secret only if it is still the one read', async () => {
+        const acct = uid('acct');
+        const other = uid('acct');
+        const first = webhookEndpoint(acct, { events: ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'group.finished'], description: 'Zürich 北京 🚀' });
+        const second = webhookEndpoint(acct, { url: 'https://hooks.example.com/two?x=1' });
+        const third = webhookEndpoint(acct);
+        const elsewhere = webhookEndpoint(other);
+        for (const e of [first, second, elsewhere, third]) await store.webhooks.insertEndpoint(e);
+
+        assert.deepEqual(await store.webhooks.getEndpoint(first.id), first, 'read back as written, events and description included');
+        assert.equal(await store.webhooks.getEndpoint('wh_nope'), undefined);
+        assert.deepEqual((await store.webhooks.listEndpoints(acct)).map((e) => e.id), [third.id, second.id, first.id], 'newest first, this account\'s only');
+        assert.deepEqual(await store.webhooks.listEndpoints(other), [elsewhere]);
+        assert.deepEqual(await store.webhooks.listEndpoints(uid('acct')), []);
+        assert.equal(await store.webhooks.countEndpoints(acct), 3);
+        assert.equal(await store.webhooks.countEndpoints(other), 1);
+        assert.equal(await store.webhooks.countEndpoints(uid('acct')), 0);
+
+        const rotated = { secret: 'whsec_bmV3', previousSecret: second.secret, previousSecretExpiresAt: '2030-01-02T00:00:00.000Z' };
+        assert.equal(await store.webhooks.replaceSecret(second.id, second.secret, rotated), true);
+        assert.deepEqual(await store.webhooks.getEndpoint(second.id), { ...second, ...rotated });
+        assert.deepEqual(await store.webhooks.getEndpoint(first.id), first, 'other endpoints keep their secrets');
+        // A second rotation that read the secret before the first one: it loses, and changes nothing.
+        assert.equal(await store.webhooks.replaceSecret(second.id, second.secret, { secret: 'whsec_bG9zdA', previousSecret: second.secret, previousSecretExpiresAt: '2030-01-03T00:00:00.000Z' }), false);
+        assert.deepEqual(await store.webhooks.getEndpoint(second.id), { ...second, ...rotated });
+        assert.equal(await store.webhooks.replaceSecret('wh_nope', second.secret, rotated), false, 'no such endpoint');
+        assert.equal(await store.transaction((tx) => tx.webhooks.replaceSecret(second.id, 'whsec_bmV3', { secret: 'whsec_bGFzdA', previousSecret: null, previousSecretExpiresAt: null })), true);
+        assert.deepEqual(await store.webhooks.getEndpoint(second.id), { ...second, secret: 'whsec_bGFzdA' });
+
+        await store.webhooks.deleteEndpoint(second.id);
+        assert.equal(await store.webhooks.getEndpoint(second.id), undefined);
+        assert.deepEqual((await store.webhooks.listEndpoints(acct)).map((e) => e.id), [third.id, first.id]);
+        assert.equal(await store.webhooks.countEndpoints(acct), 2);
+        for (const e of [first, third, elsewhere]) await store.webhooks.deleteEndpoint(e.id);
+        assert.equal(await store.webhooks.countEndpoints(acct), 0);
+      });
+
+      it('stores deliveries, lists an endpoint\'s newest first in keyset pages, and deletes them with their endpoint', async () => {
+        const acct = uid('acct');
+        const endpoint = webhookEndpoint(acct);
+        const neighbour = webhookEndpoint(acct);
+        await withEndpoints([endpoint, neighbour], async () => {
+          const made = Array.from({ length: 7 }, (_, i) => webhookDelivery(endpoint.id, { event: i % 2 ? 'task.turn_failed' : 'task.turn_completed' }));
+          const theirs = webhookDelivery(neighbour.id);
+          // Inserted as one batch (as a turn's end does), and one at a time.
+          await store.transaction((tx) => tx.webhooks.insertDeliveries([...made.slice(0, 4), theirs]));
+          for (const d of made.slice(4)) await store.webhooks.insertDeliveries([d]);
+          await store.webhooks.insertDeliveries([]);
+          const finished = webhookDelivery(endpoint.id, {
+            status: 'delivered', attempts: 2, lastStatusCode: 204, nextAttemptAt: null, deliveredAt: '2030-01-01T00:01:00.000Z',
+          });
+          const dead = webhookDelivery(endpoint.id, { status: 'dead', attempts: 9, lastStatusCode: null, lastError: 'timed out', nextAttemptAt: null });
+          await store.webhooks.insertDeliveries([finished, dead]);
+          const all = [...made, finished, dead];
+
+          for (const d of all) assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, d.id), d, 'read back as written');
+          assert.equal(await store.webhooks.getDelivery(neighbour.id, made[0]!.id), undefined, 'a delivery is found under its own endpoint only');
+          assert.equal(await store.webhooks.getDelivery(endpoint.id, theirs.id), undefined);
+          assert.equal(await store.webhooks.getDelivery(endpoint.id, 'msg_nope'), undefined);
+
+          const newestFirst = all.map((d) => d.id).reverse();
+          assert.deepEqual((await store.webhooks.listDeliveries(endpoint.id, 100)).map((d) => d.id), newestFirst);
+          const seen: string[] = [];
+          let before: string | undefined;
+          for (let page = 0; page < 10; page++) {
+            const rows = await store.webhooks.listDeliveries(endpoint.id, 4, before);
+            seen.push(...rows.map((r) => r.id));
+            if (rows.length < 4) break;
+            before = rows[rows.length - 1]!.id;
+          }
+          assert.deepEqual(seen, newestFirst, 'pages of 4 by `before` give each delivery once, in order');
+          assert.deepEqual(await store.webhooks.listDeliveries(endpoint.id, 10, all[0]!.id), [], 'nothing is older than the first');
+          assert.deepEqual(await store.webhooks.listDeliveries(neighbour.id, 10), [theirs]);
+
+          await store.webhooks.deleteEndpoint(endpoint.id);
+          assert.deepEqual(await store.webhooks.listDeliveries(endpoint.id, 100), [], 'the endpoint\'s deliveries went with it');
+          for (const d of all) assert.equal(await store.webhooks.getDelivery(endpoint.id, d.id), undefined);
+          assert.deepEqual(await store.webhooks.listDeliveries(neighbour.id, 10), [theirs], 'another endpoint\'s deliveries stay');
+        });
+      });
+
+      it('claims pending deliveries due at `now` for one attempt each, earliest due first', async () => {
+        const endpoint = webhookEndpoint(uid('acct'));
+        await withEndpoints([endpoint], async () => {
+          const now = '1990-01-01T00:00:10.000Z';
+          const early = webhookDelivery(endpoint.id, { nextAttemptAt: '1990-01-01T00:00:01.000Z' });
+          const onTime = webhookDelivery(endpoint.id, { nextAttemptAt: now });
+          const retry = webhookDelivery(endpoint.id, { nextAttemptAt: '1990-01-01T00:00:05.000Z', attempts: 3, lastStatusCode: 503, lastError: 'HTTP 503' });
+          const later = webhookDelivery(endpoint.id, { nextAttemptAt: '1990-01-01T00:00:10.001Z' });
+          const delivered = webhookDelivery(endpoint.id, { status: 'delivered', attempts: 1, lastStatusCode: 200, nextAttemptAt: null, deliveredAt: '1990-01-01T00:00:00.000Z' });
+          const dead = webhookDelivery(endpoint.id, { status: 'dead', attempts: 12, lastError: 'refused', nextAttemptAt: null });
+          // A dead or delivered row whose next_attempt_at was left behind is still never claimed.
+          const deadWithTime = webhookDelivery(endpoint.id, { status: 'dead', attempts: 12, nextAttemptAt: '1990-01-01T00:00:00.000Z' });
+          await store.webhooks.insertDeliveries([early, onTime, retry, later, delivered, dead, deadWithTime]);
+
+          const firstClaim = await store.webhooks.claimDue(now, CLAIM_UNTIL, 1);
+          assert.deepEqual(firstClaim.map((d) => d.id), [early.id], 'the earliest due first');
+          const claimed = [...firstClaim, ...await store.webhooks.claimDue(now, CLAIM_UNTIL, 10)];
+          assert.deepEqual(claimed.map((d) => d.id).sort(), [early.id, onTime.id, retry.id].sort(), 'pending ones due at now, nothing else');
+          for (const d of [early, onTime, retry]) {
+            const expected = { ...d, attempts: d.attempts + 1, nextAttemptAt: CLAIM_UNTIL };
+            assert.deepEqual(claimed.find((c) => c.id === d.id), expected, 'the claim answers the row as claimed: the attempt counted, due when the claim runs out');
+            assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, d.id), expected);
+          }
+          for (const d of [later, delivered, dead, deadWithTime]) assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, d.id), d, 'untouched');
+
+          assert.deepEqual(await store.webhooks.claimDue(now, CLAIM_UNTIL, 10), [], 'a second claim at the same now gets nothing');
+          assert.deepEqual((await store.webhooks.claimDue('1990-01-01T00:00:11.000Z', CLAIM_UNTIL, 10)).map((d) => d.id), [later.id], 'a later now takes what fell due since');
+          // A sender that died: its claim runs out, and the delivery is taken again, for the next attempt.
+          const retaken = await store.webhooks.claimDue(CLAIM_UNTIL, '2999-06-02T00:00:00.000Z', 10);
+          assert.deepEqual(retaken.map((d) => [d.id, d.attempts]).sort(), [[early.id, 2], [onTime.id, 2], [retry.id, 5], [later.id, 2]].sort(), 'claims that ran out are taken again');
+        });
+      });
+
+      it('records an attempt only under its own attempt number, on a pending delivery', async () => {
+        const endpoint = webhookEndpoint(uid('acct'));
+        await withEndpoints([endpoint], async () => {
+          const now = '1980-01-01T00:00:00.000Z';
+          const retried = webhookDelivery(endpoint.id, { nextAttemptAt: now });
+          const dying = webhookDelivery(endpoint.id, { nextAttemptAt: now });
+          await store.webhooks.insertDeliveries([retried, dying]);
+          assert.equal((await store.webhooks.claimDue(now, CLAIM_UNTIL, 10)).length, 2);
+
+          // Attempt 1 fails: pending, due again at the next time of the schedule.
+          const failed = { delivered: false as const, statusCode: 500, error: 'the receiver answered HTTP 500', nextAttemptAt: '1980-01-01T00:00:05.000Z' };
+          assert.equal(await store.webhooks.recordAttempt({ id: retried.id, attempts: 1, nextAttemptAt: CLAIM_UNTIL }, failed), true);
+          const afterFirst = { ...retried, attempts: 1, status: 'pending' as const, lastStatusCode: 500, lastError: failed.error, nextAttemptAt: failed.nextAttemptAt };
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, retried.id), afterFirst);
+          assert.equal(await store.webhooks.recordAttempt({ id: retried.id, attempts: 0, nextAttemptAt: CLAIM_UNTIL }, { delivered: true, statusCode: 200, at: now }), false, 'an attempt number that never was');
+          assert.equal(await store.webhooks.recordAttempt({ id: 'msg_nope', attempts: 1, nextAttemptAt: CLAIM_UNTIL }, { delivered: true, statusCode: 200, at: now }), false, 'no such delivery');
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, retried.id), afterFirst);
+
+          // Attempt 2 is claimed; a late record of attempt 1 (a sender whose claim ran out) changes nothing.
+          assert.deepEqual((await store.webhooks.claimDue('1980-01-01T00:00:05.000Z', CLAIM_UNTIL, 10)).map((d) => d.id), [retried.id]);
+          const claimedAgain = { ...afterFirst, attempts: 2, nextAttemptAt: CLAIM_UNTIL };
+          assert.equal(await store.webhooks.recordAttempt({ id: retried.id, attempts: 1, nextAttemptAt: CLAIM_UNTIL }, { delivered: true, statusCode: 200, at: '1980-01-01T00:00:06.000Z' }), false);
+          assert.equal(await store.webhooks.recordAttempt({ id: retried.id, attempts: 1, nextAttemptAt: CLAIM_UNTIL }, { delivered: false, statusCode: null, error: 'late', nextAttemptAt: null }), false);
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, retried.id), claimedAgain, 'the stale records changed nothing');
+
+          // Attempt 2 is delivered.
+          assert.equal(await store.webhooks.recordAttempt({ id: retried.id, attempts: 2, nextAttemptAt: CLAIM_UNTIL }, { delivered: true, statusCode: 204, at: '1980-01-01T00:00:07.000Z' }), true);
+          const done = { ...claimedAgain, status: 'delivered' as const, lastStatusCode: 204, lastError: null, nextAttemptAt: null, deliveredAt: '1980-01-01T00:00:07.000Z' };
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, retried.id), done);
+          assert.equal(await store.webhooks.recordAttempt({ id: retried.id, attempts: 2, nextAttemptAt: CLAIM_UNTIL }, { delivered: false, statusCode: 500, error: 'again', nextAttemptAt: '1980-01-01T00:01:00.000Z' }), false, 'a delivered one is recorded once');
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, retried.id), done);
+
+          // The last attempt fails with no retry left: dead.
+          assert.equal(await store.webhooks.recordAttempt({ id: dying.id, attempts: 1, nextAttemptAt: CLAIM_UNTIL }, { delivered: false, statusCode: null, error: 'connection refused', nextAttemptAt: null }), true);
+          const deadRow = { ...dying, attempts: 1, status: 'dead' as const, lastStatusCode: null, lastError: 'connection refused', nextAttemptAt: null };
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, dying.id), deadRow);
+          assert.equal(await store.webhooks.recordAttempt({ id: dying.id, attempts: 1, nextAttemptAt: CLAIM_UNTIL }, { delivered: true, statusCode: 200, at: now }), false, 'a dead one is recorded once');
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, dying.id), deadRow);
+          assert.deepEqual(await store.webhooks.claimDue(CLAIM_UNTIL, CLAIM_UNTIL, 10), [], 'delivered and dead ones are never claimed');
+        });
+      });
+
+      it('redelivers a delivered or dead delivery: pending, due now, its retries counted from now', async () => {
+        const endpoint = webhookEndpoint(uid('acct'));
+        await withEndpoints([endpoint], async () => {
+          const now = '1970-06-01T00:00:00.000Z';
+          const delivered = webhookDelivery(endpoint.id, { status: 'delivered', attempts: 1, lastStatusCode: 200, nextAttemptAt: null, deliveredAt: '1970-01-01T00:00:01.000Z', retrySince: '1970-01-01T00:00:00.000Z' });
+          const dead = webhookDelivery(endpoint.id, { status: 'dead', attempts: 11, lastStatusCode: 502, lastError: 'HTTP 502', nextAttemptAt: null, retrySince: '1970-01-01T00:00:00.000Z' });
+          await store.webhooks.insertDeliveries([delivered, dead]);
+          await store.webhooks.redeliver(delivered.id, now);
+          await store.transaction((tx) => tx.webhooks.redeliver(dead.id, now));
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, delivered.id), { ...delivered, status: 'pending', nextAttemptAt: now, retrySince: now, deliveredAt: null }, 'the attempt count and last answer stay');
+          assert.deepEqual(await store.webhooks.getDelivery(endpoint.id, dead.id), { ...dead, status: 'pending', nextAttemptAt: now, retrySince: now });
+
+          const claimed = await store.webhooks.claimDue(now, CLAIM_UNTIL, 10);
+          assert.deepEqual(claimed.map((d) => [d.id, d.attempts]).sort(), [[delivered.id, 2], [dead.id, 12]].sort(), 'due now: the next claim takes both, as new attempts');
+          assert.equal(await store.webhooks.recordAttempt({ id: delivered.id, attempts: 2, nextAttemptAt: CLAIM_UNTIL }, { delivered: true, statusCode: 200, at: '1970-06-01T00:00:01.000Z' }), true);
+          assert.equal((await store.webhooks.getDelivery(endpoint.id, delivered.id))!.deliveredAt, '1970-06-01T00:00:01.000Z');
+        });
+      });
+
+      it('a redelivery makes the record of an attempt in flight stale', async () => {
+        const endpoint = webhookEndpoint(uid('acct'));
+        await withEndpoints([endpoint], async () => {
+          const now = '1965-01-01T00:00:00.000Z';
+          const d = webhookDelivery(endpoint.id, { nextAttemptAt: now });
+          await store.webhooks.insertDeliveries([d]);
+          assert.equal((await store.webhooks.claimDue(now, CLAIM_UNTIL, 10)).length, 1);
+          // While attempt 1 is in flight, the delivery is redelivered (due now); then attempt 1 fails for good.
+          await store.webhooks.redeliver(d.id, '1965-01-01T00:00:01.000Z');
+          const recorded = await store.webhooks.recordAttempt({ id: d.id, attempts: 1, nextAttemptAt: CLAIM_UNTIL }, { delivered: false, statusCode: null, error: 'timed out', nextAttemptAt: null });
+          const row = (await store.webhooks.getDelivery(endpoint.id, d.id))!;
+          assert.deepEqual({ recorded, status: row.status, nextAttemptAt: row.nextAttemptAt }, { recorded: false, status: 'pending', nextAttemptAt: '1965-01-01T00:00:01.000Z' },
+            'the redelivery stands: the interface says recordAttempt is false when "a later claim or a redelivery has taken it since"');
+        });
+      });
+
+      it('tells when the next pending delivery falls due', async () => {
+        const endpoint = webhookEndpoint(uid('acct'));
+        await withEndpoints([endpoint], async () => {
+          const first = webhookDelivery(endpoint.id, { nextAttemptAt: '1960-01-01T00:00:02.000Z' });
+          const second = webhookDelivery(endpoint.id, { nextAttemptAt: '1960-01-01T00:00:03.000Z' });
+          const deadEarlier = webhookDelivery(endpoint.id, { status: 'dead', nextAttemptAt: '1960-01-01T00:00:00.000Z' });
+          const deliveredEarlier = webhookDelivery(endpoint.id, { status: 'delivered', nextAttemptAt: '1960-01-01T00:00:01.000Z', deliveredAt: '1960-01-01T00:00:01.000Z' });
+          await store.webhooks.insertDeliveries([second, deadEarlier, first, deliveredEarlier]);
+          assert.equal(await store.webhooks.nextDue(), first.nextAttemptAt, 'the earliest pending one; dead and delivered ones do not count');
+          assert.deepEqual((await store.webhooks.claimDue('1960-01-01T00:00:02.500Z', CLAIM_UNTIL, 10)).map((d) => d.id), [first.id]);
+          assert.equal(await store.webhooks.nextDue(), second.nextAttemptAt, 'a claimed one is due when its claim runs out');
+          await store.webhooks.deleteEndpoint(endpoint.id);
+          const after = await store.webhooks.nextDue();
+          assert.ok(after === undefined || after >= '2999', `the deleted endpoint's deliveries are not due (got ${after})`);
+        });
+      });
+
+      it('gives each due delivery to one of several claims running side by side (SKIP LOCKED), when shared', async (t) => {
+        if (!store.shared) {
+          t.skip('one process owns an embedded store; its transactions run one at a time');
+          return;
+        }
+        const endpoint = webhookEndpoint(uid('acct'));
+        await withEndpoints([endpoint], async () => {
+          const now = '1950-01-01T00:00:00.000Z';
+          const due = Array.from({ length: 24 }, (_, i) => webhookDelivery(endpoint.id, { nextAttemptAt: new Date(Date.parse(now) - i * 1000).toISOString() }));
+          await store.webhooks.insertDeliveries(due);
+
+          // A claim that holds its rows (its transaction still open) does not hold up another claim,
+          // which takes other deliveries at once.
+          let endFirst!: () => void;
+          const firstMayEnd = new Promise<void>((resolve) => (endFirst = resolve));
+          let firstClaimed!: (ids: string[]) => void;
+          const claimedByFirst = new Promise<string[]>((resolve) => (firstClaimed = resolve));
+          const first = store.transaction(async (tx) => {
+            firstClaimed((await tx.webhooks.claimDue(now, CLAIM_UNTIL, 4)).map((d) => d.id));
+            await firstMayEnd;
+          });
+          let second: Promise<string[]> | undefined;
+          let waited = true;
+          try {
+            assert.equal((await claimedByFirst).length, 4);
+            second = store.transaction(async (tx) => (await tx.webhooks.claimDue(now, CLAIM_UNTIL, 4)).map((d) => d.id));
+            waited = (await settlesWithin(second, 5000)) === 'timed out';
+          } finally {
+            endFirst();
+            await first;
+          }
+          const firstIds = await claimedByFirst;
+          const secondIds = await second;
+          assert.equal(waited, false, 'the second claim did not wait for the first one\'s transaction to end');
+          assert.equal(secondIds.length, 4);
+          assert.deepEqual(firstIds.filter((id) => secondIds.includes(id)), [], 'the claims share no delivery');
+
+          // Many claims at once, each in its own transaction: every delivery goes to one of them.
+          const rounds = await Promise.all(Array.from({ length: 8 }, () => store.transaction((tx) => tx.webhooks.claimDue(now, CLAIM_UNTIL, 3))));
+          const rest = await store.webhooks.claimDue(now, CLAIM_UNTIL, 100);
+          const all = [...firstIds, ...secondIds, ...rounds.flat().map((d) => d.id), ...rest.map((d) => d.id)];
+          assert.equal(new Set(all).size, all.length, 'no delivery was claimed twice');
+          assert.deepEqual([...all].sort(), due.map((d) => d.id).sort(), 'and every due delivery was claimed');
+          for (const d of due) assert.equal((await store.webhooks.getDelivery(endpoint.id, d.id))!.attempts, 1, 'each counted one attempt');
+        });
+      });
     });
   });
 }

@@ -26,8 +26,12 @@ export class SqlAccounts extends SqlRepository implements AccountsRepository {
     await this.db.insertInto('accounts').values({ id: a.id, name: a.name, balance_micros: a.balanceMicros, credits_used_micros: a.creditsUsedMicros, created_at: a.createdAt }).execute();
   }
 
-  async get(id: string): Promise<AccountRecord | undefined> {
-    const [r] = (await this.runCompiled('accounts.get', [id], () => this.db.selectFrom('accounts').selectAll().where('id', '=', id))).rows;
+  async get(id: string, opts: { lock?: boolean } = {}): Promise<AccountRecord | undefined> {
+    const lock = opts.lock === true && this.profile.rowLocks;
+    const [r] = (await this.runCompiled(lock ? 'accounts.get:lock' : 'accounts.get', [id], () => {
+      const q = this.db.selectFrom('accounts').selectAll().where('id', '=', id);
+      return lock ? q.forUpdate() : q;
+    })).rows;
     return r && toAccount(r);
   }
 

@@ -105,10 +105,14 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     let ready = this.db.selectFrom('turns').select('id').where(which).orderBy('id').limit(limit);
     // SKIP LOCKED lets several workers claim at once without queueing behind each other's locks.
     if (this.profile.skipLocked) ready = ready.forUpdate().skipLocked();
+    // The selection as a CTE, run once: inside `IN (…)` PostgreSQL may plan the locking sub-select
+    // as a semi join re-run per row, each run skipping the rows already updated, so that LIMIT
+    // would not bound the claim.
     const rows = await this.db
+      .with('ready', () => ready)
       .updateTable('turns')
       .set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil })
-      .where('id', 'in', ready)
+      .where('id', 'in', (eb) => eb.selectFrom('ready').select('id'))
       .returningAll()
       .execute();
     return rows.map(toTurn).sort((a, b) => (a.id < b.id ? -1 : 1));

@@ -108,9 +108,11 @@ export class SqlWebhooks extends SqlRepository implements WebhooksRepository {
       .orderBy('next_attempt_at').limit(limit);
     // SKIP LOCKED: several processes claim side by side, each getting other deliveries.
     if (this.profile.skipLocked) due = due.forUpdate().skipLocked();
-    const rows = await this.db.updateTable('webhook_deliveries')
+    // The selection as a CTE, run once: inside `IN (…)` PostgreSQL may re-run a locking sub-select
+    // per row (a semi join), each run skipping the rows already updated, so LIMIT would not bound it.
+    const rows = await this.db.with('due', () => due).updateTable('webhook_deliveries')
       .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: claimUntil }))
-      .where('id', 'in', due)
+      .where('id', 'in', (eb) => eb.selectFrom('due').select('id'))
       // Between the sub-select and the update another process may have claimed it (without SKIP LOCKED).
       .where('status', '=', 'pending').where('next_attempt_at', '<=', now)
       .returningAll()
@@ -118,12 +120,13 @@ export class SqlWebhooks extends SqlRepository implements WebhooksRepository {
     return rows.map(toDelivery);
   }
 
-  async recordAttempt(id: string, attempt: number, result: AttemptResult): Promise<boolean> {
+  async recordAttempt(claim: Pick<DeliveryRecord, 'id' | 'attempts' | 'nextAttemptAt'>, result: AttemptResult): Promise<boolean> {
     const set = result.delivered
       ? { status: 'delivered', last_status_code: result.statusCode, last_error: null, next_attempt_at: null, delivered_at: result.at }
       : { status: result.nextAttemptAt === null ? 'dead' : 'pending', last_status_code: result.statusCode, last_error: result.error, next_attempt_at: result.nextAttemptAt };
     const r = await this.db.updateTable('webhook_deliveries').set(set)
-      .where('id', '=', id).where('attempts', '=', attempt).where('status', '=', 'pending')
+      // The claim's attempt number and claim time: a later claim changes both, a redelivery the time.
+      .where('id', '=', claim.id).where('attempts', '=', claim.attempts).where('next_attempt_at', '=', claim.nextAttemptAt).where('status', '=', 'pending')
       .executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
   }
