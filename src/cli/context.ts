@@ -5,6 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { QuarryClient } from '../../packages/client/src/index.js';
 import { ExitCode, HelpRequested, UsageError, type ExitCodeValue } from './exit-codes.js';
+import { fields } from './format.js';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
@@ -127,8 +128,30 @@ export function numberArg(value: string, name: string): number {
   return n;
 }
 
+/** `--limit N` and `--all`, the options of a command that lists a paged list. */
+export const LIST_OPTIONS = { limit: { type: 'string', short: 'n' }, all: { type: 'boolean' } } as const satisfies OptionSpec;
+
+/**
+ * The first items of a paged list as `--limit N` (default 20) or `--all` asks: `list(pageSize)`
+ * is iterated with pages of at most 200 (the most a page holds), and no page more than needed.
+ */
+export async function listItems<T>(values: { limit?: string; all?: boolean }, list: (pageSize: number) => AsyncIterable<T>): Promise<T[]> {
+  const limit = values.all ? Infinity : (intOption(values.limit, 'limit', { min: 1 }) ?? 20);
+  const items: T[] = [];
+  for await (const item of list(Math.min(200, limit))) {
+    items.push(item);
+    if (items.length >= limit) break;
+  }
+  return items;
+}
+
+/** Prints `text`, which holds a secret, then `note` on stderr: that it is not shown again. */
+export function printShownOnce(ctx: CliContext, text: string, note: string): void {
+  ctx.out(text);
+  ctx.err(note);
+}
+
 /** Prints a new key's id and secret, then warns on stderr that the secret is not shown again. */
 export function printNewKey(ctx: CliContext, key: { key_id: string; api_key: string }): void {
-  ctx.out(`key_id   ${key.key_id}\napi_key  ${key.api_key}`);
-  ctx.err('the API key is shown only once: keep it');
+  printShownOnce(ctx, fields([['key_id', key.key_id], ['api_key', key.api_key]]), 'the API key is shown only once: keep it');
 }

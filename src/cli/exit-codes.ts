@@ -15,9 +15,9 @@ export const ExitCode = {
   usage: 2,
   /** Credentials missing (QUARRY_API_KEY / QUARRY_ADMIN_KEY unset) or refused (401). */
   auth: 3,
-  /** No such task, output, account or key (404). */
+  /** No such task, output, account, key, webhook or delivery (404). */
   notFound: 4,
-  /** The task's state refuses it (409 task_executing, task_in_cron_mode, task_exists). */
+  /** The task's state refuses it (409 task_executing, task_in_cron_mode, task_exists), or another 409 (webhook_limit_reached). */
   conflict: 5,
   /** Out of credits (402, or a refusal inside a stream for the same reason). */
   outOfCredits: 6,

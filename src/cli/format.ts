@@ -2,13 +2,18 @@
  * Human-readable output: aligned tables and one-line summaries. Scripts should use `--json`;
  * these formats may change between releases.
  */
-import type { OutputInfo, Row, Task, TaskEvent } from '../../packages/client/src/index.js';
+import type { OutputInfo, Row, Task, TaskEvent, Webhook, WebhookDelivery } from '../../packages/client/src/index.js';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(header: string[], rows: string[][]): string {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
   return all.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+/** `name  value` lines, the values lined up two spaces after the longest name (or `width`). */
+export function fields(pairs: [string, string][], width = Math.max(...pairs.map(([name]) => name.length))): string {
+  return pairs.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join('\n');
 }
 
 /** `2025-03-01T07:00:12.417Z` → `2025-03-01 07:00:12`. */
@@ -36,6 +41,37 @@ export function outputsTable(outputs: OutputInfo[]): string {
   return table(
     ['OUTPUT', 'KIND', 'ROWS', 'UPDATED', 'PATH'],
     outputs.map((o) => [o.id, o.kind, String(o.row_count), shortTime(o.updated_at), o.path]),
+  );
+}
+
+/** A webhook endpoint as `fields` pairs; `previous` while a rotated-out secret still signs. */
+export function webhookFields(hook: Webhook): [string, string][] {
+  const pairs: [string, string][] = [
+    ['webhook', hook.webhook_id],
+    ['url', hook.url],
+    ['events', hook.events.join(', ')],
+    ['description', hook.description ?? '-'],
+    ['created', shortTime(hook.created_at)],
+  ];
+  if (hook.previous_secret_expires_at) pairs.push(['previous', `the previous secret signs too until ${shortTime(hook.previous_secret_expires_at)}`]);
+  return pairs;
+}
+
+export function webhooksTable(hooks: Webhook[]): string {
+  return table(
+    ['WEBHOOK', 'EVENTS', 'CREATED', 'URL', 'DESCRIPTION'],
+    hooks.map((h) => [h.webhook_id, h.events.join(','), shortTime(h.created_at), h.url, h.description ?? '']),
+  );
+}
+
+/** Deliveries, newest first as listed: the last attempt's HTTP status and error, and when the next one is due. */
+export function deliveriesTable(deliveries: WebhookDelivery[]): string {
+  return table(
+    ['DELIVERY', 'EVENT', 'STATUS', 'ATTEMPTS', 'HTTP', 'CREATED', 'NEXT ATTEMPT', 'LAST ERROR'],
+    deliveries.map((d) => [
+      d.delivery_id, d.event, d.status, String(d.attempts), d.last_status_code === null ? '-' : String(d.last_status_code),
+      shortTime(d.created_at), shortTime(d.next_attempt_at), cell(d.last_error),
+    ]),
   );
 }
 

@@ -29,6 +29,20 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
 
+Webhooks (QUARRY_URL, QUARRY_API_KEY):
+  webhooks create --url URL --events EVENT[,EVENT...] [--description TEXT]
+                                          register an endpoint; prints its signing secret
+                                          once. Events: task.turn_completed,
+                                          task.turn_failed, task.turn_stopped, group.finished
+  webhooks ls                             list the endpoints (never their secrets)
+  webhooks show ID                        one endpoint
+  webhooks rm ID                          delete an endpoint and its deliveries
+  webhooks rotate-secret ID               a new secret, printed once; the old one signs
+                                          too for 24 h
+  webhooks deliveries ID [--limit N] [--all]
+                                          an endpoint's deliveries, newest first
+  webhooks redeliver ID DELIVERY_ID       send a delivery again (same webhook-id)
+
 Admin (QUARRY_URL, QUARRY_ADMIN_KEY):
   accounts create NAME [--credits N]      create an account and its first key
   accounts show ACCOUNT                   an account's balance
@@ -44,7 +58,7 @@ Options:
 
 Exit codes:
   0 ok, 1 API error, 2 usage error, 3 credentials missing or refused, 4 not found,
-  5 conflict (task executing, in cron mode, exists), 6 out of credits,
+  5 conflict (task executing, in cron mode, exists; webhook limit), 6 out of credits,
   7 unavailable (rate limited, 5xx, network), 8 followed turn failed or was stopped,
   130 interrupted
 `;

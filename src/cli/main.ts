@@ -6,6 +6,7 @@ import { QuarryError, type ErrorFacts } from '../../packages/client/src/index.js
 import { ACCOUNT_COMMANDS, CREDIT_COMMANDS, KEY_COMMANDS } from './commands/admin-commands.js';
 import { TASK_COMMANDS } from './commands/task-commands.js';
 import { uploadCommand } from './commands/upload-command.js';
+import { WEBHOOK_COMMANDS } from './commands/webhook-commands.js';
 import { CliContext, MissingCredentials, type CliIo, type Command } from './context.js';
 import { ExitCode, HelpRequested, UsageError, exitCodeFor, type ExitCodeValue } from './exit-codes.js';
 import { USAGE } from './help.js';
@@ -13,6 +14,8 @@ import { USAGE } from './help.js';
 const GROUPS: Record<string, Record<string, Command>> = {
   task: TASK_COMMANDS,
   tasks: TASK_COMMANDS,
+  webhooks: WEBHOOK_COMMANDS,
+  webhook: WEBHOOK_COMMANDS,
   accounts: ACCOUNT_COMMANDS,
   account: ACCOUNT_COMMANDS,
   keys: KEY_COMMANDS,

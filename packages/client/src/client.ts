@@ -1,10 +1,11 @@
 /**
  * The client object: configuration (with defaults from the environment), the resources
- * (`tasks`, `uploads`, `admin`) and the service's self-description routes.
+ * (`tasks`, `uploads`, `webhooks`, `admin`) and the service's self-description routes.
  */
 import { Admin } from './resources/admin.js';
 import { Tasks } from './resources/tasks.js';
 import { Uploads } from './resources/uploads.js';
+import { Webhooks } from './resources/webhooks.js';
 import { TaskWriteQueue } from './internal/task-write-queue.js';
 import { Transport } from './internal/transport.js';
 import type { Fetch, RequestOptions } from './request-options.js';
@@ -68,6 +69,7 @@ export class QuarryClient {
   readonly baseURL: string;
   readonly tasks: Tasks;
   readonly uploads: Uploads;
+  readonly webhooks: Webhooks;
   readonly admin: Admin;
   private readonly transport: Transport;
 
@@ -92,6 +94,7 @@ export class QuarryClient {
       streamReconnects: options.streamReconnects ?? 5,
     });
     this.uploads = new Uploads(this.transport);
+    this.webhooks = new Webhooks(this.transport);
     this.admin = new Admin(this.transport);
   }
 

@@ -150,7 +150,8 @@ export class AuthenticationError extends QuarryError {}
 export class OutOfCreditsError extends QuarryError {}
 
 /**
- * 404 `not_found`: no such route, output, account or key.
+ * 404 `not_found`: no such route, output, account or key; also `webhook_not_found` and
+ * `delivery_not_found` (no such webhook endpoint, or no such delivery of it).
  *
  * @example
  * ```ts
@@ -180,11 +181,12 @@ export class TaskNotFoundError extends NotFoundError {}
 export class MethodNotAllowedError extends QuarryError {}
 
 /**
- * 409: the task's state refuses the request. See the subclasses.
+ * 409: the task's state refuses the request (see the subclasses), or another conflict such as
+ * `webhook_limit_reached` (the account has as many webhook endpoints as it may).
  *
  * @example
  * ```ts
- * if (err instanceof ConflictError) console.error(err.error); // task_executing, task_exists…
+ * if (err instanceof ConflictError) console.error(err.error); // task_executing, task_exists, webhook_limit_reached…
  * ```
  */
 export class ConflictError extends QuarryError {}

@@ -38,7 +38,7 @@ export {
   type ErrorDetail,
   type ErrorFacts,
 } from './errors.js';
-export { Page, PagePromise, TaskPage, RowPage, EventPage } from './pagination.js';
+export { Page, PagePromise, CursorPage, TaskPage, RowPage, EventPage } from './pagination.js';
 export { TaskStream, type TaskStreamMode } from './task-stream.js';
 export { OutputExport, type ExportFormat } from './output-export.js';
 export {
@@ -60,5 +60,6 @@ export {
   type WaitForTurnOptions,
 } from './resources/tasks.js';
 export { Uploads, type CreateUploadParams, type UploadParams, type UploadData } from './resources/uploads.js';
+export { Webhooks, type CreateWebhookParams, type DeliveriesParams } from './resources/webhooks.js';
 export { Admin, AdminAccounts, AdminKeys } from './resources/admin.js';
 export type * from './types.js';

@@ -64,7 +64,8 @@ export class Page<T> implements AsyncIterable<T> {
 }
 
 /**
- * A page of `GET /task`: `nextCursor` is the `X-Next-Cursor` the server sent (null on the last page).
+ * A page of a list paged by `X-Next-Cursor` (`GET /task`, a webhook's deliveries): `nextCursor`
+ * is the cursor the server sent (null on the last page).
  *
  * @example
  * ```ts
@@ -72,11 +73,39 @@ export class Page<T> implements AsyncIterable<T> {
  * const again = await client.tasks.list({ limit: 20, cursor: page.nextCursor ?? undefined });
  * ```
  */
-export class TaskPage<T> extends Page<T> {
+export class CursorPage<T> extends Page<T> {
   /** @internal */
-  constructor(data: T[], readonly nextCursor: string | null, loadNext: (() => Promise<TaskPage<T>>) | null) {
+  constructor(data: T[], readonly nextCursor: string | null, loadNext: (() => Promise<CursorPage<T>>) | null) {
     super(data, loadNext);
   }
+}
+
+/**
+ * The page of `GET /task`: a {@link CursorPage}, under the name it had before other lists were
+ * paged by cursor.
+ *
+ * @example
+ * ```ts
+ * const page: TaskPage<Task> = await client.tasks.list();
+ * ```
+ */
+export const TaskPage = CursorPage;
+export type TaskPage<T> = CursorPage<T>;
+
+/**
+ * @internal The first page of a list paged by `X-Next-Cursor`, not yet fetched: `fetchPage`
+ * sends one request for the page at `cursor` (undefined: the first) and says its items and
+ * the `X-Next-Cursor` it got.
+ */
+export function cursorPages<T>(
+  fetchPage: (cursor: string | undefined) => Promise<{ data: T[]; nextCursor: string | null }>,
+  cursor?: string,
+): PagePromise<CursorPage<T>, T> {
+  const load = async (at: string | undefined): Promise<CursorPage<T>> => {
+    const { data, nextCursor } = await fetchPage(at);
+    return new CursorPage(data, nextCursor, nextCursor ? () => load(nextCursor) : null);
+  };
+  return new PagePromise(() => load(cursor));
 }
 
 /**

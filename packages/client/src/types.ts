@@ -315,6 +315,61 @@ export type DoneEvent = Schemas['DoneEvent'];
  */
 export type TaskEvent = Schemas['TaskEvent'];
 
+// ---- webhooks --------------------------------------------------------------------------------
+
+/**
+ * An event a webhook endpoint may ask for: a turn completed, failed or was stopped; a group finished.
+ *
+ * @example
+ * ```ts
+ * const events: WebhookEventType[] = ['task.turn_completed', 'task.turn_failed'];
+ * ```
+ */
+export type WebhookEventType = Webhook['events'][number];
+
+/**
+ * A webhook endpoint as `list`, `retrieve` and `delete` answer it: never its secret.
+ * `previous_secret_expires_at` is set for 24 h after a rotation, while the old secret signs too.
+ *
+ * @example
+ * ```ts
+ * for (const hook of await client.webhooks.list()) console.log(hook.webhook_id, hook.url, hook.events.join(','));
+ * ```
+ */
+export type Webhook = Schemas['Webhook'];
+
+/**
+ * A webhook endpoint with its signing secret (`whsec_…`): the answer of `create` and
+ * `rotateSecret`, the only times the secret is shown. Store it.
+ *
+ * @example
+ * ```ts
+ * const { webhook_id, secret } = await client.webhooks.create({ url: 'https://example.com/hooks/quarry', events: ['task.turn_completed'] });
+ * ```
+ */
+export type WebhookWithSecret = Schemas['WebhookWithSecret'];
+
+/**
+ * `pending` (due at `next_attempt_at`), `delivered` (a 2xx came back) or `dead` (retries gave up).
+ *
+ * @example
+ * ```ts
+ * if (delivery.status === 'dead') await client.webhooks.redeliver(webhookId, delivery.delivery_id);
+ * ```
+ */
+export type WebhookDeliveryStatus = WebhookDelivery['status'];
+
+/**
+ * One delivery of an event to an endpoint, with the outcome of its last attempt. `delivery_id`
+ * is the `webhook-id` header the receiver gets, the same on every attempt and redelivery.
+ *
+ * @example
+ * ```ts
+ * for await (const d of client.webhooks.deliveries(webhookId)) console.log(d.delivery_id, d.status, d.attempts, d.last_error ?? '');
+ * ```
+ */
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+
 // ---- uploads and admin -----------------------------------------------------------------------
 
 /**

@@ -4,7 +4,7 @@
  */
 import { intOption, numberArg, parseCommand, printNewKey, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
-import { credits, shortTime, table } from '../format.js';
+import { credits, fields, shortTime, table } from '../format.js';
 
 export const ACCOUNT_COMMANDS: Record<string, Command> = {
   async create(ctx, args) {
@@ -13,7 +13,7 @@ export const ACCOUNT_COMMANDS: Record<string, Command> = {
     const account = await ctx.adminClient().admin.accounts.create({ name: positionals[0]!, credits: amount });
     if (ctx.json) ctx.printJson(account);
     else {
-      ctx.out(`account  ${account.account_id}\nname     ${account.name}\nbalance  ${credits(account.balance)}`);
+      ctx.out(fields([['account', account.account_id], ['name', account.name], ['balance', credits(account.balance)]]));
       printNewKey(ctx, account);
     }
     return ExitCode.ok;
@@ -23,7 +23,7 @@ export const ACCOUNT_COMMANDS: Record<string, Command> = {
     const { positionals } = parseCommand(args, {}, { min: 1, max: 1, names: 'ACCOUNT' });
     const account = await ctx.adminClient().admin.accounts.retrieve(positionals[0]!);
     if (ctx.json) ctx.printJson(account);
-    else ctx.out(`account  ${account.account_id}\nname     ${account.name}\nbalance  ${credits(account.balance)}\nused     ${credits(account.credits_used)}\ncreated  ${shortTime(account.created_at)}`);
+    else ctx.out(fields([['account', account.account_id], ['name', account.name], ['balance', credits(account.balance)], ['used', credits(account.credits_used)], ['created', shortTime(account.created_at)]]));
     return ExitCode.ok;
   },
 

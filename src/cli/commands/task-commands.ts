@@ -4,9 +4,9 @@
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import type { Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { intOption, parseCommand, type CliContext, type Command } from '../context.js';
+import { intOption, LIST_OPTIONS, listItems, parseCommand, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
-import { credits, eventLine, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
+import { credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
 
 async function readStdin(ctx: CliContext): Promise<string> {
@@ -67,13 +67,8 @@ const create: Command = async (ctx, args) => {
 };
 
 const ls: Command = async (ctx, args) => {
-  const { values } = parseCommand(args, { limit: { type: 'string', short: 'n' }, all: { type: 'boolean' } }, { min: 0, max: 0, names: '' });
-  const limit = values.all ? Infinity : (intOption(values.limit, 'limit', { min: 1 }) ?? 20);
-  const tasks: Task[] = [];
-  for await (const task of ctx.client().tasks.list({ limit: Math.min(200, limit) })) {
-    tasks.push(task);
-    if (tasks.length >= limit) break;
-  }
+  const { values } = parseCommand(args, LIST_OPTIONS, { min: 0, max: 0, names: '' });
+  const tasks = await listItems(values, (limit) => ctx.client().tasks.list({ limit }));
   if (ctx.json) ctx.printJson(tasks);
   else ctx.out(tasks.length ? tasksTable(tasks) : 'no tasks');
   return ExitCode.ok;
@@ -98,7 +93,7 @@ const show: Command = async (ctx, args) => {
     ['cron', detail.cron ? `${detail.cron.expression} ${detail.cron.timezone} (next ${shortTime(detail.cron.next_run_at)})` : '-'],
   ];
   if (detail.spec.prompt) lines.push(['prompt', detail.spec.prompt.replace(/\s+/g, ' ')]);
-  ctx.out(lines.map(([k, v]) => `${k.padEnd(8)}  ${v}`).join('\n'));
+  ctx.out(fields(lines, 8));
   if (detail.status !== 'deleted') {
     const outputs = await client.tasks.outputs(detail.task_id);
     ctx.out(outputs.length ? `\n${outputsTable(outputs)}` : '\nno outputs yet');

@@ -5,7 +5,7 @@
  */
 import { QuarryError } from '../errors.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
-import { EventPage, PagePromise, RowPage, TaskPage } from '../pagination.js';
+import { cursorPages, EventPage, PagePromise, RowPage, type TaskPage } from '../pagination.js';
 import { sleep } from '../internal/retry.js';
 import { TaskStream } from '../task-stream.js';
 import type { TaskWriteQueue } from '../internal/task-write-queue.js';
@@ -422,12 +422,10 @@ export class Tasks {
    * ```
    */
   list(params: ListTasksParams = {}, opts?: RequestOptions): PagePromise<TaskPage<Task>, Task> {
-    const load = async (cursor: string | undefined): Promise<TaskPage<Task>> => {
+    return cursorPages(async (cursor) => {
       const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor }, auth: 'key', resendable: true }, opts);
-      const next = response.headers.get('x-next-cursor');
-      return new TaskPage<Task>(JSON.parse(text) as Task[], next, next ? () => load(next) : null);
-    };
-    return new PagePromise(() => load(params.cursor));
+      return { data: JSON.parse(text) as Task[], nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
   }
 
   /**
