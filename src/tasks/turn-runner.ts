@@ -11,6 +11,7 @@ import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
+import { ClaimLoop } from '../claim-loop.js';
 import { turnError } from '../errors.js';
 import { sleep } from '../sleep.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
@@ -76,16 +77,17 @@ export class TurnRunner {
   /** Aborted at shutdown: ends the waits of turn ends that could not be stored yet. */
   private readonly shutdownSignal = new AbortController();
   private readonly finished = new Set<Promise<void>>();
-  /** Something may be claimable that this process has not claimed yet. */
-  private mayBeReady = false;
+  /** Claims turns when woken, as many as there are free slots. */
+  private readonly claims: ClaimLoop = new ClaimLoop({
+    pass: () => this.claim(),
+    hasRoom: () => this.running.size < this.opts.config.maxConcurrentTurns,
+    onError: (err) => this.logFailure(err, 'claiming turns failed'),
+  });
   /**
    * The next claim also looks for turns whose worker died. Only the poll asks for that: a wake
    * means a new turn, and a lease runs out on its own time, so once per poll is soon enough.
    */
   private expiredDue = true;
-  private claimQueued = false;
-  /** The claim under way, which shutdown waits for: the turns it takes must be handed back. */
-  private claimRun: Promise<void> | undefined;
   private stopped = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private cronTimer: NodeJS.Timeout | undefined;
@@ -143,24 +145,7 @@ export class TurnRunner {
    * often: the wakes of one turn of the event loop share one claim.
    */
   wake(): void {
-    this.mayBeReady = true;
-    this.claimSoon();
-  }
-
-  private claimSoon(): void {
-    if (this.stopped || this.claimQueued) return;
-    this.claimQueued = true;
-    setImmediate(() => {
-      this.claimQueued = false;
-      // A claim under way looks at mayBeReady again before it ends.
-      if (this.claimRun || this.stopped) return;
-      this.claimRun = this.claim()
-        .catch((err) => this.logFailure(err, 'claiming turns failed'))
-        .finally(() => {
-          this.claimRun = undefined;
-          if (this.mayBeReady && this.running.size < this.opts.config.maxConcurrentTurns) this.claimSoon();
-        });
-    });
+    this.claims.wake();
   }
 
   /** An outage of the store is expected to pass (the next poll tries again): a warning, not an error. */
@@ -180,7 +165,8 @@ export class TurnRunner {
     this.shutdownSignal.abort(new TurnAbort('shutdown'));
     clearInterval(this.pollTimer);
     clearInterval(this.cronTimer);
-    await this.claimRun;
+    // The claim under way: the turns it takes must be handed back with the rest.
+    await this.claims.stop();
     for (const controller of this.running.values()) controller.abort(new TurnAbort('shutdown'));
     await Promise.allSettled([...this.finished]);
     await this.cronRun;
@@ -193,11 +179,11 @@ export class TurnRunner {
 
   private async claim(): Promise<void> {
     const { config, store } = this.opts;
-    while (!this.stopped && this.mayBeReady) {
+    while (!this.stopped && this.claims.mayHaveWork) {
       const free = config.maxConcurrentTurns - this.running.size;
       // Still maybe ready: the next turn to end claims again.
       if (free <= 0) return;
-      this.mayBeReady = false;
+      this.claims.mayHaveWork = false;
       const now = new Date();
       const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
       const takeOverExpired = this.expiredDue;
@@ -208,7 +194,7 @@ export class TurnRunner {
       for (const turn of turns) this.launch(turn);
       // As many as asked for: more may be waiting. Fewer: nothing else is ready until a wake
       // (a commit here, a notice from another node, or the poll).
-      if (turns.length === free) this.mayBeReady = true;
+      if (turns.length === free) this.claims.mayHaveWork = true;
     }
   }
 
@@ -223,7 +209,7 @@ export class TurnRunner {
       .finally(() => {
         this.running.delete(turn.id);
         this.finished.delete(done);
-        this.claimSoon();
+        this.claims.soon();
       });
     this.finished.add(done);
   }

@@ -8,6 +8,7 @@
  * then sent again, with the same webhook-id, by whichever process claims it next.
  */
 import type { Logger } from 'pino';
+import { ClaimLoop } from '../claim-loop.js';
 import type { WebhookConfig } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
@@ -42,10 +43,13 @@ export interface DispatcherOptions {
 export class WebhookDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly shutdown = new AbortController();
+  /** Claims due deliveries when woken, up to the free slots. */
+  private readonly claims: ClaimLoop = new ClaimLoop({
+    pass: () => this.pass(),
+    hasRoom: () => this.inFlight.size < MAX_IN_FLIGHT,
+    onError: (err) => this.logFailure(err, 'claiming webhook deliveries failed'),
+  });
   private pollTimer: NodeJS.Timeout | undefined;
-  private passRun: Promise<void> | undefined;
-  private passQueued = false;
-  private mayBeDue = false;
   private stopped = false;
   private readonly clock: () => Date;
 
@@ -59,21 +63,9 @@ export class WebhookDispatcher {
     this.wake();
   }
 
-  /** A delivery may have fallen due: claims what is due, up to the free slots. Wakes of one tick share one claim. */
+  /** A delivery may have fallen due. */
   wake(): void {
-    this.mayBeDue = true;
-    if (this.stopped || this.passQueued) return;
-    this.passQueued = true;
-    setImmediate(() => {
-      this.passQueued = false;
-      if (this.passRun || this.stopped) return;
-      this.passRun = this.pass()
-        .catch((err) => this.logFailure(err, 'claiming webhook deliveries failed'))
-        .finally(() => {
-          this.passRun = undefined;
-          if (this.mayBeDue && this.inFlight.size < MAX_IN_FLIGHT) this.wake();
-        });
-    });
+    this.claims.wake();
   }
 
   /** Stops claiming and cuts the attempts in flight short; each is recorded as due again at once. */
@@ -81,24 +73,24 @@ export class WebhookDispatcher {
     this.stopped = true;
     clearInterval(this.pollTimer);
     this.shutdown.abort();
-    await this.passRun;
+    await this.claims.stop();
     await Promise.allSettled([...this.inFlight]);
   }
 
   private async pass(): Promise<void> {
-    while (!this.stopped && this.mayBeDue) {
+    while (!this.stopped && this.claims.mayHaveWork) {
       const free = MAX_IN_FLIGHT - this.inFlight.size;
       if (free <= 0) return;
-      this.mayBeDue = false;
+      this.claims.mayHaveWork = false;
       const now = this.clock().getTime();
       const claimed = await this.opts.store.webhooks.claimDue(new Date(now).toISOString(), new Date(now + this.opts.config.timeoutMs + CLAIM_MARGIN_MS).toISOString(), free);
-      if (claimed.length === free) this.mayBeDue = true;
+      if (claimed.length === free) this.claims.mayHaveWork = true;
       for (const delivery of claimed) {
         const attempt = this.attempt(delivery)
           .catch((err) => this.logFailure(err, 'recording a webhook attempt failed', delivery))
           .finally(() => {
             this.inFlight.delete(attempt);
-            if (this.mayBeDue) this.wake();
+            this.claims.soon();
           });
         this.inFlight.add(attempt);
       }
