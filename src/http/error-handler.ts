@@ -56,6 +56,7 @@ function describe(e: AjvError): string {
       ? 'must contain text (not only white space)'
       : `must match the pattern ${String(e.params.pattern)}`;
     case 'const': return `must be ${JSON.stringify(e.params.allowedValue)}`;
+    case 'enum': return `must be one of ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
     case 'anyOf': return 'does not match any allowed shape';
     default: return e.message ?? 'is invalid';
   }
