@@ -25,6 +25,7 @@ export const ERROR_CATALOGUE = {
   unauthorized: { status: 401, error: 'unauthorized', retryable: false, message: 'Credentials are missing or invalid: send X-API-Key or Authorization: Bearer.' },
   out_of_credits: { status: 402, error: 'out_of_credits', retryable: false, message: 'The account has no credits left: add credits, then resend.' },
   task_not_found: { status: 404, error: 'task_not_found', retryable: false, message: 'No task with that id.' },
+  source_not_found: { status: 404, error: 'source_not_found', retryable: false, message: 'No source snapshot with that id for this task.' },
   webhook_not_found: { status: 404, error: 'webhook_not_found', retryable: false, message: 'No webhook endpoint with that id.' },
   delivery_not_found: { status: 404, error: 'delivery_not_found', retryable: false, message: 'No delivery with that id for this endpoint.' },
   not_found: { status: 404, error: 'not_found', retryable: false, message: 'No such route.' },

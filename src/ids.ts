@@ -25,8 +25,8 @@ function pooledRandom(): number {
 
 const nextUlid = monotonicFactory(pooledRandom);
 
-/** `wh`: a webhook endpoint; `msg`: a webhook delivery (its webhook-id, as Standard Webhooks names them). */
-export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg'): string {
+/** `wh`: a webhook endpoint; `msg`: a webhook delivery (its webhook-id, as Standard Webhooks names them); `src`: a source snapshot. */
+export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg' | 'src'): string {
   return `${prefix}_${nextUlid()}`;
 }
 

@@ -68,6 +68,8 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
     },
     inputs: async () => [{ upload_id: 'upl_01PRICES', name: 'parts.csv', path: uploadPath, contentType: 'text/csv' }],
     workspaceDir: async () => openTaskWorkspace(dataDir, path.basename(dir)),
+    recordSource: async () => 'src_test',
+    citedSources: async () => [],
   };
   return { ctx, written, dir };
 }

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
 import { createFetchUrlTool, fetchUrlTool, type FetchUrlToolOptions } from '../src/agent/tools/fetch-url.js';
 import type { ToolContext, ToolResult } from '../src/agent/tools/tool.js';
+import { normalizeSpec } from '../src/tasks/spec.js';
 import { createWebSearchTool } from '../src/agent/tools/web-search.js';
 import { blockedReason } from '../src/net/address-policy.js';
 import { createWebTools } from '../src/agent/web/index.js';
@@ -29,7 +30,10 @@ function toolCtx(signal: AbortSignal = new AbortController().signal): ToolContex
   const unused = () => {
     throw new Error('not used by web tools');
   };
-  return { signal, writeKey: 'test', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused, workspaceDir: unused };
+  return {
+    signal, writeKey: 'test', spec: () => normalizeSpec({}), updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused, workspaceDir: unused,
+    recordSource: async () => 'src_test', citedSources: unused,
+  };
 }
 
 async function fetchUrl(url: string, opts: FetchUrlToolOptions = { allowPrivate: true }, signal?: AbortSignal): Promise<ToolResult> {

@@ -4,7 +4,7 @@
  * (`TaskTurnPort`); tests implement it in memory. Tools see a narrow view of it (`ToolContext` in
  * tools/tool.ts), derived from this interface by type.
  */
-import type { TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
+import type { SourceSnapshotRecord, TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { ModelToolCall } from './providers/model-provider.js';
 import type { EventPayload } from '../contract/index.js';
@@ -48,6 +48,17 @@ export interface Charge {
   turnCredits: number;
 }
 
+/** What a tool read, to keep as a snapshot of the task (fetch_url's page, read_input's input). */
+export interface ReadSource {
+  /** The URL asked for; an input's is `upload:<upload_id>` (outputs/citations.ts uploadUrl). */
+  url: string;
+  finalUrl: string;
+  uploadId: string | null;
+  title: string | null;
+  /** The readable text as read: what quotes are checked against. */
+  text: string;
+}
+
 /** Builds one stored row from the row number it gets (rows are numbered when appended). */
 export type RowWriter = (rowNumber: number) => string;
 
@@ -69,8 +80,15 @@ export interface TurnPort {
   updateSpec(spec: TaskSpec): Promise<void>;
   /** Rows written so far, by output id. */
   rowCounts(): Promise<Map<string, number>>;
-  /** Appends rows once per write key: a replayed call with the same key writes nothing and gets the first answer. */
-  appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }>;
+  /**
+   * Appends rows once per write key: a replayed call with the same key writes nothing and gets
+   * the first answer. `verifiedRows` of them had every source verified (the outputs' counts).
+   */
+  appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows?: number): Promise<{ firstRow: number; count: number }>;
+  /** Keeps what a tool read as a snapshot of the task; returns its source_id (the same URL and text read again keep the first). */
+  recordSource(source: ReadSource): Promise<string>;
+  /** The task's snapshots, with their text, that these URLs (asked for or arrived at) or uploads name. */
+  citedSources(urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]>;
   /** The task spec's inputs, resolved to local files of finished uploads of the task's account. */
   inputs(): Promise<InputFile[]>;
   /** The task's workspace directory on this node (<data dir>/workspaces/<task id>), made on first use. */

@@ -3,19 +3,36 @@ import { Type, type Static } from 'typebox';
 import { component, Nullable, OUTPUT_ID_PATTERN, StringEnum, Timestamp } from './common.js';
 import { ColumnDecl, OutputKindSchema } from './spec.js';
 
+/** What the server found when it checked a source against what the task read (decisions §15.1). */
+export const SOURCE_CHECKS = ['quote_found', 'page_read', 'quote_not_found', 'not_read'] as const;
+export type SourceCheck = (typeof SOURCE_CHECKS)[number];
+
 export const RowSource = component('RowSource', Type.Object({
   url: Type.Optional(Type.String()),
   upload_id: Type.Optional(Type.String()),
   title: Type.Optional(Type.String()),
   quote: Type.Optional(Type.String()),
   fields: Type.Optional(Type.Array(Type.String(), { description: 'The columns this source supports; absent: the whole row.' })),
+  verified: Type.Optional(Type.Boolean({ description: 'true for quote_found and page_read. Absent on rows written before sources were checked.' })),
+  check: Type.Optional(StringEnum([...SOURCE_CHECKS], {
+    description: 'quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy).',
+  })),
+  source_id: Type.Optional(Type.String({ description: 'The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against.' })),
 }, { additionalProperties: true }));
 export type RowSource = Static<typeof RowSource>;
+
+export const CONFIDENCE_LEVELS = ['high', 'medium', 'low'] as const;
+export const FieldBasis = component('FieldBasis', Type.Object({
+  confidence: StringEnum([...CONFIDENCE_LEVELS]),
+  reasoning: Type.Optional(Type.String()),
+}));
+export type FieldBasis = Static<typeof FieldBasis>;
 
 export const Row = component('Row', Type.Object({
   _row: Type.Integer({ minimum: 1, description: '1-based position in the output.' }),
   _sources: Type.Array(RowSource),
-}, { additionalProperties: true, description: 'One row: the output\'s columns (or report/records fields) plus _row and _sources.' }));
+  _basis: Type.Optional(Type.Record(Type.String(), FieldBasis, { description: 'Per column: how sure the agent is and why (when it said).' })),
+}, { additionalProperties: true, description: 'One row: the output\'s columns (or report/records fields) plus _row, _sources and, when given, _basis.' }));
 export type Row = Static<typeof Row>;
 
 export const OutputRef = component('OutputRef', Type.Object({ id: Type.String(), kind: OutputKindSchema, path: Type.String() }));
@@ -35,6 +52,8 @@ export const OutputInfo = component('OutputInfo', Type.Object({
   description: Nullable(Type.String()),
   columns: Type.Optional(Type.Array(ColumnDecl, { description: 'Tables only: the normalized columns.' })),
   row_count: Type.Integer({ minimum: 0 }),
+  verified_rows: Type.Integer({ minimum: 0, description: 'Rows with at least one source, every one of them verified.' }),
+  unverified_rows: Type.Integer({ minimum: 0, description: 'The other rows: row_count - verified_rows.' }),
   updated_at: Nullable(Timestamp()),
 }));
 export type OutputInfo = Static<typeof OutputInfo>;

@@ -11,6 +11,7 @@ import { ErrorBody } from './errors.js';
 import { Metaprompt, Workflow } from './meta.js';
 import { EventPage, TaskDetail } from './events.js';
 import { OutputList, OutputPage, OutputQuery } from './outputs.js';
+import { SourceDetail, SourceList, SourceParams, SourcesQuery } from './sources.js';
 import {
   ContinueBody, EventsQuery, ExecuteBody, ListQuery, OutputParams, PatchBody, PromptBody, StartBody, StopBody, StreamQuery, TaskIdParams, WaitQuery,
 } from './requests.js';
@@ -229,6 +230,16 @@ export const ROUTES = {
     method: 'GET', url: '/task/:task_id/outputs/:output_id', auth: 'key',
     schema: { operationId: 'getNamedOutput', summary: 'Rows of one named output; format=csv|jsonl exports', tags: tags.outputs, headers: Plain, params: OutputParams, querystring: OutputQuery,
       response: { 200: exportAnswer(), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  listSources: {
+    method: 'GET', url: '/task/:task_id/sources', auth: 'key',
+    schema: { operationId: 'listSources', summary: 'The pages and inputs the task read, kept as snapshots for checking citations', tags: tags.outputs, headers: Plain, params: TaskIdParams, querystring: SourcesQuery,
+      response: { 200: json('Snapshots in the order they were read.', SourceList), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  getSource: {
+    method: 'GET', url: '/task/:task_id/sources/:source_id', auth: 'key',
+    schema: { operationId: 'getSource', summary: 'One snapshot with its text', tags: tags.outputs, headers: Plain, params: SourceParams,
+      response: { 200: json('The snapshot and the text quotes are checked against.', SourceDetail), ...errors(...KEYED, ...ON_TASK) } },
   },
   createUploadUrl: {
     method: 'POST', url: '/upload-url', auth: 'key',

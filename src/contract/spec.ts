@@ -39,6 +39,22 @@ export const OutputInput = Type.Object({
 });
 export type OutputInput = Static<typeof OutputInput>;
 
+/** How citations are held to what was read (decisions §15.1). */
+export const CITATION_MODES = ['flag', 'require_verified'] as const;
+export type CitationMode = (typeof CITATION_MODES)[number];
+const CitationsSchema = StringEnum([...CITATION_MODES], {
+  description: 'flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent.',
+});
+/** Domains in a source policy, include and exclude together. */
+export const MAX_POLICY_DOMAINS = 200;
+const Domain = Str({ minLength: 1, maxLength: 253, description: 'A domain name such as example.com; it covers its subdomains.' });
+export const SourcePolicyInput = Type.Object({
+  include_domains: Type.Optional(Type.Array(Domain, { maxItems: MAX_POLICY_DOMAINS, description: 'Only these domains (and their subdomains) are searched, fetched and accepted as sources.' })),
+  exclude_domains: Type.Optional(Type.Array(Domain, { maxItems: MAX_POLICY_DOMAINS, description: 'These domains (and their subdomains) are never searched, fetched or accepted as sources.' })),
+});
+export const SourcePolicy = Type.Object({ include_domains: Type.Array(Type.String()), exclude_domains: Type.Array(Type.String()) });
+export type SourcePolicy = Static<typeof SourcePolicy>;
+
 export const ScheduleInput = Type.Object({ cron: Str({ minLength: 1, maxLength: 120 }), timezone: Type.Optional(Str({ minLength: 1, maxLength: 64 })) });
 
 export const TaskSpecInput = component('TaskSpecInput', Type.Object(
@@ -57,6 +73,8 @@ export const TaskSpecInput = component('TaskSpecInput', Type.Object(
       }),
     ),
     tools: Type.Optional(Type.Array(ToolNameSchema, { uniqueItems: true })),
+    citations: Type.Optional(CitationsSchema),
+    sources: Type.Optional(SourcePolicyInput),
   },
   { description: 'A task spec: what to research and which outputs to fill.' },
 ));
@@ -95,5 +113,8 @@ export const TaskSpec = component('TaskSpec', Type.Object({
   schedule: Nullable(Schedule),
   limits: TaskLimits,
   tools: Type.Array(ToolNameSchema),
+  // Optional: tasks created before these fields existed have neither (they mean flag, and no policy).
+  citations: Type.Optional(CitationsSchema),
+  sources: Type.Optional(SourcePolicy),
 }, { description: 'The spec as stored: every default filled in.' }));
 export type TaskSpec = Static<typeof TaskSpec>;

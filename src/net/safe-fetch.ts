@@ -38,6 +38,8 @@ export interface SafeFetchOptions {
   timeoutMs?: number;
   /** Default 5. */
   maxRedirects?: number;
+  /** Why a URL (the first, or one redirected to) may not be requested, or undefined: a policy beyond addresses (a task's source domains). */
+  refuseUrl?: (url: URL) => string | undefined;
   /** false: a redirect is not followed but answered as it came (webhooks: a 3xx is not a delivery). Default true. */
   followRedirects?: boolean;
   /** Default GET. */
@@ -123,6 +125,8 @@ export async function safeFetch(rawUrl: string, opts: SafeFetchOptions = {}): Pr
     let url = parseUrl(rawUrl);
     const redirects: string[] = [];
     while (true) {
+      const refused = opts.refuseUrl?.(url);
+      if (refused) throw new WebFetchError('refused', `refused: ${url.href}${redirects.length > 0 ? ` (redirected from ${redirects[0]})` : ''}: ${refused}`);
       const hop = await fetchOnce(url, opts, controller.signal).catch((err: unknown) => {
         throw fail(err);
       });

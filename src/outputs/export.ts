@@ -80,8 +80,9 @@ function csvLayout(output: OutputDecl): { header: string[]; cells: (row: StoredR
   }
 }
 
+/** Each source as its URL or upload id, followed by the server's verdict in brackets once checked: `https://… [quote_found]`. */
 function sourcesCell(sources: SourceRef[] | undefined): string {
-  return (sources ?? []).map((s) => s.url ?? s.upload_id).join(' ');
+  return (sources ?? []).map((s) => `${s.url ?? s.upload_id}${s.check ? ` [${s.check}]` : ''}`).join(' ');
 }
 
 /** One CSV record (RFC 4180), CRLF-terminated. */

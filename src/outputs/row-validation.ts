@@ -5,7 +5,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { charactersOver, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type OutputDecl } from '../contract/index.js';
+import { charactersOver, CONFIDENCE_LEVELS, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type FieldBasis, type OutputDecl, type SourceCheck } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
 export const MAX_STRING_LENGTH = 100_000;
@@ -25,7 +25,15 @@ export interface SourceRef {
   title?: string;
   quote?: string;
   fields?: string[];
+  /** Set by the server's check (outputs/citations.ts), never taken from the agent. */
+  verified?: boolean;
+  check?: SourceCheck;
+  source_id?: string;
 }
+
+/** Per column: how sure the agent is, and why. */
+export type RowBasis = Record<string, FieldBasis>;
+const MAX_REASONING_LENGTH = 2000;
 
 export interface ValidRow {
   /**
@@ -34,6 +42,8 @@ export interface ValidRow {
    */
   values: Record<string, unknown>;
   sources: SourceRef[];
+  /** `_basis`, when the call gave one for this row. */
+  basis?: RowBasis;
 }
 
 export interface RowError {
@@ -164,9 +174,10 @@ class ErrorList {
 
 /**
  * Validates one `write_rows` call: `rows` for `output`, with `sources` applying to every row that
- * carries no `_sources` of its own. Values are converted to their column types.
+ * carries no `_sources` of its own, and `basis` (one entry per row, or null) saying how sure the
+ * agent is of each column. Values are converted to their column types.
  */
-export function validateRows(output: OutputDecl, rows: unknown, sources?: unknown): RowValidation {
+export function validateRows(output: OutputDecl, rows: unknown, sources?: unknown, basis?: unknown): RowValidation {
   if (!Array.isArray(rows)) return rejectCall('rows', `must be an array of row objects, got ${describe(rows)}`);
   if (rows.length === 0) return rejectCall('rows', 'must not be empty: send at least one row');
   if (rows.length > MAX_ROWS_PER_CALL) {
@@ -179,6 +190,10 @@ export function validateRows(output: OutputDecl, rows: unknown, sources?: unknow
   const sourceColumns = output.kind === 'table' ? new Set((output.columns ?? []).map((c) => c.name)) : null;
   const callSources =
     sources == null ? [] : parseSources(sources, 'sources', sourceColumns, (field, message) => errors.add(null, field, message));
+  if (basis != null && (!Array.isArray(basis) || basis.length !== rows.length)) {
+    errors.add(null, 'basis', `must be an array with one entry (or null) per row: ${rows.length}, got ${Array.isArray(basis) ? `${basis.length} entries` : describe(basis)}`);
+  }
+  const basisOf = (index: number): unknown => (Array.isArray(basis) ? basis[index] : undefined);
 
   const valid: ValidRow[] = [];
   let unsourced = 0;
@@ -197,7 +212,8 @@ export function validateRows(output: OutputDecl, rows: unknown, sources?: unknow
     const rowSources = ownSources == null ? callSources : parseSources(ownSources, '_sources', sourceColumns, report);
     const values = rowValues(row, report);
     if (rowSources.length === 0) unsourced++;
-    valid.push({ values, sources: rowSources });
+    const rowBasis = basisOf(index);
+    valid.push({ values, sources: rowSources, ...(rowBasis == null ? {} : { basis: parseBasis(rowBasis, `basis[${index}]`, sourceColumns, report) }) });
   });
   return errors.empty ? { ok: true, rows: valid, unsourced } : { ok: false, errors: errors.toArray() };
 }
@@ -206,14 +222,45 @@ function rejectCall(field: string | undefined, message: string): RowValidation {
   return { ok: false, errors: [field === undefined ? { index: null, message } : { index: null, field, message }] };
 }
 
-/** The stored JSON text of a row: `{"_row": n, ...values, "_sources": [...]}`. */
+/** The stored JSON text of a row: `{"_row": n, ...values, "_sources": [...], "_basis": {...}}` (`_basis` when given). */
 export function serializeRow(rowNumber: number, row: ValidRow): string {
   // Built member by member because an object literal would move integer-like keys (a column
   // named "2024") ahead of `_row`. Undefined values are left out, as JSON.stringify would.
   const members = Object.entries(row.values)
     .filter(([, value]) => value !== undefined)
     .map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`);
-  return `{"_row":${rowNumber}${members.join('')},"_sources":${JSON.stringify(row.sources)}}`;
+  const basis = row.basis ? `,"_basis":${JSON.stringify(row.basis)}` : '';
+  return `{"_row":${rowNumber}${members.join('')},"_sources":${JSON.stringify(row.sources)}${basis}}`;
+}
+
+/** One row's basis: `{<column>: {confidence, reasoning?}}`; tables name declared columns only. */
+function parseBasis(value: unknown, path: string, columns: Set<string> | null, report: Report): RowBasis {
+  const basis: RowBasis = {};
+  if (!isObject(value)) {
+    report(path, `must be an object of {<column>: {confidence, reasoning}}, got ${describe(value)}`);
+    return basis;
+  }
+  for (const [column, entry] of Object.entries(value)) {
+    const at = `${path}.${column}`;
+    if (columns && !columns.has(column)) {
+      report(at, 'is not a declared column');
+      continue;
+    }
+    if (!isObject(entry)) {
+      report(at, `must be {confidence, reasoning}, got ${describe(entry)}`);
+      continue;
+    }
+    const confidence = ownValue(entry, 'confidence');
+    if (!CONFIDENCE_LEVELS.includes(confidence as FieldBasis['confidence'])) {
+      report(`${at}.confidence`, `must be one of ${CONFIDENCE_LEVELS.join(', ')}, got ${describe(confidence)}`);
+      continue;
+    }
+    const reasoning = ownValue(entry, 'reasoning');
+    const problem = reasoning == null ? null : typeof reasoning === 'string' ? lengthProblem(reasoning, MAX_REASONING_LENGTH) : `must be a string, got ${describe(reasoning)}`;
+    if (problem) report(`${at}.reasoning`, problem);
+    else basis[column] = { confidence: confidence as FieldBasis['confidence'], ...(typeof reasoning === 'string' ? { reasoning } : {}) };
+  }
+  return basis;
 }
 
 /**

@@ -90,6 +90,7 @@ export interface OutputsTable {
   task_id: string;
   output_id: string;
   row_count: number;
+  verified_count: ColumnType<number, number | undefined, number>;
   updated_at: string;
 }
 
@@ -175,6 +176,19 @@ export interface WebhookDeliveriesTable {
   delivered_at: string | null;
 }
 
+export interface SourceSnapshotsTable {
+  id: string;
+  task_id: string;
+  url: string;
+  final_url: string;
+  upload_id: string | null;
+  title: string | null;
+  fetched_at: string;
+  sha256: string;
+  bytes: number;
+  text: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -192,5 +206,6 @@ export interface Database {
   upload_chunks: UploadChunksTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  source_snapshots: SourceSnapshotsTable;
 }
 

@@ -198,6 +198,8 @@ export interface EventsRepository {
 export interface OutputStatsRecord {
   outputId: string;
   rowCount: number;
+  /** Rows with at least one source, every one verified. */
+  verifiedCount: number;
   updatedAt: string;
 }
 
@@ -208,9 +210,38 @@ export interface RowsRepository {
    * Appends rows (already serialized, without their numbers) under `writeKey`. Writing the same
    * key twice does nothing the second time, so replayed tool calls never duplicate rows.
    */
-  append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string): Promise<{ firstRow: number; count: number; replayed: boolean }>;
+  append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string, verifiedRows?: number): Promise<{ firstRow: number; count: number; replayed: boolean }>;
   /** Rows `offset + 1` to `offset + limit` in order: each one's stored JSON, as UTF-8 bytes. */
   read(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]>;
+}
+
+// ---- sources: snapshots of what a task read ---------------------------------------------------
+
+export interface SourceSnapshotRecord {
+  id: string;
+  taskId: string;
+  /** The URL asked for; an upload's is `upload:<upload_id>`. */
+  url: string;
+  finalUrl: string;
+  uploadId: string | null;
+  title: string | null;
+  fetchedAt: string;
+  /** Of the text, UTF-8. */
+  sha256: string;
+  bytes: number;
+  text: string;
+}
+
+export type SourceSnapshotInfo = Omit<SourceSnapshotRecord, 'text'>;
+
+export interface SourcesRepository {
+  /** Stores the snapshot unless the task has one of the same URL and text; returns the id of the one kept. */
+  record(snapshot: SourceSnapshotRecord): Promise<string>;
+  /** A page of the task's snapshots in the order they were read, without their text, and how many there are. */
+  list(taskId: string, limit: number, offset: number): Promise<{ total: number; sources: SourceSnapshotInfo[] }>;
+  get(taskId: string, id: string): Promise<SourceSnapshotRecord | undefined>;
+  /** The task's snapshots, with text, whose URL or final URL is one of `urls`, or that are one of `uploadIds`. */
+  cited(taskId: string, urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]>;
 }
 
 // ---- uploads, and the contents of those kept in the database ----------------------------------
@@ -366,6 +397,7 @@ export interface Repositories {
   readonly uploads: UploadsRepository;
   readonly idempotency: IdempotencyRepository;
   readonly webhooks: WebhooksRepository;
+  readonly sources: SourcesRepository;
   readonly cluster: ClusterRepository;
 }
 

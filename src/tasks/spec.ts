@@ -6,7 +6,11 @@
 import { Cron } from 'croner';
 import { compileRecordSchema, freeJsonProblem } from '../outputs/row-validation.js';
 import { QuarryError } from '../errors.js';
-import { charactersOver, MAX_TEXT_CHARS, NUL_PROBLEM, TOOL_NAMES, type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName } from '../contract/index.js';
+import {
+  charactersOver, MAX_POLICY_DOMAINS, MAX_TEXT_CHARS, NUL_PROBLEM, TOOL_NAMES,
+  type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type SourcePolicy, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName,
+} from '../contract/index.js';
+import { normalizeDomain } from '../net/domain-policy.js';
 
 /**
  * A free-text field as stored: trimmed, at most MAX_TEXT_CHARS characters (code points, as the
@@ -117,7 +121,28 @@ export function normalizeSpec(input: TaskSpecInput, param = 'task'): TaskSpec {
     schedule: input.schedule ? normalizeSchedule(input.schedule, `${param}.schedule`) : null,
     limits: { ...DEFAULT_LIMITS, ...input.limits },
     tools: input.tools ? [...input.tools] : [...DEFAULT_TOOLS],
+    citations: input.citations ?? 'flag',
+    sources: normalizeSourcePolicy(input.sources ?? {}, `${param}.sources`),
   };
+}
+
+/** A host name's letters, digits, hyphens and dots (an IDN in its xn-- form). */
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** Domains lower-cased and deduplicated; each must be a host name; at most MAX_POLICY_DOMAINS in all. */
+function normalizeSourcePolicy(input: { include_domains?: string[]; exclude_domains?: string[] }, param: string): SourcePolicy {
+  const list = (key: 'include_domains' | 'exclude_domains') => {
+    const domains = (input[key] ?? []).map((raw, i) => {
+      const domain = normalizeDomain(raw);
+      if (!DOMAIN.test(domain)) throw invalid(`${param}.${key}[${i}]`, `must be a domain name such as example.com, got ${JSON.stringify(raw)}`);
+      return domain;
+    });
+    return [...new Set(domains)];
+  };
+  const policy = { include_domains: list('include_domains'), exclude_domains: list('exclude_domains') };
+  const total = policy.include_domains.length + policy.exclude_domains.length;
+  if (total > MAX_POLICY_DOMAINS) throw invalid(param, `may name at most ${MAX_POLICY_DOMAINS} domains in all, got ${total}`);
+  return policy;
 }
 
 export function emptySpec(prompt: string | null): TaskSpec {

@@ -4,7 +4,7 @@
  */
 import type { TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import type { EventRecord, Store, TaskListCursor, TaskRecord } from '../store/store.js';
+import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
 import { isVisibleTo } from './task-view.js';
 
@@ -83,6 +83,20 @@ export class TaskQueries {
   async list(accountId: string, limit: number, cursor?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
     const page = await this.tasks.listTasks(accountId, limit, cursor ? decodeCursor(cursor) : undefined);
     return { tasks: page.tasks, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) };
+  }
+
+  /** A page of the snapshots of what the task read, in reading order. */
+  async sources(accountId: string, taskId: string, limit: number, offset: number): Promise<{ total: number; sources: SourceSnapshotInfo[] }> {
+    const task = await this.task(accountId, taskId);
+    return this.store.sources.list(task.id, limit, offset);
+  }
+
+  /** One snapshot of the task, with its text; else 404 source_not_found. */
+  async source(accountId: string, taskId: string, sourceId: string): Promise<SourceSnapshotRecord> {
+    const task = await this.task(accountId, taskId);
+    const source = await this.store.sources.get(task.id, sourceId);
+    if (!source) throw new QuarryError('source_not_found', `No source snapshot with source_id "${sourceId}" in task "${taskId}".`, { task_id: taskId });
+    return source;
   }
 
   /** Stored events after `after`, oldest first, and where the next page starts (null: none). */

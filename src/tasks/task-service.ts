@@ -452,10 +452,10 @@ export class TaskService {
   }
 
   /** Appends validated rows once per write key; false when the turn no longer runs. */
-  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number } | null> {
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
-      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now);
+      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, verifiedRows);
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) unit.set({ activeOutput: outputId });
     });

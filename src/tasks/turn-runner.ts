@@ -4,18 +4,20 @@
  * lease while it runs, and reports the end. At most `maxConcurrentTurns` run at once; the rest
  * wait in the store.
  */
+import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Agent, TurnResult } from '../agent/agent-loop.js';
-import type { Charge, InputFile, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
+import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Config } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { ClaimLoop } from '../claim-loop.js';
 import { turnError } from '../errors.js';
+import { newId } from '../ids.js';
 import { sleep } from '../sleep.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import type { HeldLock, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
+import type { HeldLock, SourceSnapshotRecord, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { TaskService } from './task-service.js';
 
@@ -308,6 +310,8 @@ export class TaskTurnPort implements TurnPort {
   private textTimer: NodeJS.Timeout | undefined;
   /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
   private textWrite: Promise<void> = Promise.resolve();
+  /** Snapshots this turn stored or found, by URL and text hash. */
+  private readonly recordedSources = new Map<string, string>();
 
   constructor(
     private readonly deps: Pick<TurnRunnerOptions, 'service' | 'store' | 'uploads' | 'config' | 'logger'>,
@@ -343,11 +347,31 @@ export class TaskTurnPort implements TurnPort {
     return new Map((await this.durable(() => this.deps.store.rows.stats(this.turn.taskId))).map((o) => [o.outputId, o.rowCount]));
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }> {
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number }> {
     // The write key makes a second try after an unclear failure write nothing twice.
-    const written = await this.durable(() => this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows));
+    const written = await this.durable(() => this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, verifiedRows));
     if (!written) throw new TurnAbort('stopped');
     return written;
+  }
+
+  async recordSource(source: ReadSource): Promise<string> {
+    const bytes = Buffer.from(source.text);
+    const sha256 = crypto.createHash('sha256').update(bytes).digest('hex');
+    // Paging through one input reads its text again and again: the snapshot is stored once.
+    const key = `${source.url}\0${sha256}`;
+    const known = this.recordedSources.get(key);
+    if (known) return known;
+    const snapshot: SourceSnapshotRecord = {
+      id: newId('src'), taskId: this.turn.taskId, url: source.url, finalUrl: source.finalUrl, uploadId: source.uploadId, title: source.title,
+      fetchedAt: new Date().toISOString(), sha256, bytes: bytes.length, text: source.text,
+    };
+    const id = await this.durable(() => this.deps.store.sources.record(snapshot));
+    this.recordedSources.set(key, id);
+    return id;
+  }
+
+  async citedSources(urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]> {
+    return this.durable(() => this.deps.store.sources.cited(this.turn.taskId, urls, uploadIds));
   }
 
   async inputs(): Promise<InputFile[]> {

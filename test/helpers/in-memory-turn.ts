@@ -13,8 +13,9 @@ import type {
   ModelToolCall,
   ModelUsage,
 } from '../../src/agent/providers/model-provider.js';
-import type { Charge, InputFile, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
-import type { TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
+import crypto from 'node:crypto';
+import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
+import type { SourceSnapshotRecord, TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
 import type { TaskSpec, TaskSpecInput } from '../../src/contract/index.js';
 import { normalizeSpec } from '../../src/tasks/spec.js';
 
@@ -229,6 +230,22 @@ export class InMemoryTurn implements TurnPort {
     this.writes.set(writeKey, written);
     this.journal.push({ type: 'rows', outputId, writeKey, rows: made });
     return written;
+  }
+
+  /** Snapshots of what the turn's tools read, in order; the same URL and text are kept once. */
+  readonly sources: SourceSnapshotRecord[] = [];
+
+  async recordSource(source: ReadSource): Promise<string> {
+    const sha256 = crypto.createHash('sha256').update(source.text).digest('hex');
+    const kept = this.sources.find((s) => s.url === source.url && s.sha256 === sha256);
+    if (kept) return kept.id;
+    const id = `src_${this.sources.length + 1}`;
+    this.sources.push({ id, taskId: 'tsk_memory', ...source, fetchedAt: new Date().toISOString(), sha256, bytes: Buffer.byteLength(source.text) });
+    return id;
+  }
+
+  async citedSources(urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]> {
+    return this.sources.filter((s) => urls.includes(s.url) || urls.includes(s.finalUrl) || (s.uploadId !== null && uploadIds.includes(s.uploadId)));
   }
 
   /** Marks a write key as used before the turn runs (a call that wrote, then the worker died). */

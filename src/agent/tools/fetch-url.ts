@@ -6,6 +6,7 @@
  */
 import { Type } from 'typebox';
 import { cutText, extractText, UnsupportedContentError, type ExtractedText } from '../web/extract.js';
+import { domainPolicy } from '../../net/domain-policy.js';
 import { safeFetch, WebFetchError, type FetchedResource, type SafeFetchOptions } from '../../net/safe-fetch.js';
 import type { AgentTool } from './tool.js';
 
@@ -32,12 +33,14 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
     name: 'fetch_url',
     description:
       'Fetch a web page or file (HTML, PDF, JSON, CSV, plain text) and return its readable text, with the final URL to cite. ' +
-      `At most ${maxChars.toLocaleString('en-US')} characters are returned. Only public http(s) addresses can be fetched.`,
+      `At most ${maxChars.toLocaleString('en-US')} characters are returned. Only public http(s) addresses can be fetched, within the task's source policy. ` +
+      'The text is kept as a snapshot: a row citing this URL is verified only if its quote appears in this text, so copy quotes from it exactly.',
     parameters,
     async run(args, ctx) {
       let res: FetchedResource;
       try {
-        res = await safeFetch(args.url, { ...opts, signal: ctx.signal });
+        const policy = domainPolicy(ctx.spec().sources);
+        res = await safeFetch(args.url, { ...opts, refuseUrl: (url) => policy.refuses(url), signal: ctx.signal });
       } catch (err) {
         if (ctx.signal.aborted || !(err instanceof WebFetchError)) throw err;
         return { isError: true, content: `Could not fetch ${args.url}: ${err.message}.`, summary: `${err.kind === 'refused' ? 'refused' : 'failed'}: ${short(args.url)}` };
@@ -60,6 +63,8 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
       const failed = res.status >= 400;
       const limit = failed ? ERROR_PAGE_CHARS : maxChars;
       const text = cutText(extracted.text, limit);
+      // What the model is given is what its quotes are checked against (a page that failed is no source).
+      if (!failed) head.push(`Source: ${await ctx.recordSource({ url: res.requestedUrl, finalUrl: res.url, uploadId: null, title: extracted.title ?? null, text })}`);
       if (extracted.title) head.push(`Title: ${extracted.title}`);
       if (extracted.byline) head.push(`Byline: ${extracted.byline}`);
       if (extracted.published) head.push(`Published: ${extracted.published}`);

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import { Type } from 'typebox';
 import { cutText, extractText, UnsupportedContentError, type ExtractedText } from '../web/extract.js';
+import { uploadUrl } from '../../outputs/citations.js';
 import type { AgentTool } from './tool.js';
 import type { InputFile } from '../turn-port.js';
 
@@ -33,7 +34,7 @@ export const readInputTool: AgentTool<ReadInputArgs> = {
   name: 'read_input',
   description:
     'Read the text of one of the task inputs (txt, md, csv, json, html, pdf) by upload_id, a window of characters at a time. ' +
-    'The answer gives the total length; call again with a larger offset to read on. Cite it in sources as {upload_id}.',
+    'The answer gives the total length; call again with a larger offset to read on. Cite it in sources as {upload_id, quote}: the quote is checked against the input\'s text.',
   parameters,
   async run(args, ctx) {
     const inputs = await ctx.inputs();
@@ -68,6 +69,9 @@ export const readInputTool: AgentTool<ReadInputArgs> = {
     const window = cutText(doc.text.slice(start), args.length ?? DEFAULT_READ_LENGTH);
     const end = start + window.length;
 
+    // The whole text is the input's snapshot: quotes citing {upload_id} are checked against it.
+    const url = uploadUrl(input.upload_id);
+    await ctx.recordSource({ url, finalUrl: url, uploadId: input.upload_id, title: input.name, text: doc.text });
     const head = [`Input ${describe(input)}, ${doc.extracted.kind}${doc.extracted.title ? `, title "${doc.extracted.title}"` : ''}.`];
     if (doc.extracted.pages) head.push(`Pages: ${doc.extracted.pages.total}.`);
     head.push(end === total && start === 0 ? `Characters 0-${count(end)} of ${count(total)}: the whole text.` : `Characters ${count(start)}-${count(end)} of ${count(total)}.`);

@@ -5,7 +5,7 @@
 import type { TurnPort } from '../turn-port.js';
 
 /** The part of the turn's port a tool may use as it is; state, events and checkpoints stay the loop's. */
-const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir'] as const;
+const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir', 'recordSource', 'citedSources'] as const;
 type ToolMethod = (typeof TOOL_METHODS)[number];
 
 /** A port method with its leading write key bound, so a tool cannot write under another call's key. */
@@ -21,7 +21,7 @@ export type ToolContext = Pick<TurnPort, 'signal' | ToolMethod> & {
 /** The view of `port` one tool call gets. */
 export function toolContext(port: TurnPort, writeKey: string): ToolContext {
   const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
-  return { ...methods, signal: port.signal, writeKey, appendRows: (outputId, rows) => port.appendRows(writeKey, outputId, rows) };
+  return { ...methods, signal: port.signal, writeKey, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
 }
 
 export interface ToolResult {

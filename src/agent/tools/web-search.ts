@@ -4,6 +4,7 @@
  * configured provider the tool says so, and the model can still fetch pages it knows.
  */
 import { Type } from 'typebox';
+import { domainPolicy } from '../../net/domain-policy.js';
 import { SearchError, type SearchProvider } from '../web/search.js';
 import type { AgentTool } from './tool.js';
 
@@ -45,10 +46,16 @@ export function createWebSearchTool(provider: SearchProvider | undefined): Agent
         if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;
         return { isError: true, content: `The search failed: ${err.message}`, summary: `search failed (${provider.name})` };
       }
+      // The task's source policy is enforced here, not left to the prompt.
+      const policy = domainPolicy(ctx.spec().sources);
+      const found = results.length;
+      results = results.filter((r) => policy.refuses(r.url) === undefined);
+      const dropped = found - results.length;
+      const droppedNote = dropped > 0 ? ` ${dropped} result${dropped === 1 ? ' was' : 's were'} left out: outside the task's source policy.` : '';
       if (results.length === 0) {
-        return { content: `No results for "${query}" (${provider.name}). Try other words, fewer words, or another language.`, summary: `no results for "${short(query)}"` };
+        return { content: `No results for "${query}" (${provider.name}).${droppedNote} Try other words, fewer words, or another language.`, summary: `no results for "${short(query)}"` };
       }
-      const lines = [`Results for "${query}" (${provider.name}, ${results.length}):`];
+      const lines = [`Results for "${query}" (${provider.name}, ${results.length}):${droppedNote}`];
       results.forEach((r, i) => {
         lines.push('', `${i + 1}. ${r.title}`, `   ${r.url}`);
         if (r.snippet) lines.push(`   ${r.snippet}`);

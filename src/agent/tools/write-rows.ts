@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
-import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError } from '../../outputs/row-validation.js';
-import type { OutputDecl } from '../../contract/index.js';
+import { CitationChecker, rowVerified, urlKey, type CheckedSource } from '../../outputs/citations.js';
+import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError, type ValidRow } from '../../outputs/row-validation.js';
+import { CONFIDENCE_LEVELS, type OutputDecl } from '../../contract/index.js';
+import { domainPolicy } from '../../net/domain-policy.js';
 import { parseRowFile, RowFileError, rowFileFormat } from '../../sandbox/row-file.js';
 import { readOutputFile, WorkspaceFileError } from '../../sandbox/workspace.js';
 import type { AgentTool, ToolContext, ToolResult } from './tool.js';
@@ -9,12 +11,17 @@ import type { AgentTool, ToolContext, ToolResult } from './tool.js';
 export const MAX_ROW_FILE_BYTES = 64 * 1024 * 1024;
 
 const SourceSchema = Type.Object({
-  url: Type.Optional(Type.String()),
-  upload_id: Type.Optional(Type.String()),
+  url: Type.Optional(Type.String({ description: 'A URL you read with fetch_url (as asked for, or as it ended after redirects).' })),
+  upload_id: Type.Optional(Type.String({ description: 'A task input you read with read_input.' })),
   title: Type.Optional(Type.String()),
-  quote: Type.Optional(Type.String()),
-  fields: Type.Optional(Type.Array(Type.String())),
+  quote: Type.Optional(Type.String({ description: 'A short span copied exactly from the text you read (a sentence or less); it is checked against that text.' })),
+  fields: Type.Optional(Type.Array(Type.String(), { description: 'The columns this source supports; absent: the whole row.' })),
 });
+
+const BasisSchema = Type.Record(Type.String(), Type.Object({
+  confidence: Type.Union(CONFIDENCE_LEVELS.map((c) => Type.Literal(c))),
+  reasoning: Type.Optional(Type.String()),
+}));
 
 const parameters = Type.Object({
   output: Type.String({ description: 'Id of the output to append to.' }),
@@ -27,6 +34,9 @@ const parameters = Type.Object({
     }),
   ),
   sources: Type.Optional(Type.Array(SourceSchema, { description: 'Sources backing every row of this call (url or upload_id, title, quote, fields).' })),
+  basis: Type.Optional(Type.Array(Type.Union([BasisSchema, Type.Null()]), {
+    description: 'One entry per row (or null), in row order: for the columns you can say so, {"<column>": {"confidence": "high"|"medium"|"low", "reasoning": "why"}}.',
+  })),
 });
 
 interface WriteRowsArgs {
@@ -34,7 +44,11 @@ interface WriteRowsArgs {
   rows?: unknown[];
   from_file?: string;
   sources?: unknown[];
+  basis?: unknown[];
 }
+
+/** The most unverified sources one answer lists. */
+const MAX_LISTED_SOURCES = 20;
 
 function rejected(output: OutputDecl, count: number, problems: string[], where = ''): ToolResult {
   return { isError: true, content: `No rows were written${where}; fix these and call again:\n${problems.join('\n')}`, summary: `rejected ${count} rows for ${output.id}` };
@@ -67,7 +81,10 @@ async function rowsFromFile(output: OutputDecl, file: string, ctx: ToolContext):
 
 export const writeRowsTool: AgentTool<WriteRowsArgs> = {
   name: 'write_rows',
-  description: 'Validate rows against an output declared in the spec and append them, either inline (rows) or from a CSV or JSONL file that run_code wrote to /workspace/outputs/ (from_file). Cite where every fact came from in sources.',
+  description:
+    'Validate rows against an output declared in the spec and append them, either inline (rows) or from a CSV or JSONL file that run_code wrote to /workspace/outputs/ (from_file). ' +
+    'Cite where every fact came from in sources (a row may carry its own "_sources"): only pages you read with fetch_url and inputs you read with read_input count, ' +
+    'and each quote must be copied exactly from that text; say which columns a source supports in "fields", and give basis for how sure you are.',
   parameters,
   async run(args, ctx) {
     const output = ctx.spec().outputs.find((o) => o.id === args.output);
@@ -95,12 +112,52 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
       rows = args.rows!;
     }
 
-    const checked = validateRows(output, rows, args.sources);
+    const checked = validateRows(output, rows, args.sources, args.basis);
     if (!checked.ok) return rejected(output, rows.length, describeErrors(checked.errors, rowLabel), from);
-    const written = await ctx.appendRows(output.id, checked.rows.map((row) => (n: number) => serializeRow(n, row)));
+
+    const verified = await checkCitations(checked.rows, ctx);
+    const problems = verified.flatMap((row, i) => unverifiedSources(row.sources, rowLabel(i)));
+    const verifiedRows = verified.filter((row) => rowVerified(row.sources as CheckedSource[])).length;
+    if (ctx.spec().citations === 'require_verified' && verifiedRows < verified.length) {
+      return rejected(output, rows.length, [
+        ...listed(problems),
+        'This task requires every row to cite at least one verified source and no unverified one: fetch the page (or read the input) first, copy quotes exactly from its text, and drop sources that do not hold.',
+      ], from);
+    }
+    const written = await ctx.appendRows(output.id, verified.map((row) => (n: number) => serializeRow(n, row)), verifiedRows);
     const last = written.firstRow + written.count - 1;
-    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}).`;
+    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${verifiedRows} of them verified.`;
     if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources or cite them in a later call.`;
-    return { content, summary: `wrote ${written.count} rows${from} to ${output.id}` };
+    if (problems.length > 0) content += ` These sources could not be verified:\n${listed(problems).join('\n')}`;
+    return { content, summary: `wrote ${written.count} rows${from} to ${output.id} (${verifiedRows} verified)` };
   },
 };
+
+/** The rows with each source checked against the snapshots of what the task read. */
+async function checkCitations(rows: ValidRow[], ctx: ToolContext): Promise<ValidRow[]> {
+  const urls = new Set<string>();
+  const uploads = new Set<string>();
+  for (const row of rows) {
+    for (const s of row.sources) {
+      if (s.url !== undefined) urls.add(urlKey(s.url));
+      if (s.upload_id !== undefined) uploads.add(s.upload_id);
+    }
+  }
+  const checker = new CitationChecker(await ctx.citedSources([...urls], [...uploads]), domainPolicy(ctx.spec().sources));
+  return rows.map((row) => ({ ...row, sources: row.sources.map((s) => checker.check(s)) }));
+}
+
+/** What is wrong with a row's citations, one line each (none when the row is verified). */
+function unverifiedSources(sources: ValidRow['sources'], label: string): string[] {
+  if (sources.length === 0) return [`- ${label}: cites no source`];
+  return (sources as CheckedSource[]).flatMap((s, j) => {
+    const what = s.url ?? `upload ${s.upload_id}`;
+    if (s.check === 'not_read') return [`- ${label}, source ${j + 1} (${what}): not_read: this task never ${s.url !== undefined ? 'fetched that URL with fetch_url (or it is outside the source policy)' : 'read that input with read_input'}`];
+    if (s.check === 'quote_not_found') return [`- ${label}, source ${j + 1} (${what}): quote_not_found: the quote is not in the text read (${s.source_id}); copy a short span exactly`];
+    return [];
+  });
+}
+
+function listed(lines: string[]): string[] {
+  return lines.length <= MAX_LISTED_SOURCES ? lines : [...lines.slice(0, MAX_LISTED_SOURCES), `- …and ${lines.length - MAX_LISTED_SOURCES} more`];
+}

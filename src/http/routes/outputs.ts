@@ -1,12 +1,14 @@
 /**
  * Output routes: pages of rows as JSON (rows are spliced in as stored, never re-serialized),
- * whole outputs streamed as CSV or JSONL, and the list of a task's outputs.
+ * whole outputs streamed as CSV or JSONL, the list of a task's outputs, and the snapshots of
+ * what the task read (its sources).
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ROUTES, type ExportFormat, type OutputQuery } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import { exportContentType, exportFileName, exportRows } from '../../outputs/export.js';
+import type { SourceSnapshotInfo } from '../../store/store.js';
 import { activeOutputOf } from '../../tasks/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { outputPageBody } from '../spliced-bodies.js';
@@ -64,9 +66,31 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
           description: o.description ?? null,
           ...(o.columns ? { columns: o.columns } : {}),
           row_count: stats.get(o.id)?.rowCount ?? 0,
+          verified_rows: stats.get(o.id)?.verifiedCount ?? 0,
+          unverified_rows: (stats.get(o.id)?.rowCount ?? 0) - (stats.get(o.id)?.verifiedCount ?? 0),
           updated_at: stats.get(o.id)?.updatedAt ?? null,
         })),
       };
     },
   });
+
+  app.route({
+    ...contractRoute(ROUTES.listSources),
+    handler: async (request) => {
+      const { total, sources } = await queries.sources(request.accountId, request.params.task_id, request.query.limit ?? 50, request.query.offset ?? 0);
+      return { total, sources: sources.map(toSourceInfo) };
+    },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.getSource),
+    handler: async (request) => {
+      const source = await queries.source(request.accountId, request.params.task_id, request.params.source_id);
+      return { ...toSourceInfo(source), text: source.text };
+    },
+  });
+}
+
+function toSourceInfo(s: SourceSnapshotInfo) {
+  return { source_id: s.id, url: s.url, final_url: s.finalUrl, upload_id: s.uploadId, title: s.title, fetched_at: s.fetchedAt, sha256: s.sha256, bytes: s.bytes };
 }

@@ -32,13 +32,13 @@ export function rowsQuery(db: SqlHandle, profile: DialectProfile, taskId: string
 export class SqlRows extends SqlRepository implements StoreRows {
   async stats(taskId: string): Promise<OutputStatsRecord[]> {
     const rows = await this.db.selectFrom('outputs').selectAll().where('task_id', '=', taskId).execute();
-    return rows.map((r) => ({ outputId: r.output_id, rowCount: Number(r.row_count), updatedAt: r.updated_at }));
+    return rows.map((r) => ({ outputId: r.output_id, rowCount: Number(r.row_count), verifiedCount: Number(r.verified_count), updatedAt: r.updated_at }));
   }
 
-  async append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string) {
+  async append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string, verifiedRows = 0) {
     const done = await this.db.selectFrom('row_batches').selectAll().where('task_id', '=', taskId).where('write_key', '=', writeKey).executeTakeFirst();
     if (done) return { firstRow: Number(done.first_row), count: Number(done.row_count), replayed: true };
-    let statsQuery = this.db.selectFrom('outputs').select('row_count').where('task_id', '=', taskId).where('output_id', '=', outputId);
+    let statsQuery = this.db.selectFrom('outputs').select(['row_count', 'verified_count']).where('task_id', '=', taskId).where('output_id', '=', outputId);
     if (this.profile.rowLocks) statsQuery = statsQuery.forUpdate();
     const stats = await statsQuery.executeTakeFirst();
     const before = Number(stats?.row_count ?? 0);
@@ -50,8 +50,9 @@ export class SqlRows extends SqlRepository implements StoreRows {
       await this.db.insertInto('rows').values(values).execute();
     }
     const after = before + rows.length;
-    if (stats) await this.db.updateTable('outputs').set({ row_count: after, updated_at: at }).where('task_id', '=', taskId).where('output_id', '=', outputId).execute();
-    else await this.db.insertInto('outputs').values({ task_id: taskId, output_id: outputId, row_count: after, updated_at: at }).execute();
+    const verified = Number(stats?.verified_count ?? 0) + verifiedRows;
+    if (stats) await this.db.updateTable('outputs').set({ row_count: after, verified_count: verified, updated_at: at }).where('task_id', '=', taskId).where('output_id', '=', outputId).execute();
+    else await this.db.insertInto('outputs').values({ task_id: taskId, output_id: outputId, row_count: after, verified_count: verified, updated_at: at }).execute();
     await this.db.insertInto('row_batches').values({ task_id: taskId, write_key: writeKey, output_id: outputId, first_row: before + 1, row_count: rows.length }).execute();
     return { firstRow: before + 1, count: rows.length, replayed: false };
   }

@@ -11,6 +11,7 @@ import * as m000002 from '../migrations/000002_cluster.js';
 import * as m000003 from '../migrations/000003_credit_micros.js';
 import * as m000004 from '../migrations/000004_last_error.js';
 import * as m000005 from '../migrations/000005_webhooks.js';
+import * as m000006 from '../migrations/000006_sources.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink } from './cluster.js';
@@ -20,6 +21,7 @@ import { SqlEvents } from './events.js';
 import { SqlIdempotency } from './idempotency.js';
 import { SqlRows } from './rows.js';
 import type { SqlHandle } from './sql-repository.js';
+import { SqlSources } from './sources.js';
 import { SqlSteps } from './steps.js';
 import { SqlTasks } from './tasks.js';
 import { SqlTurns } from './turns.js';
@@ -32,6 +34,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000003_credit_micros': m000003,
   '000004_last_error': m000004,
   '000005_webhooks': m000005,
+  '000006_sources': m000006,
 };
 
 class StaticMigrations implements MigrationProvider {
@@ -57,6 +60,7 @@ export class SqlRepositories implements Repositories {
   readonly uploads: SqlUploads;
   readonly idempotency: SqlIdempotency;
   readonly webhooks: SqlWebhooks;
+  readonly sources: SqlSources;
   readonly cluster: SqlCluster;
 
   constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}) {
@@ -69,6 +73,7 @@ export class SqlRepositories implements Repositories {
     this.uploads = new SqlUploads(db, profile);
     this.idempotency = new SqlIdempotency(db, profile);
     this.webhooks = new SqlWebhooks(db, profile);
+    this.sources = new SqlSources(db, profile);
     this.cluster = new SqlCluster(db, profile, link);
   }
 }

@@ -347,6 +347,40 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/task/{task_id}/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The pages and inputs the task read, kept as snapshots for checking citations */
+        get: operations["listSources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/task/{task_id}/sources/{source_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One snapshot with its text */
+        get: operations["getSource"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/upload-url": {
         parameters: {
             query?: never;
@@ -625,7 +659,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do: show it to a person. */
             message: string;
             /** @description Whether the same request may succeed later. */
@@ -665,13 +699,18 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             message: string;
             retryable: boolean;
         };
         EventPage: {
             events: components["schemas"]["TaskEvent"][];
             next_after: number | null;
+        };
+        FieldBasis: {
+            /** @enum {string} */
+            confidence: "high" | "medium" | "low";
+            reasoning?: string;
         };
         KeyInfo: {
             key_id: string;
@@ -726,6 +765,10 @@ export type components = {
                 description?: string;
             }[];
             row_count: number;
+            /** @description Rows with at least one source, every one of them verified. */
+            verified_rows: number;
+            /** @description The other rows: row_count - verified_rows. */
+            unverified_rows: number;
             updated_at: string | null;
         };
         OutputList: {
@@ -746,11 +789,15 @@ export type components = {
             kind: "table" | "report" | "records";
             path: string;
         };
-        /** @description One row: the output's columns (or report/records fields) plus _row and _sources. */
+        /** @description One row: the output's columns (or report/records fields) plus _row, _sources and, when given, _basis. */
         Row: {
             /** @description 1-based position in the output. */
             _row: number;
             _sources: components["schemas"]["RowSource"][];
+            /** @description Per column: how sure the agent is and why (when it said). */
+            _basis?: {
+                [key: string]: components["schemas"]["FieldBasis"];
+            };
         } & {
             [key: string]: unknown;
         };
@@ -761,8 +808,49 @@ export type components = {
             quote?: string;
             /** @description The columns this source supports; absent: the whole row. */
             fields?: string[];
+            /** @description true for quote_found and page_read. Absent on rows written before sources were checked. */
+            verified?: boolean;
+            /**
+             * @description quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy).
+             * @enum {string}
+             */
+            check?: "quote_found" | "page_read" | "quote_not_found" | "not_read";
+            /** @description The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against. */
+            source_id?: string;
         } & {
             [key: string]: unknown;
+        };
+        SourceDetail: {
+            source_id: string;
+            /** @description The URL asked for (an upload: upload:<upload_id>). */
+            url: string;
+            /** @description The URL that answered, after redirects. */
+            final_url: string;
+            upload_id: string | null;
+            title: string | null;
+            /** Format: date-time */
+            fetched_at: string;
+            /** @description Hex SHA-256 of the stored text (UTF-8). */
+            sha256: string;
+            /** @description Bytes of the stored text (UTF-8). */
+            bytes: number;
+            /** @description The readable text as read: what quotes are checked against. */
+            text: string;
+        };
+        SourceInfo: {
+            source_id: string;
+            /** @description The URL asked for (an upload: upload:<upload_id>). */
+            url: string;
+            /** @description The URL that answered, after redirects. */
+            final_url: string;
+            upload_id: string | null;
+            title: string | null;
+            /** Format: date-time */
+            fetched_at: string;
+            /** @description Hex SHA-256 of the stored text (UTF-8). */
+            sha256: string;
+            /** @description Bytes of the stored text (UTF-8). */
+            bytes: number;
         };
         Task: {
             task_id: string;
@@ -860,6 +948,15 @@ export type components = {
                 max_credits_per_turn: number;
             };
             tools: ("web_search" | "fetch_url" | "read_input" | "run_code")[];
+            /**
+             * @description flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent.
+             * @enum {string}
+             */
+            citations?: "flag" | "require_verified";
+            sources?: {
+                include_domains: string[];
+                exclude_domains: string[];
+            };
         };
         /** @description A task spec: what to research and which outputs to fill. */
         TaskSpecInput: {
@@ -905,6 +1002,17 @@ export type components = {
                 max_credits_per_turn?: number;
             };
             tools?: ("web_search" | "fetch_url" | "read_input" | "run_code")[];
+            /**
+             * @description flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent.
+             * @enum {string}
+             */
+            citations?: "flag" | "require_verified";
+            sources?: {
+                /** @description Only these domains (and their subdomains) are searched, fetched and accepted as sources. */
+                include_domains?: string[];
+                /** @description These domains (and their subdomains) are never searched, fetched or accepted as sources. */
+                exclude_domains?: string[];
+            };
         };
         TaskState: {
             task_id: string;
@@ -970,7 +1078,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do about it; show it to a person. */
             message: string;
             retryable: boolean;
@@ -1112,7 +1220,7 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `task_not_found`, `webhook_not_found`, `delivery_not_found`, `not_found`: No task with that id. / No webhook endpoint with that id. / No delivery with that id for this endpoint. / No such route. */
+        /** @description `task_not_found`, `source_not_found`, `webhook_not_found`, `delivery_not_found`, `not_found`: No task with that id. / No source snapshot with that id for this task. / No webhook endpoint with that id. / No delivery with that id for this endpoint. / No such route. */
         Error404: {
             headers: {
                 /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
@@ -2240,6 +2348,81 @@ export interface operations {
                     "application/json": components["schemas"]["OutputPage"];
                     "text/csv": string;
                     "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listSources: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Snapshots in the order they were read. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        total: number;
+                        sources: components["schemas"]["SourceInfo"][];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getSource: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                task_id: string;
+                source_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The snapshot and the text quotes are checked against. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceDetail"];
                 };
             };
             401: components["responses"]["Error401"];
