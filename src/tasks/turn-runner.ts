@@ -354,7 +354,9 @@ export class TaskTurnPort implements TurnPort {
     return written;
   }
 
-  async recordSource(source: ReadSource): Promise<string> {
+  async recordSource(read: ReadSource): Promise<string> {
+    // PostgreSQL's text cannot hold NUL (see NO_NUL_PATTERN): kept as U+FFFD, on both databases alike.
+    const source = read.text.includes('\u0000') ? { ...read, text: read.text.replaceAll('\u0000', '\ufffd') } : read;
     const bytes = Buffer.from(source.text);
     const sha256 = crypto.createHash('sha256').update(bytes).digest('hex');
     // Paging through one input reads its text again and again: the snapshot is stored once.

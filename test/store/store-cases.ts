@@ -3,9 +3,10 @@
  * adapters cannot drift apart.
  */
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
-import type { DeliveryRecord, Store, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
+import type { DeliveryRecord, SourceSnapshotRecord, Store, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -41,6 +42,18 @@ export function webhookDelivery(endpointId: string, overrides: Partial<DeliveryR
     id: newId('msg'), endpointId, event: 'task.turn_completed', payload: '{"type":"task.turn_completed","data":{"city":"Zürich 北京 🚀"}}',
     status: 'pending', attempts: 0, lastStatusCode: null, lastError: null, nextAttemptAt: '2999-01-01T00:00:00.000Z',
     retrySince: '2030-01-01T00:00:00.000Z', createdAt: '2030-01-01T00:00:00.000Z', deliveredAt: null, ...overrides,
+  };
+}
+
+/**
+ * A snapshot of a page `taskId` read; its sha256 and bytes are those of its text (as the turn
+ * runner records them). Ids are ULIDs (newId), so later ones sort after earlier ones: reading order.
+ */
+export function sourceSnapshot(taskId: string, overrides: Partial<SourceSnapshotRecord> = {}): SourceSnapshotRecord {
+  const text = overrides.text ?? 'Zürich 北京 🚀: the plant’s capacity rose to 1,200 MW — “a record”.';
+  return {
+    id: newId('src'), taskId, url: 'https://energy.example.com/plants', finalUrl: 'https://energy.example.com/plants', uploadId: null, title: 'Plants',
+    fetchedAt: '2030-01-01T00:00:00.000Z', sha256: crypto.createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text), ...overrides, text,
   };
 }
 
@@ -687,6 +700,98 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
           assert.deepEqual([...all].sort(), due.map((d) => d.id).sort(), 'and every due delivery was claimed');
           for (const d of due) assert.equal((await store.webhooks.getDelivery(endpoint.id, d.id))!.attempts, 1, 'each counted one attempt');
         });
+      });
+    });
+
+    describe('sources', () => {
+      /** The snapshot as list answers it: everything but its text. */
+      const info = ({ text: _text, ...rest }: SourceSnapshotRecord) => rest;
+
+      it('records a snapshot once per task, URL and text: the same again keeps the first id, changed text or another task gets its own', async () => {
+        const taskId = uid('tsk');
+        const first = sourceSnapshot(taskId);
+        assert.equal(await store.sources.record(first), first.id);
+        // The same page read again unchanged, or the fetch replayed after a crash: the first snapshot stays.
+        const again = sourceSnapshot(taskId, { fetchedAt: '2030-01-02T00:00:00.000Z', title: 'Plants, read again' });
+        assert.equal(await store.sources.record(again), first.id, 'same task, URL and text: the first id');
+        assert.equal(await store.transaction((tx) => tx.sources.record(sourceSnapshot(taskId))), first.id, 'in a transaction too');
+        assert.equal(await store.sources.get(taskId, again.id), undefined, 'the repeat was not stored');
+        assert.deepEqual(await store.sources.get(taskId, first.id), first, 'the first one is kept as it was');
+
+        const changed = sourceSnapshot(taskId, { text: 'Zürich 北京 🚀: the plant’s capacity fell to 900 MW.' });
+        assert.equal(await store.sources.record(changed), changed.id, 'the page changed: a new snapshot');
+        const elsewhere = sourceSnapshot(taskId, { url: 'https://mirror.example.com/plants', finalUrl: 'https://mirror.example.com/plants' });
+        assert.equal(await store.sources.record(elsewhere), elsewhere.id, 'the same text at another URL: a new snapshot');
+        const otherTask = uid('tsk');
+        const theirs = sourceSnapshot(otherTask);
+        assert.equal(await store.sources.record(theirs), theirs.id, 'the same URL and text read by another task: its own snapshot');
+        assert.equal(await store.sources.record(sourceSnapshot(otherTask)), theirs.id);
+
+        assert.deepEqual((await store.sources.list(taskId, 100, 0)).sources.map((s) => s.id), [first.id, changed.id, elsewhere.id]);
+        assert.deepEqual((await store.sources.list(otherTask, 100, 0)).sources.map((s) => s.id), [theirs.id]);
+      });
+
+      it('lists a task\'s snapshots in reading order, in pages, with the total and without their text', async () => {
+        const taskId = uid('tsk');
+        const read = Array.from({ length: 5 }, (_, i) => sourceSnapshot(taskId, {
+          url: `https://energy.example.com/plants?page=${i}`, finalUrl: `https://www.energy.example.com/plants?page=${i}`, title: i % 2 ? null : `Page ${i}`, text: `page ${i}: ${'x'.repeat(i * 1000)}`,
+        }));
+        read.push(sourceSnapshot(taskId, { url: 'upload:upl_list', finalUrl: 'upload:upl_list', uploadId: 'upl_list', title: 'plants.csv' }));
+        for (const s of read) await store.sources.record(s);
+        await store.sources.record(sourceSnapshot(uid('tsk')));
+
+        const all = await store.sources.list(taskId, 100, 0);
+        assert.equal(all.total, 6);
+        assert.deepEqual(all.sources, read.map(info), 'in the order read, every field but the text');
+        for (const s of all.sources) assert.equal('text' in s, false, 'no text in a listing');
+        const pages = [];
+        for (let offset = 0; offset < 8; offset += 4) pages.push(await store.sources.list(taskId, 4, offset));
+        assert.deepEqual(pages.map((p) => p.total), [6, 6], 'each page tells the total');
+        assert.deepEqual(pages.map((p) => p.sources.map((s) => s.id)), [read.slice(0, 4).map((s) => s.id), read.slice(4).map((s) => s.id)]);
+        assert.deepEqual(await store.sources.list(taskId, 10, 6), { total: 6, sources: [] }, 'past the end');
+        assert.deepEqual(await store.sources.list(uid('tsk'), 10, 0), { total: 0, sources: [] }, 'a task that read nothing');
+      });
+
+      it('gets a snapshot with its text, only under its own task', async () => {
+        const taskId = uid('tsk');
+        const otherTask = uid('tsk');
+        const big = sourceSnapshot(taskId, { text: `${'Zürich 北京 🚀 — “quoted”\n'.repeat(20_000)}the end` });
+        const theirs = sourceSnapshot(otherTask, { url: 'https://other.example.com/' });
+        for (const s of [big, theirs]) await store.sources.record(s);
+        assert.deepEqual(await store.sources.get(taskId, big.id), big, 'read back whole, text included');
+        assert.deepEqual(await store.transaction((tx) => tx.sources.get(otherTask, theirs.id)), theirs);
+        assert.equal(await store.sources.get(otherTask, big.id), undefined, 'another task\'s snapshot is not found');
+        assert.equal(await store.sources.get(taskId, theirs.id), undefined);
+        assert.equal(await store.sources.get(taskId, 'src_nope'), undefined);
+      });
+
+      it('finds the snapshots rows cite by URL asked for, URL arrived at, or upload, within the task', async () => {
+        const taskId = uid('tsk');
+        const otherTask = uid('tsk');
+        const redirected = sourceSnapshot(taskId, { url: 'https://a.example.com/old', finalUrl: 'https://a.example.com/new', text: 'first read of a' });
+        const plain = sourceSnapshot(taskId, { url: 'https://b.example.com/', finalUrl: 'https://b.example.com/', text: 'b' });
+        const input = sourceSnapshot(taskId, { url: 'upload:upl_cited', finalUrl: 'upload:upl_cited', uploadId: 'upl_cited', title: 'plants.pdf', text: 'the input' });
+        const reread = sourceSnapshot(taskId, { url: 'https://a.example.com/old', finalUrl: 'https://a.example.com/new', text: 'a, changed since' });
+        // A page whose final URL is another page's requested URL: citing that URL finds both.
+        const landed = sourceSnapshot(taskId, { url: 'https://c.example.com/', finalUrl: 'https://a.example.com/old', text: 'c landed on a' });
+        const theirs = [
+          sourceSnapshot(otherTask, { url: 'https://a.example.com/old', finalUrl: 'https://a.example.com/new', text: 'their a' }),
+          sourceSnapshot(otherTask, { url: 'upload:upl_cited', finalUrl: 'upload:upl_cited', uploadId: 'upl_cited', text: 'their input' }),
+        ];
+        for (const s of [redirected, plain, input, reread, landed, ...theirs]) await store.sources.record(s);
+
+        const ids = (list: SourceSnapshotRecord[]) => list.map((s) => s.id);
+        assert.deepEqual(await store.sources.cited(taskId, ['https://a.example.com/old'], []), [redirected, reread, landed], 'by URL asked for or arrived at, every read, in reading order, text included');
+        assert.deepEqual(ids(await store.sources.cited(taskId, ['https://a.example.com/new'], [])), ids([redirected, reread]), 'by the URL a redirect arrived at');
+        assert.deepEqual(ids(await store.sources.cited(taskId, [], ['upl_cited'])), ids([input]), 'by upload');
+        assert.deepEqual(ids(await store.sources.cited(taskId, ['https://b.example.com/', 'https://a.example.com/new'], ['upl_cited'])), ids([redirected, plain, input, reread]), 'any of them, each once');
+        assert.deepEqual(ids(await store.transaction((tx) => tx.sources.cited(taskId, ['https://b.example.com/'], []))), ids([plain]));
+        assert.deepEqual(await store.sources.cited(taskId, ['upload:upl_cited'], []), [input], 'an upload\'s snapshot URL is a URL too');
+        assert.deepEqual(await store.sources.cited(taskId, ['upl_cited'], ['https://b.example.com/']), [], 'an upload id is not a URL, nor a URL an upload id');
+        assert.deepEqual(await store.sources.cited(taskId, ['https://nope.example.com/'], ['upl_nope']), []);
+        assert.deepEqual(await store.sources.cited(taskId, [], []), []);
+        assert.deepEqual(await store.sources.cited(otherTask, ['https://a.example.com/old', 'https://b.example.com/'], ['upl_cited']), theirs, 'another task finds its own only');
+        assert.deepEqual(await store.sources.cited(uid('tsk'), ['https://a.example.com/old'], ['upl_cited']), []);
       });
     });
   });
