@@ -6,8 +6,12 @@
  */
 
 const SQLITE_TRANSIENT = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM)/;
-/** PostgreSQL SQLSTATE classes and codes: connection (08), resources (53), operator intervention (57P), serialization (40001, 40P01). */
-const POSTGRES_TRANSIENT = /^(08|53|57P)|^(40001|40P01)$/;
+/**
+ * PostgreSQL SQLSTATE classes and codes: connection (08, but not 08P01: a protocol violation is
+ * a statement the server refused, such as one with too many parameters, and fails again the same
+ * way), resources (53), operator intervention (57P), serialization (40001, 40P01).
+ */
+const POSTGRES_TRANSIENT = /^(08(?!P01)|53|57P)|^(40001|40P01)$/;
 const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND']);
 /** The data dir cannot take more (disk full, quota) or no writes at all: uploads and SQLite files alike. */
 const FILE_SYSTEM = new Set(['ENOSPC', 'EDQUOT', 'EROFS']);

@@ -18,8 +18,9 @@ const SourceSchema = Type.Object({
   fields: Type.Optional(Type.Array(Type.String(), { description: 'The columns this source supports; absent: the whole row.' })),
 });
 
+// confidence is checked with the rows (row-validation.ts parseBasis), whose message names the row and column.
 const BasisSchema = Type.Record(Type.String(), Type.Object({
-  confidence: Type.Union(CONFIDENCE_LEVELS.map((c) => Type.Literal(c))),
+  confidence: Type.String({ description: CONFIDENCE_LEVELS.join(', ') }),
   reasoning: Type.Optional(Type.String()),
 }));
 

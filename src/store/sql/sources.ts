@@ -7,6 +7,9 @@ import type { SourceSnapshotsTable } from '../database.js';
 import type { SourceSnapshotInfo, SourceSnapshotRecord, SourcesRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
+/** URLs (each bound twice) and uploads looked up per statement. */
+const CITED_PER_QUERY = 1000;
+
 const INFO_COLUMNS = ['id', 'task_id', 'url', 'final_url', 'upload_id', 'title', 'fetched_at', 'sha256', 'bytes'] as const;
 
 function toInfo(r: Omit<Selectable<SourceSnapshotsTable>, 'text'>): SourceSnapshotInfo {
@@ -45,14 +48,21 @@ export class SqlSources extends SqlRepository implements SourcesRepository {
   }
 
   async cited(taskId: string, urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]> {
-    if (urls.length === 0 && uploadIds.length === 0) return [];
-    const rows = await this.db.selectFrom('source_snapshots').selectAll().where('task_id', '=', taskId)
-      .where((eb) => eb.or([
-        ...(urls.length > 0 ? [eb('url', 'in', urls), eb('final_url', 'in', urls)] : []),
-        ...(uploadIds.length > 0 ? [eb('upload_id', 'in', uploadIds)] : []),
-      ]))
-      .orderBy('id')
-      .execute();
-    return rows.map(toSnapshot);
+    // A call may cite tens of thousands of URLs: looked up a slice at a time, within every
+    // database's limit on bound parameters.
+    const found = new Map<string, SourceSnapshotRecord>();
+    for (let i = 0; i < Math.max(urls.length, uploadIds.length); i += CITED_PER_QUERY) {
+      const someUrls = urls.slice(i, i + CITED_PER_QUERY);
+      const someUploads = uploadIds.slice(i, i + CITED_PER_QUERY);
+      const rows = await this.db.selectFrom('source_snapshots').selectAll().where('task_id', '=', taskId)
+        .where((eb) => eb.or([
+          ...(someUrls.length > 0 ? [eb('url', 'in', someUrls), eb('final_url', 'in', someUrls)] : []),
+          ...(someUploads.length > 0 ? [eb('upload_id', 'in', someUploads)] : []),
+        ]))
+        .execute();
+      for (const r of rows) found.set(r.id, toSnapshot(r));
+    }
+    // Ids are ULIDs: in the order they were read.
+    return [...found.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 }
