@@ -178,7 +178,8 @@ describe('agent loop: tool calls', () => {
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
     assert.deepEqual(t.turn.rowsOf('quarries').map((r) => [r.name, r.opened]), [['Rock of Ages', 1885], ['Smith Quarry', 1890]]);
-    assert.deepEqual(t.turn.rowsOf('quarries')[0]!._sources, [SOURCE]);
+    // The page was never fetched in this turn, so the checker marks its source not_read.
+    assert.deepEqual(t.turn.rowsOf('quarries')[0]!._sources, [{ ...SOURCE, verified: false, check: 'not_read' }]);
     // The tool round is step 2 (the model's reply is step 1).
     assert.deepEqual(t.turn.writeKeys, ['turn_1:2:call_a', 'turn_1:2:call_b']);
     assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type, c.usage.toolCalls]), [[1, 'model', 0], [2, 'tools', 2], [3, 'model', 0]]);
@@ -196,12 +197,14 @@ describe('agent loop: tool calls', () => {
     });
     assert.equal(finished!.state, 'finished');
     assert.deepEqual(finished!.input, started!.input);
-    assert.match(finished!.summary!, /wrote 1 rows to quarries/);
+    assert.equal(finished!.summary, 'wrote 1 rows to quarries (0 verified)');
     assert.equal(typeof finished!.duration_ms, 'number');
     assert.ok(finished!.duration_ms! >= 0);
     const [result] = toolMessages(t.model.calls[1]!.messages);
     assert.deepEqual(result, { role: 'tool', toolCallId: 'call_a', name: 'write_rows', content: finished!.output }, 'the event carries what the model was given');
-    assert.match(finished!.output!, /^Wrote 1 rows to quarries \(rows 1-1\)/);
+    // The cited page was never fetched in this turn: the answer says so, naming the source.
+    assert.equal(finished!.output, 'Wrote 1 rows to quarries (rows 1-1); 0 of them verified. These sources could not be verified:\n' +
+      '- row 0, source 1 (https://www.example.org/granite): not_read: this task never fetched that URL with fetch_url (or it is outside the source policy)');
   });
 
   it('cuts long input strings in the event, never in the call', async () => {

@@ -72,7 +72,7 @@ describe('quarry CLI', () => {
     assert.equal(run.code, 0, run.stderr);
     const lines = run.stdout.trim().split('\n');
     assert.equal(lines[0], 'task: created');
-    assert.ok(lines.some((l) => /^tool: write_rows finished - wrote 2 rows to plants \(\d+ ms\)$/.test(l)), run.stdout);
+    assert.ok(lines.some((l) => /^tool: write_rows finished - wrote 2 rows to plants \(0 verified\) \(\d+ ms\)$/.test(l)), run.stdout);
     assert.ok(lines.includes('text: Found two plants.'));
     assert.match(lines.at(-2)!, /^done: completed \(credits [\d.]+\)$/);
     const summary = lines.at(-1)!;
@@ -96,7 +96,8 @@ describe('quarry CLI', () => {
     assert.equal(detail.spec.outputs[0].id, 'plants');
     assert.match(showText.stdout, /^task {6}tsk_/);
     assert.match(showText.stdout, /plants +table +2 /);
-    assert.equal(csv.stdout, '_row,company,_sources\r\n1,Northvolt,https://example.com/nv\r\n2,ACC,https://example.com/nv\r\n');
+    // The page was never fetched in this task: each source is exported with its not_read mark.
+    assert.equal(csv.stdout, '_row,company,_sources\r\n1,Northvolt,https://example.com/nv [not_read]\r\n2,ACC,https://example.com/nv [not_read]\r\n');
     assert.deepEqual(jsonl.stdout.trim().split('\n').map((l) => JSON.parse(l).company), ['Northvolt', 'ACC']);
     const page = JSON.parse(rows.stdout);
     assert.equal(page.total, 2);

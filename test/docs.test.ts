@@ -58,7 +58,9 @@ test("the README's walkthrough runs as written", async () => {
     assert.match(stdout, /event: done\n/);
     assert.match(stdout, /"active":false/);
     assert.match(stdout, /"total":1,"rows":\[\{"_row":1,"company":"Northvolt"/);
-    assert.match(stdout, /_row,company,country,_sources\r\n1,Northvolt,SE,https:\/\/example.com\/nv/);
+    // The page was never fetched in this walkthrough: its source is marked not_read (decisions §15.1).
+    assert.match(stdout, /"_sources":\[\{"url":"https:\/\/example.com\/nv","verified":false,"check":"not_read"\}\]/);
+    assert.match(stdout, /_row,company,country,_sources\r\n1,Northvolt,SE,https:\/\/example.com\/nv \[not_read\]\r\n/);
     assert.match(stdout, /"task_id":"tsk_/);
   } finally {
     await h.close();

@@ -56,6 +56,10 @@ describe('CSV export', () => {
         '1,Acme,1.5,true,"{""plants"":[1,2]}",https://a.example/x upl_1\r\n' +
         '2,Beta,,,,https://a.example/x upl_1\r\n',
     );
+    // Sources that write_rows checked (decisions §15.1) are followed by their verdict; the rows
+    // above, stored unchecked, have none.
+    const checked = '{"_row":1,"company":"Acme","_sources":[{"url":"https://a.example/x","quote":"Acme","verified":true,"check":"quote_found","source_id":"src_1"},{"upload_id":"upl_1","verified":false,"check":"not_read"}]}';
+    assert.equal(await exported(makers, [checked], 'csv'), '_row,company,capacity_gwh,active,extra,_sources\r\n1,Acme,,,,https://a.example/x [quote_found] upl_1 [not_read]\r\n');
   });
 
   it('quotes fields with commas, quotes, CR or LF and doubles the quotes', async () => {

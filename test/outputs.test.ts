@@ -31,6 +31,12 @@ const FACTS = {
 const BIG = { id: 'big', kind: 'table', columns: [{ name: 'label', type: 'string', required: true }, { name: 'value', type: 'integer' }] };
 
 const MAKER_SOURCES = [{ url: 'https://example.com/makers', title: 'Makers list', quote: 'Acme runs a plant', fields: ['company', 'country'] }];
+/**
+ * A source as stored: the turns here never fetch a page, so write_rows marks every source it
+ * checks as not read in the task (decisions §15.1).
+ */
+const notRead = <S extends object>(source: S) => ({ ...source, verified: false, check: 'not_read' });
+const STORED_MAKER_SOURCES = MAKER_SOURCES.map(notRead);
 const makerRow = (i: number) => ({ company: `Maker ${i}`, country: i % 2 ? 'Österreich' : '中国 🏭', capacity_gwh: i * 1.5, source_url: `https://example.com/m/${i}` });
 const MAKER_COUNT = 25;
 const BIG_COUNT = 3000;
@@ -143,7 +149,7 @@ describe('output routes', () => {
     const all = await h.request('GET', `/task/${taskId}/outputs/big?limit=50000`);
     assert.equal(all.status, 200);
     assert.equal(all.body.rows.length, BIG_COUNT);
-    assert.deepEqual(all.body.rows.at(-1), { _row: BIG_COUNT, label: `row, "${BIG_COUNT}"`, value: BIG_COUNT, _sources: [{ url: 'https://example.com/big' }] });
+    assert.deepEqual(all.body.rows.at(-1), { _row: BIG_COUNT, label: `row, "${BIG_COUNT}"`, value: BIG_COUNT, _sources: [notRead({ url: 'https://example.com/big' })] });
     for (const bad of ['0', '50001', '-3', 'ten']) {
       const res = await h.request('GET', `/task/${taskId}/output?output=big&limit=${bad}`);
       assert.equal(res.status, 422, `limit=${bad}: ${res.text}`);
@@ -158,8 +164,8 @@ describe('output routes', () => {
   it('rows carry _row and _sources (with the fields a source supports)', async () => {
     const res = await h.request('GET', `/task/${taskId}/output?output=makers&limit=2`);
     assert.deepEqual(res.body.rows, [
-      { _row: 1, ...makerRow(1), _sources: [{ url: 'https://example.com/acme', title: 'Acme' }] },
-      { _row: 2, ...makerRow(2), _sources: MAKER_SOURCES },
+      { _row: 1, ...makerRow(1), _sources: [notRead({ url: 'https://example.com/acme', title: 'Acme' })] },
+      { _row: 2, ...makerRow(2), _sources: STORED_MAKER_SOURCES },
     ]);
   });
 
@@ -194,6 +200,13 @@ describe('output routes', () => {
       ['summary', 'report', 'reports/summary.md', 2],
       ['facts', 'records', 'outputs/facts.jsonl', 2],
     ]);
+    // No page was read in this task, so no row is verified.
+    assert.deepEqual(outputs.map((o) => [o.id, o.verified_rows, o.unverified_rows]), [
+      ['makers', 0, MAKER_COUNT],
+      ['big', 0, BIG_COUNT],
+      ['summary', 0, 2],
+      ['facts', 0, 2],
+    ]);
     assert.equal(outputs[0].description, 'one row per plant');
     assert.deepEqual(outputs[0].columns.map((c: any) => [c.name, c.type]), [['company', 'string'], ['country', 'string'], ['capacity_gwh', 'number'], ['source_url', 'url']]);
     assert.equal(outputs[2].columns, undefined, 'a report has no columns');
@@ -205,14 +218,14 @@ describe('output routes', () => {
   it('report and records outputs keep their own row shapes', async () => {
     const summary = await h.request('GET', `/task/${taskId}/outputs/summary`);
     assert.deepEqual(summary.body.rows, [
-      { _row: 1, heading: 'Overview', markdown: '# Overview\n\nSome *text*, with a comma.', _sources: [{ url: 'https://example.com/report' }] },
-      { _row: 2, heading: 'Details', markdown: 'Points:\n- one\n- two', _sources: [{ url: 'https://example.com/report' }] },
+      { _row: 1, heading: 'Overview', markdown: '# Overview\n\nSome *text*, with a comma.', _sources: [notRead({ url: 'https://example.com/report' })] },
+      { _row: 2, heading: 'Details', markdown: 'Points:\n- one\n- two', _sources: [notRead({ url: 'https://example.com/report' })] },
     ]);
     const facts = await h.request('GET', `/task/${taskId}/outputs/facts`);
     assert.deepEqual(facts.body.output, { id: 'facts', kind: 'records', path: 'outputs/facts.jsonl' });
     assert.deepEqual(facts.body.rows, [
-      { _row: 1, claim: 'first', n: 1, _sources: [{ url: 'https://example.com/facts' }] },
-      { _row: 2, claim: 'second', n: 2, _sources: [{ url: 'https://example.com/second', quote: 'second' }] },
+      { _row: 1, claim: 'first', n: 1, _sources: [notRead({ url: 'https://example.com/facts' })] },
+      { _row: 2, claim: 'second', n: 2, _sources: [notRead({ url: 'https://example.com/second', quote: 'second' })] },
     ]);
   });
 
@@ -223,21 +236,21 @@ describe('output routes', () => {
     const records = parseCsv(res.text);
     assert.deepEqual(records[0], ['_row', 'company', 'country', 'capacity_gwh', 'source_url', '_sources']);
     assert.equal(records.length, 1 + MAKER_COUNT, 'every row, not one page');
-    assert.deepEqual(records[1], ['1', 'Maker 1', 'Österreich', '1.5', 'https://example.com/m/1', 'https://example.com/acme']);
-    assert.deepEqual(records[25], ['25', 'Maker 25', 'Österreich', '37.5', 'https://example.com/m/25', 'https://example.com/makers']);
+    assert.deepEqual(records[1], ['1', 'Maker 1', 'Österreich', '1.5', 'https://example.com/m/1', 'https://example.com/acme [not_read]']);
+    assert.deepEqual(records[25], ['25', 'Maker 25', 'Österreich', '37.5', 'https://example.com/m/25', 'https://example.com/makers [not_read]']);
 
     // A large export (more than one write's worth) arrives whole, quoting intact.
     const big = await h.request('GET', `/task/${taskId}/outputs/big?format=csv`);
     const bigRecords = parseCsv(big.text);
     assert.equal(bigRecords.length, 1 + BIG_COUNT);
     assert.deepEqual(bigRecords.slice(1).map((r) => Number(r[0])), Array.from({ length: BIG_COUNT }, (_, i) => i + 1));
-    assert.deepEqual(bigRecords[BIG_COUNT], [String(BIG_COUNT), `row, "${BIG_COUNT}"`, String(BIG_COUNT), 'https://example.com/big']);
+    assert.deepEqual(bigRecords[BIG_COUNT], [String(BIG_COUNT), `row, "${BIG_COUNT}"`, String(BIG_COUNT), 'https://example.com/big [not_read]']);
 
     const report = parseCsv((await h.request('GET', `/task/${taskId}/outputs/summary?format=csv`)).text);
     assert.deepEqual(report, [
       ['_row', 'heading', 'markdown', '_sources'],
-      ['1', 'Overview', '# Overview\n\nSome *text*, with a comma.', 'https://example.com/report'],
-      ['2', 'Details', 'Points:\n- one\n- two', 'https://example.com/report'],
+      ['1', 'Overview', '# Overview\n\nSome *text*, with a comma.', 'https://example.com/report [not_read]'],
+      ['2', 'Details', 'Points:\n- one\n- two', 'https://example.com/report [not_read]'],
     ]);
     const records2 = parseCsv((await h.request('GET', `/task/${taskId}/outputs/facts?format=csv`)).text);
     assert.equal(records2.length, 3);
@@ -284,7 +297,7 @@ describe('output routes', () => {
     page = await h.request('GET', `/task/${taskId}/output?limit=1&offset=25`);
     assert.equal(page.body.output.id, 'makers');
     assert.equal(page.body.total, MAKER_COUNT + 1);
-    assert.deepEqual(page.body.rows, [{ _row: 26, ...makerRow(26), _sources: MAKER_SOURCES }]);
+    assert.deepEqual(page.body.rows, [{ _row: 26, ...makerRow(26), _sources: STORED_MAKER_SOURCES }]);
     assert.equal((await h.request('GET', `/task/${taskId}`)).body.active_output, 'makers');
     const csv = await h.request('GET', `/task/${taskId}/output?format=csv`);
     assert.equal(parseCsv(csv.text).length, 2 + MAKER_COUNT, 'the export without output= is the active output too');

@@ -64,9 +64,19 @@ describe('a research turn end to end', () => {
     assert.ok(fetched.includes(ARTICLE_FACT), 'the fetched page reached the model as readable text');
     assert.ok(!fetched.includes('Cookie settings'), 'without the site chrome');
 
+    // The page read is kept as the task's one snapshot, named in the answer to the model.
+    const snapshots = (await h.request('GET', `/task/${id}/sources`)).body.sources as { source_id: string; url: string; final_url: string; upload_id: string | null }[];
+    assert.deepEqual(snapshots.map((s) => [s.url, s.final_url, s.upload_id]), [[page, page, null]]);
+    const sourceId = snapshots[0]!.source_id;
+    assert.ok(fetched.split('\n').includes(`Source: ${sourceId}`), 'fetch_url names the snapshot to the model');
+
+    // The quote is in what was fetched: the source is verified and names that snapshot.
     const rows = await h.request('GET', `/task/${id}/output`);
     assert.equal(rows.body.total, 1);
-    assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'] }]);
+    assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'], verified: true, check: 'quote_found', source_id: sourceId }]);
+    assert.equal(toolResult(4, 'write_rows'), 'Wrote 1 rows to quarries (rows 1-1); 1 of them verified.');
+    const outputs = (await h.request('GET', `/task/${id}/outputs`)).body.outputs as { id: string; row_count: number; verified_rows: number; unverified_rows: number }[];
+    assert.deepEqual(outputs.map((o) => [o.id, o.row_count, o.verified_rows, o.unverified_rows]), [['quarries', 1, 1, 0]]);
 
     const events = (await h.request('GET', `/task/${id}/events?limit=1000`)).body.events as { type: string; reason?: string; task?: { phase: string }; name?: string; state?: string }[];
     const tools = events.filter((e) => e.type === 'tool' && e.state === 'finished').map((e) => e.name);
@@ -95,8 +105,11 @@ describe('a research turn end to end', () => {
     const before = h.model!.requests.length;
     await waitIdle(h, start.body.task_id);
     assert.match(toolResult(before + 1, 'read_input'), /Cava Fantiscritti,IT/);
+    // The input read is kept as a snapshot; cited without a quote, the source counts as read.
+    const snapshots = (await h.request('GET', `/task/${start.body.task_id}/sources`)).body.sources as { source_id: string; url: string; upload_id: string | null }[];
+    assert.deepEqual(snapshots.map((s) => [s.url, s.upload_id]), [[`upload:${uploadId}`, uploadId]]);
     const rows = await h.request('GET', `/task/${start.body.task_id}/output`);
-    assert.deepEqual(rows.body.rows[0]._sources, [{ upload_id: uploadId, title: 'shortlist.csv' }]);
+    assert.deepEqual(rows.body.rows[0]._sources, [{ upload_id: uploadId, title: 'shortlist.csv', verified: true, check: 'page_read', source_id: snapshots[0]!.source_id }]);
   });
 
   it('refuses to fetch a private address unless the operator allows it', async () => {

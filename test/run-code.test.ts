@@ -42,6 +42,9 @@ const SPEC: TaskSpec = normalizeSpec({
   ],
 } as TaskSpecInput);
 const SOURCE = { upload_id: 'upl_01PRICES', title: 'parts list' };
+/** A source as write_rows stores it here: these tool calls never read a page or an input, so each is marked not read (decisions §15.1). */
+const notRead = <S extends object>(source: S) => ({ ...source, verified: false, check: 'not_read' });
+const STORED_SOURCE = notRead(SOURCE);
 
 interface Harness {
   ctx: ToolContext;
@@ -105,11 +108,12 @@ describe('run_code', { skip }, () => {
     assert.match(ran.summary, /^python exited 0 in \d+\.\d s$/);
 
     const loaded = ok(await writeRows(h, { output: 'parts', from_file: 'priced.csv', sources: [SOURCE] }));
-    assert.equal(loaded.content, 'Wrote 3 rows from outputs/priced.csv to parts (rows 1-3).');
+    const neverRead = (line: number) => `- line ${line}, source 1 (upload upl_01PRICES): not_read: this task never read that input with read_input`;
+    assert.equal(loaded.content, `Wrote 3 rows from outputs/priced.csv to parts (rows 1-3); 0 of them verified. These sources could not be verified:\n${[2, 3, 4].map(neverRead).join('\n')}`);
     assert.deepEqual(stored(h, 'parts'), [
-      { _row: 1, item: 'bolt', price: 0.25, total: 100, checked: true, _sources: [SOURCE] },
-      { _row: 2, item: 'nut', price: 0.1, total: 100, checked: true, _sources: [SOURCE] },
-      { _row: 3, item: 'washer', price: 0.05, total: 12.5, checked: true, _sources: [SOURCE] },
+      { _row: 1, item: 'bolt', price: 0.25, total: 100, checked: true, _sources: [STORED_SOURCE] },
+      { _row: 2, item: 'nut', price: 0.1, total: 100, checked: true, _sources: [STORED_SOURCE] },
+      { _row: 3, item: 'washer', price: 0.05, total: 12.5, checked: true, _sources: [STORED_SOURCE] },
     ]);
   });
 
@@ -122,8 +126,8 @@ describe('run_code', { skip }, () => {
     const loaded = ok(await writeRows(h, { output: 'facts', from_file: 'outputs/facts.jsonl', sources: [SOURCE] }));
     assert.match(loaded.content, /^Wrote 2 rows from outputs\/facts\.jsonl to facts/);
     assert.deepEqual(stored(h, 'facts'), [
-      { _row: 1, fact: 'bolts are cheap', score: 1, _sources: [{ url: 'https://example.com/bolts' }] },
-      { _row: 2, fact: 'nuts too', _sources: [SOURCE] },
+      { _row: 1, fact: 'bolts are cheap', score: 1, _sources: [notRead({ url: 'https://example.com/bolts' })] },
+      { _row: 2, fact: 'nuts too', _sources: [STORED_SOURCE] },
     ]);
   });
 
@@ -247,9 +251,9 @@ describe('write_rows from_file', () => {
     ok(await writeRows(h, { output: 'parts', from_file: 's.csv', sources: [SOURCE] }));
     const rows = stored(h, 'parts');
     assert.equal(rows[0]!.item, 'bolt, hex "M6"');
-    assert.deepEqual(rows[0]!._sources, [{ url: 'https://example.com/m6' }]);
+    assert.deepEqual(rows[0]!._sources, [notRead({ url: 'https://example.com/m6' })]);
     assert.equal(rows[1]!.item, 'two\r\nlines');
-    assert.deepEqual(rows[1]!._sources, [SOURCE]);
+    assert.deepEqual(rows[1]!._sources, [STORED_SOURCE]);
   });
 
   it('refuses a file with more rows than one call may write', async () => {
@@ -269,6 +273,6 @@ describe('write_rows from_file', () => {
   it('still writes inline rows as before', async () => {
     const h = harness();
     ok(await writeRows(h, { output: 'parts', rows: [{ item: 'bolt', price: 1 }], sources: [SOURCE] }));
-    assert.deepEqual(stored(h, 'parts'), [{ _row: 1, item: 'bolt', price: 1, total: null, checked: null, _sources: [SOURCE] }]);
+    assert.deepEqual(stored(h, 'parts'), [{ _row: 1, item: 'bolt', price: 1, total: null, checked: null, _sources: [STORED_SOURCE] }]);
   });
 });

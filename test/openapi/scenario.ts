@@ -134,12 +134,22 @@ function lastUserText(body: FakeRequestBody): string {
 
 /**
  * `[hang]` in the latest user message: the model never answers (the turn runs until stopped).
+ * `[read <upload_id>]` in any user message: the turn reads that input with read_input (so the
+ * task keeps a snapshot of it) and writes one row to `shortlist` citing a quote from it, then
+ * says "Done.".
  * `[rows]` in any user message: the turn writes rows to `makers`, `facts` and `notes`, one call
  * each, then says "Done.". Anything else: "Done.".
  */
 export function scenarioModel(body: FakeRequestBody): FakeReply {
   if (lastUserText(body).includes('[hang]')) return { hang: true };
   const messages = body.messages ?? [];
+  const reads = messages.map((m) => (m.role === 'user' ? /\[read (upl_\w+)\]/.exec(String(m.content))?.[1] : undefined)).find(Boolean);
+  if (reads) {
+    const done = messages.filter((m) => m.role === 'tool').length;
+    if (done === 0) return { toolCalls: [{ name: 'read_input', arguments: { upload_id: reads } }] };
+    if (done === 1) return { toolCalls: [{ name: 'write_rows', arguments: { output: 'shortlist', rows: [{ company: 'Acme' }], sources: [{ upload_id: reads, quote: 'Acme' }] } }] };
+    return { text: 'Done.' };
+  }
   const wantsRows = messages.some((m) => m.role === 'user' && String(m.content).includes('[rows]'));
   const toolResults = messages.filter((m) => m.role === 'tool').length;
   const sources = [{ url: 'https://example.com/plants', title: 'Plants', quote: 'Acme runs a plant' }];
@@ -218,6 +228,25 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
   const ticket = async (size: number) => (await direct(h, 'POST', '/upload-url', { body: { filename: 'shortlist.csv', content_type: 'text/csv', size_bytes: size } })).body;
   const inputTicket = await ticket(20);
   assert.equal((await putUpload(h, inputTicket, 'company\nAcme\nBeta\n\n\n')).status, 201);
+  // A task that read an input: its snapshot is what the source routes show (decisions §15.1).
+  const reader = 'conf-sources';
+  await direct(h, 'POST', '/task/start', {
+    body: {
+      task_id: reader,
+      task: {
+        prompt: `Read the shortlist. [read ${inputTicket.upload_id}]`,
+        inputs: [{ upload_id: inputTicket.upload_id, name: 'shortlist.csv' }],
+        outputs: [{ id: 'shortlist', kind: 'table', columns: [{ name: 'company', required: true }] }],
+        tools: ['read_input'],
+      },
+    },
+  });
+  await settled(h, reader);
+  const snapshots = (await direct(h, 'GET', `${t(reader)}/sources`)).body.sources as Json[];
+  assert.equal(snapshots.length, 1, 'set-up: the reading task kept a snapshot of its input');
+  const sourceId: string = snapshots[0].source_id;
+  const readerRows = (await direct(h, 'GET', `${t(reader)}/outputs/shortlist`)).body.rows as Json[];
+  assert.deepEqual(readerRows.map((r) => r._sources.map((s: Json) => [s.check, s.verified, s.source_id])), [[['quote_found', true, sourceId]]], 'set-up: the row cites the input it read');
   const putTicket = await ticket(12);
   const smallTicket = await ticket(4);
   const adminProbe = (await direct(h, 'POST', '/admin/accounts', { key: ADMIN_KEY, body: { name: 'admin-probe', credits: 3 } }, 201)).body;
@@ -293,6 +322,20 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: S, method: 'GET', path: `${t(main)}/outputs/makers`, headers: { accept: 'text/csv' }, expect: 200, expectType: 'text/csv', note: 'CSV export by Accept' },
     { via: S, method: 'GET', path: `${t(main)}/outputs/nope`, expect: 404, note: '404 not_found (no such output)' },
     { via: S, method: 'GET', path: `${t('conf-no-such-task')}/outputs/makers`, expect: 404, note: '404 task_not_found' },
+    { via: S, method: 'GET', path: `${t(reader)}/outputs`, expect: 200, note: 'outputs with verified_rows and unverified_rows' },
+    { via: S, method: 'GET', path: `${t(reader)}/outputs/shortlist`, expect: 200, note: 'rows whose source is verified (check, source_id)' },
+    { via: S, method: 'GET', path: `${t(reader)}/outputs/shortlist?format=csv`, expect: 200, expectType: 'text/csv', note: 'CSV export with the marks' },
+
+    // Sources: the snapshots of what a task read.
+    { via: S, method: 'GET', path: `${t(reader)}/sources`, expect: 200, note: 'snapshots of what the task read' },
+    { via: S, method: 'GET', path: `${t(reader)}/sources?limit=1&offset=0`, expect: 200, note: 'a page of snapshots' },
+    { via: S, method: 'GET', path: `${t(reader)}/sources?offset=5`, expect: 200, note: 'a page past the end' },
+    { via: S, method: 'GET', path: `${t(main)}/sources`, expect: 200, note: 'a task that read nothing' },
+    { via: S, method: 'GET', path: `${t('conf-no-such-task')}/sources`, expect: 404, note: '404 task_not_found' },
+    { via: S, method: 'GET', path: `${t(reader)}/sources/${encodeURIComponent(sourceId)}`, expect: 200, note: 'one snapshot with its text' },
+    { via: S, method: 'GET', path: `${t(reader)}/sources/src_nope`, expect: 404, note: '404 source_not_found' },
+    { via: S, method: 'GET', path: `${t(main)}/sources/${encodeURIComponent(sourceId)}`, expect: 404, note: '404 source_not_found (another task\'s snapshot)' },
+    { via: S, method: 'GET', path: `${t('conf-no-such-task')}/sources/${encodeURIComponent(sourceId)}`, expect: 404, note: '404 task_not_found' },
 
     // Messages and control while a turn runs, and in cron mode.
     { via: S, method: 'POST', path: `${t(held)}/continue`, body: { message: 'Queued while the turn runs.' }, expect: 202, note: 'continue queued (202 accepted)' },
@@ -379,6 +422,8 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: L, method: 'GET', path: t(main), key: 'qry_not_a_key', expect: 401, note: '401 unknown key' },
     { via: L, method: 'GET', path: `${t(main)}/output`, key: null, headers: { authorization: 'Bearer qry_not_a_key' }, expect: 401, note: '401 unknown Bearer key' },
     { via: L, method: 'GET', path: `${t(main)}/stream`, key: null, expect: 401, note: '401 before a stream opens' },
+    { via: L, method: 'GET', path: `${t(main)}/sources`, key: null, expect: 401, note: '401 without a key' },
+    { via: L, method: 'GET', path: `${t(main)}/sources/src_nope`, key: 'qry_not_a_key', expect: 401, note: '401 unknown key' },
     { via: L, method: 'POST', path: '/upload-url', key: null, body: { filename: 'a', content_type: 'b', size_bytes: 1 }, expect: 401, note: '401 without a key' },
     { via: L, method: 'GET', path: `/admin/accounts/${adminProbe.account_id}`, expect: 401, note: '401 an API key on an admin route' },
     { via: L, method: 'POST', path: '/admin/accounts', key: 'wrong-admin-key', body: { name: 'x', credits: 1 }, expect: 401, note: '401 a wrong admin key' },
@@ -411,6 +456,10 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: L, method: 'GET', path: `${t(main)}/output?format=xml`, expect: 422, note: '422 unknown format' },
     { via: L, method: 'GET', path: `${t(main)}/output?output=Not!AnId`, expect: 422, note: '422 malformed output id' },
     { via: L, method: 'GET', path: `${t(main)}/outputs/makers?offset=-1`, expect: 422, note: '422 offset out of bounds' },
+    { via: L, method: 'GET', path: `${t(main)}/sources?limit=0`, expect: 422, note: '422 limit out of bounds' },
+    { via: L, method: 'GET', path: `${t(main)}/sources?limit=201`, expect: 422, note: '422 limit out of bounds' },
+    { via: L, method: 'GET', path: `${t(main)}/sources?offset=-1`, expect: 422, note: '422 offset out of bounds' },
+    { via: L, method: 'GET', path: `${t(main)}/sources/${'x'.repeat(201)}`, expect: 422, note: '422 source_id path too long' },
     { via: L, method: 'POST', path: `${t(main)}/continue`, body: {}, expect: 422, note: '422 missing message' },
     { via: L, method: 'POST', path: `${t(main)}/continue/stream`, body: { message: '' }, expect: 422, note: '422 before a stream opens' },
     { via: L, method: 'POST', path: `${t(main)}/execute`, body: { instruction: 5 }, expect: 422, note: '422 instruction of the wrong type' },
@@ -440,7 +489,16 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: L, method: 'GET', path: '/upload-url', expect: 405, note: '405 wrong method' },
     { via: L, method: 'PUT', path: `${t(main)}/stop`, body: {}, expect: 405, note: '405 wrong method' },
     { via: L, method: 'GET', path: '/admin/accounts', key: ADMIN_KEY, expect: 405, note: '405 wrong method' },
+    { via: L, method: 'POST', path: `${t(main)}/sources`, body: {}, expect: 405, note: '405 wrong method' },
   ]);
+
+  // The 404s of the source routes name their cause (the proxies check only statuses and shapes).
+  const codes: string[] = [];
+  for (const e of run.exchanges) {
+    const want = /^404 ([a-z_]+)/.exec(e.probe.note)?.[1];
+    if (want && /\/sources(?:[/?]|$)/.test(e.probe.path) && !e.prismAnswered && e.body?.error !== want) codes.push(`${e.probe.method} ${e.probe.path} [${e.probe.note}]: error ${e.body?.error}`);
+  }
+  assert.deepEqual(codes, [], 'source errors with the wrong code');
 }
 
 /** Where the scenario's webhook endpoints point: a public-looking name that does not resolve offline. */
