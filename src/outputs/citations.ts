@@ -45,7 +45,7 @@ const PLAIN: Record<string, string> = {
   '\u2010': '-', '\u2011': '-', '\u2012': '-', '\u2013': '-', '\u2014': '-', '\u2015': '-', '\u2212': '-', '\u2e3a': '-', '\u2e3b': '-', '\ufe58': '-', '\ufe63': '-', '\uff0d': '-',
   '\u2026': '...', '\u00ad': '', '\u200b': '', '\u200c': '', '\u200d': '', '\u2060': '',
 };
-const TYPOGRAPHY = new RegExp(`[${Object.keys(PLAIN).join('')}]`, 'g');
+const TYPOGRAPHY = new RegExp(`[${Object.keys(PLAIN).map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}]`, 'g');
 /**
  * Runs of white space that are not already one plain space. A pattern matching every space
  * would match between almost all words and replace each with itself: on a 20 MB page that was
