@@ -30,6 +30,7 @@ import { outputRoutes } from './routes/outputs.js';
 import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { mcpRoutes } from '../frontends/mcp/mcp-routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -209,6 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(outputRoutes);
     await app.register(uploadRoutes);
     await app.register(webhookRoutes);
+    await app.register(mcpRoutes);
     await app.register(adminRoutes);
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
     app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());

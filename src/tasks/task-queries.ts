@@ -2,11 +2,11 @@
  * The read side of tasks: which tasks an account may see (decided here, once), and the reads
  * the routes answer with — a task, its detail, its state, a page of the list, its events.
  */
-import type { TaskState } from '../contract/index.js';
+import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
-import { isVisibleTo } from './task-view.js';
+import { activeOutputOf, isVisibleTo } from './task-view.js';
 
 
 /** The list cursor is opaque to clients: base64url of the last task's sort key. */
@@ -83,6 +83,26 @@ export class TaskQueries {
   async list(accountId: string, limit: number, cursor?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
     const page = await this.tasks.listTasks(accountId, limit, cursor ? decodeCursor(cursor) : undefined);
     return { tasks: page.tasks, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) };
+  }
+
+  /**
+   * The output a read names (`outputId`), else the task's active one: null when the task has no
+   * rows yet and none is named; 404 not_found when the named one is not in the spec.
+   */
+  async output(accountId: string, taskId: string, outputId?: string): Promise<{ task: TaskRecord; output: OutputDecl | null }> {
+    const task = await this.task(accountId, taskId);
+    const id = outputId ?? activeOutputOf(task);
+    if (!id) return { task, output: null };
+    const output = task.spec.outputs.find((o) => o.id === id);
+    if (!output) throw new QuarryError('not_found', `Task "${task.id}" has no output "${id}". GET /task/${task.id}/outputs lists them.`);
+    return { task, output };
+  }
+
+  /** Rows `offset + 1` to `offset + limit` of an output, as stored, and how many it has. */
+  async rows(task: TaskRecord, output: OutputDecl, offset: number, limit: number): Promise<{ total: number; rows: Buffer[] }> {
+    const stats = await this.store.rows.stats(task.id);
+    const total = stats.find((s) => s.outputId === output.id)?.rowCount ?? 0;
+    return { total, rows: offset < total ? await this.store.rows.read(task.id, output.id, offset, limit) : [] };
   }
 
   /** A page of the snapshots of what the task read, in reading order. */

@@ -6,10 +6,8 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ROUTES, type ExportFormat, type OutputQuery } from '../../contract/index.js';
-import { QuarryError } from '../../errors.js';
 import { exportContentType, exportFileName, exportRows } from '../../outputs/export.js';
 import type { SourceSnapshotInfo } from '../../store/store.js';
-import { activeOutputOf } from '../../tasks/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { outputPageBody } from '../spliced-bodies.js';
 
@@ -23,11 +21,8 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
   const { queries, store } = app.deps;
 
   async function sendOutput(request: FastifyRequest, reply: FastifyReply, query: OutputQuery, taskId: string, outputId: string | undefined) {
-    const task = await queries.task(request.accountId, taskId);
-    const id = outputId ?? activeOutputOf(task);
-    if (!id) return reply.type('application/json; charset=utf-8').send(outputPageBody(0, [], null));
-    const output = task.spec.outputs.find((o) => o.id === id);
-    if (!output) throw new QuarryError('not_found', `Task "${task.id}" has no output "${id}". GET /task/${task.id}/outputs lists them.`);
+    const { task, output } = await queries.output(request.accountId, taskId, outputId);
+    if (!output) return reply.type('application/json; charset=utf-8').send(outputPageBody(0, [], null));
     const format = wantedFormat(request, query);
     if (format !== 'json') {
       const body = Readable.from(exportRows(output, store.rows.iterate(task.id, output.id), format));
@@ -36,10 +31,7 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
         .header('Content-Disposition', `attachment; filename="${exportFileName(output, format)}"`)
         .send(body);
     }
-    const { limit = 100, offset = 0 } = query;
-    const stats = await store.rows.stats(task.id);
-    const total = stats.find((s) => s.outputId === id)?.rowCount ?? 0;
-    const rows = offset < total ? await store.rows.read(task.id, id, offset, limit) : [];
+    const { total, rows } = await queries.rows(task, output, query.offset ?? 0, query.limit ?? 100);
     return reply.type('application/json; charset=utf-8').send(outputPageBody(total, rows, { id: output.id, kind: output.kind, path: output.path }));
   }
 

@@ -1,0 +1,80 @@
+/**
+ * `/mcp`: Quarry as an MCP server over the Streamable HTTP transport (decisions §15.4), with the
+ * official SDK. Stateless: each POST gets its own server and transport and no session id is
+ * issued, so any process that serves the API (an `--role api` node of a cluster too) answers any
+ * request, and a task started by an agent outlives the agent's connection. The API key is checked
+ * by the same request gate as every keyed route.
+ *
+ * The SDK's low-level `Server` is used rather than `McpServer`: it takes the tools' JSON Schemas
+ * as they are, so their arguments and results are the contract's (contract/mcp.ts), not a copy
+ * of them in another schema language.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { MCP_TOOLS, type McpToolName } from '../../contract/index.js';
+import { QuarryError } from '../../errors.js';
+import { createMcpTools } from './mcp-tools.js';
+
+const SERVER_INFO = { name: 'quarry', title: 'Quarry research tasks', version: '1.1.0' };
+const INSTRUCTIONS =
+  'Quarry runs durable research tasks: start_task returns at once; wait_for_task (up to 50 s a call, with progress) until active is false; ' +
+  'read_rows for the results with their sources. A task keeps running when you disconnect; continue_task queues a message while it works.';
+
+/** The tools as tools/list shows them: the contract's schemas, as JSON. */
+const TOOL_LIST = (Object.keys(MCP_TOOLS) as McpToolName[]).map((name) => ({
+  name,
+  description: MCP_TOOLS[name].description,
+  inputSchema: JSON.parse(JSON.stringify(MCP_TOOLS[name].input)) as { type: 'object' },
+  outputSchema: JSON.parse(JSON.stringify(MCP_TOOLS[name].output)) as { type: 'object' },
+}));
+
+export async function mcpRoutes(app: FastifyInstance): Promise<void> {
+  const { commands, queries, bus, logger } = app.deps;
+  const tools = createMcpTools({ commands, queries, bus, logger });
+
+  /** One MCP server for one request, acting as the request's account. */
+  function serverFor(request: FastifyRequest, signal: AbortSignal) {
+    const server = new Server(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+    server.setRequestHandler(CallToolRequestSchema, async (call, extra) => {
+      if (!(call.params.name in MCP_TOOLS)) throw new McpError(ErrorCode.InvalidParams, `No tool "${call.params.name}": the tools are ${Object.keys(MCP_TOOLS).join(', ')}.`);
+      const token = call.params._meta?.progressToken;
+      return tools.call(call.params.name, call.params.arguments, {
+        accountId: request.accountId,
+        requestId: request.id,
+        signal,
+        async progress(progress, message) {
+          if (token === undefined) return;
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } });
+        },
+      });
+    });
+    return server;
+  }
+
+  app.post('/mcp', { schema: { hide: true }, config: { auth: 'key' } }, async (request, reply) => {
+    const closed = new AbortController();
+    const server = serverFor(request, closed.signal);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // The transport writes the answer (JSON or an SSE stream of progress, then the result) itself;
+    // the headers set so far (X-Request-ID, CORS) go with it.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+    reply.hijack();
+    reply.raw.on('close', () => {
+      closed.abort(new Error('the MCP client closed the connection'));
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+  });
+
+  // Stateless: no standalone stream to GET, no session to DELETE (the MCP clients expect 405 here).
+  const notAllowed = async () => {
+    throw new QuarryError('method_not_allowed', 'MCP runs over POST /mcp here: there are no sessions, so no GET stream and nothing to DELETE.', { headers: { Allow: 'POST' } });
+  };
+  app.get('/mcp', { schema: { hide: true }, config: { auth: 'key' } }, notAllowed);
+  app.delete('/mcp', { schema: { hide: true }, config: { auth: 'key' } }, notAllowed);
+}
