@@ -24,6 +24,7 @@
  *
  * Results: tables on stdout and .bench/citations.json.
  */
+import crypto from 'node:crypto';
 import { CitationChecker, normalizeQuoteText, type CheckedSource } from '../src/outputs/citations.js';
 import { OPEN_POLICY } from '../src/net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../src/store/store.js';
@@ -124,12 +125,23 @@ function misquoted(raw: string): string {
   return `${raw.slice(0, mid)} approximatelyx${next < 0 ? '' : raw.slice(next)}`;
 }
 
+let snapshots = 0;
+
+/**
+ * A snapshot as the store keeps it. Each gets an id of its own, as stored snapshots do: the
+ * checker keeps normalized texts by id across calls, so a reused id would measure that cache.
+ */
 function snapshot(i: number, text: string): SourceSnapshotRecord {
   const url = `https://site${i}.example.com/reports/page-${i}`;
   return {
-    id: `src_bench${String(i).padStart(6, '0')}`, taskId: 'tsk_bench', url, finalUrl: url, uploadId: null, title: `Page ${i}`,
-    fetchedAt: '2030-01-01T00:00:00.000Z', sha256: '', bytes: Buffer.byteLength(text), text,
+    id: `src_bench${String(++snapshots).padStart(8, '0')}`, taskId: 'tsk_bench', url, finalUrl: url, uploadId: null, title: `Page ${i}`,
+    fetchedAt: '2030-01-01T00:00:00.000Z', sha256: crypto.createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text), text,
   };
+}
+
+/** The same snapshot under a new id: never normalized before, as a page just read. */
+function unseen(s: SourceSnapshotRecord): SourceSnapshotRecord {
+  return { ...s, id: `src_bench${String(++snapshots).padStart(8, '0')}` };
 }
 
 // ---- timing ---------------------------------------------------------------------------------------
@@ -174,8 +186,9 @@ function rowsCase(pageKb: number, found: boolean) {
   const bare: number[] = [];
   for (let rep = 0; rep < REPS; rep++) {
     let checker!: CitationChecker;
+    const fresh = snapshots.map(unseen);
     cold.push(ms(() => {
-      checker = new CitationChecker(snapshots, OPEN_POLICY);
+      checker = new CitationChecker(fresh, OPEN_POLICY);
       checkAll(checker);
     }));
     warm.push(ms(() => checkAll(checker)));
@@ -217,8 +230,9 @@ function sizeCase(mb: number) {
   const bare: number[] = [];
   for (let rep = 0; rep < REPS; rep++) {
     let checker!: CitationChecker;
+    const fresh = unseen(s);
     first.push(ms(() => {
-      checker = new CitationChecker([s], OPEN_POLICY);
+      checker = new CitationChecker([fresh], OPEN_POLICY);
       checkOnce(checker);
     }));
     repeated.push(ms(() => {

@@ -6,8 +6,8 @@
  *
  *   1. cost   CPU per create-with-its-turn, without any endpoint (A) and with one endpoint that
  *             takes every turn's end (B): BENCH_WEBHOOK_TURNS creates at 32 in flight per round,
- *             rounds A B A B, each measured until every turn ended (and, in B, every delivery
- *             arrived). The difference is what a delivery adds to a turn: the outbox row written
+ *             rounds A B A B after a warm-up round, each measured until every turn ended (and, in
+ *             B, every delivery arrived). The difference is what a delivery adds to a turn: the outbox row written
  *             with the turn's end, the claim, the signed POST and the recorded attempt.
  *   2. drain  Deliveries per second out of a backlog: Quarry is stopped, BENCH_WEBHOOK_BACKLOG
  *             deliveries (copies of a real one) are put into its outbox, and Quarry is started
@@ -63,6 +63,8 @@ async function round_(q: QuarryProcess, receiver: string, deliveries: number): P
 }
 
 async function benchCost(q: QuarryProcess, receiver: string) {
+  // A warm-up round, not counted: the first round would otherwise pay for the JIT.
+  await round_(q, receiver, 0);
   const rounds: { webhook: boolean; cpuMsPerTurn: number; seconds: number }[] = [];
   for (const webhook of [false, true, false, true]) {
     let endpoint: string | undefined;

@@ -59,22 +59,24 @@ export function normalizeQuoteText(text: string): string {
 }
 
 /**
- * Normalized snapshot texts, by snapshot id, across calls: a snapshot never changes once stored,
- * and a large input is cited call after call. Bounded in characters; least recently used go first.
+ * Normalized snapshot texts across calls, by snapshot id and text hash: a snapshot never changes
+ * once stored, and a large input is cited call after call. Bounded in characters; least recently
+ * used go first.
  */
 const normalizedCache = new Map<string, string>();
 const NORMALIZED_CACHE_CHARS = 64_000_000;
 let normalizedChars = 0;
 
 function normalizedSnapshot(snapshot: SourceSnapshotRecord): string {
-  let text = normalizedCache.get(snapshot.id);
+  const key = `${snapshot.id}:${snapshot.sha256}`;
+  let text = normalizedCache.get(key);
   if (text !== undefined) {
-    normalizedCache.delete(snapshot.id);
-    normalizedCache.set(snapshot.id, text);
+    normalizedCache.delete(key);
+    normalizedCache.set(key, text);
     return text;
   }
   text = normalizeQuoteText(snapshot.text);
-  normalizedCache.set(snapshot.id, text);
+  normalizedCache.set(key, text);
   normalizedChars += text.length;
   for (const [id, old] of normalizedCache) {
     if (normalizedChars <= NORMALIZED_CACHE_CHARS || normalizedCache.size <= 1) break;

@@ -13,7 +13,7 @@ import type { WebhookConfig } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import type { AttemptResult, DeliveryRecord, Store } from '../store/store.js';
+import type { AttemptResult, DeliveryRecord, Store, WebhookEndpointRecord } from '../store/store.js';
 import { signatureHeader } from './signing.js';
 import { signingSecrets } from './webhooks.js';
 
@@ -85,8 +85,12 @@ export class WebhookDispatcher {
       const now = this.clock().getTime();
       const claimed = await this.opts.store.webhooks.claimDue(new Date(now).toISOString(), new Date(now + this.opts.config.timeoutMs + CLAIM_MARGIN_MS).toISOString(), free);
       if (claimed.length === free) this.claims.mayHaveWork = true;
+      // A claim often holds many deliveries to one endpoint: it is read once for them all.
+      const endpoints = new Map<string, Promise<WebhookEndpointRecord | undefined>>();
       for (const delivery of claimed) {
-        const attempt = this.attempt(delivery)
+        let endpoint = endpoints.get(delivery.endpointId);
+        if (!endpoint) endpoints.set(delivery.endpointId, (endpoint = this.opts.store.webhooks.getEndpoint(delivery.endpointId)));
+        const attempt = this.attempt(delivery, endpoint)
           .catch((err) => this.logFailure(err, 'recording a webhook attempt failed', delivery))
           .finally(() => {
             this.inFlight.delete(attempt);
@@ -97,9 +101,9 @@ export class WebhookDispatcher {
     }
   }
 
-  private async attempt(delivery: DeliveryRecord): Promise<void> {
+  private async attempt(delivery: DeliveryRecord, endpointRead: Promise<WebhookEndpointRecord | undefined>): Promise<void> {
     const { store, logger } = this.opts;
-    const endpoint = await store.webhooks.getEndpoint(delivery.endpointId);
+    const endpoint = await endpointRead;
     // Deleted since it was claimed: its deliveries went with it.
     if (!endpoint) return;
     const result = await this.send(delivery, endpoint.url, signingSecrets(endpoint, this.clock().getTime()));
