@@ -13,7 +13,7 @@ import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelTo
 import { fitToContext } from './context-window.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
-import { toolContext, type AgentTool } from './tools/tool.js';
+import { toolContext, type AgentTool, type ToolResult } from './tools/tool.js';
 import type { Charge, StoredStep, TurnPort } from './turn-port.js';
 import { sleep } from '../sleep.js';
 
@@ -233,8 +233,10 @@ export class Agent {
     }
     await port.tool({ call_id: call.id, name: call.name, state: 'started', input: capStrings(input), summary: null, duration_ms: null });
     crashPoint('tool.started');
-    const finish = async (ok: boolean, summary: string, content: string) => {
-      await port.tool({ call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started, output: content });
+    const finish = async (ok: boolean, summary: string, content: string, rows?: ToolResult['rows']) => {
+      await port.tool({
+        call_id: call.id, name: call.name, state: ok ? 'finished' : 'failed', input: capStrings(input), summary, duration_ms: Date.now() - started, output: content, ...(rows ? { rows } : {}),
+      });
       return content;
     };
     const tool = this.tools.get(call.name);
@@ -250,7 +252,7 @@ export class Agent {
     }
     try {
       const result = await tool.run(input, toolContext(port, `${port.turnId}:${step}:${call.id}`));
-      return finish(!result.isError, result.summary, result.content);
+      return finish(!result.isError, result.summary, result.content, result.rows);
     } catch (err) {
       if (port.signal.aborted) throw port.signal.reason;
       return finish(false, `${tool.name} failed`, `Error: ${tool.name} failed: ${(err as Error).message}`);

@@ -46,6 +46,12 @@ export const ToolEvent = eventOf('tool', 'ToolEvent', 'A tool call started, fini
   summary: Nullable(Type.String()),
   duration_ms: Nullable(Type.Integer({ minimum: 0 })),
   output: Type.Optional(Type.String({ description: 'The full result the model was given (finished and failed calls).' })),
+  rows: Type.Optional(Type.Object({
+    output: Type.String(),
+    first_row: Type.Integer({ minimum: 1 }),
+    count: Type.Integer({ minimum: 0 }),
+    verified: Type.Integer({ minimum: 0, description: 'How many of them had every source verified.' }),
+  }, { description: 'A write_rows call that wrote: where its rows went (read them by _row).' })),
 });
 
 export const TextEvent = eventOf('text', 'TextEvent', 'A chunk of model text (coalesced about every 250 ms).', {

@@ -31,6 +31,7 @@ import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { mcpRoutes } from '../frontends/mcp/mcp-routes.js';
+import { a2aRoutes } from '../frontends/a2a/a2a-routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -211,6 +212,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(uploadRoutes);
     await app.register(webhookRoutes);
     await app.register(mcpRoutes);
+    await app.register(a2aRoutes);
     await app.register(adminRoutes);
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
     app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());

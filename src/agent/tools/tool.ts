@@ -31,6 +31,8 @@ export interface ToolResult {
   summary: string;
   /** A failed call: the model is told and may try again. */
   isError?: boolean;
+  /** Rows the call wrote (write_rows): carried by the `tool` event for clients that follow rows as they come. */
+  rows?: { output: string; first_row: number; count: number; verified: number };
 }
 
 export interface AgentTool<Args = never> {

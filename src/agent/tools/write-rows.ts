@@ -130,7 +130,11 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
     let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${verifiedRows} of them verified.`;
     if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources or cite them in a later call.`;
     if (problems.length > 0) content += ` These sources could not be verified:\n${listed(problems).join('\n')}`;
-    return { content, summary: `wrote ${written.count} rows${from} to ${output.id} (${verifiedRows} verified)` };
+    return {
+      content,
+      summary: `wrote ${written.count} rows${from} to ${output.id} (${verifiedRows} verified)`,
+      rows: { output: output.id, first_row: written.firstRow, count: written.count, verified: verifiedRows },
+    };
   },
 };
 

@@ -1071,6 +1071,14 @@ export type components = {
             duration_ms: number | null;
             /** @description The full result the model was given (finished and failed calls). */
             output?: string;
+            /** @description A write_rows call that wrote: where its rows went (read them by _row). */
+            rows?: {
+                output: string;
+                first_row: number;
+                count: number;
+                /** @description How many of them had every source verified. */
+                verified: number;
+            };
         };
         /** @description The error a turn failed with: the members of its `error` event. */
         TurnFailure: {

@@ -1,0 +1,177 @@
+/**
+ * Quarry as an A2A v1.0 agent (decisions §15.4): the agent card at
+ * `GET /.well-known/agent-card.json` (public) and JSON-RPC at `POST /a2a` (the API key, checked
+ * by the request gate like every keyed route). The SDK's JsonRpcTransportHandler reads the
+ * envelope and calls our handler; the two streaming methods are written here as SSE, because
+ * each frame carries `id: <seq>` of the task event it comes from (the SDK's own writer sends no
+ * ids), so a client resumes with `Last-Event-ID` and loses and repeats nothing.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AgentCard, SendMessageRequest, StreamResponse, SubscribeToTaskRequest } from '@a2a-js/sdk';
+import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
+import { VersionNotSupportedError } from '@a2a-js/sdk/errors';
+import { openStream } from '../../http/sse.js';
+import { publicBaseUrl } from '../../http/public-url.js';
+import { A2A_VERSION, buildAgentCard } from './agent-card.js';
+import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
+import { callContext, QuarryA2AHandler, type A2ACall } from './a2a-handler.js';
+import type { Frame } from './task-mapping.js';
+
+type RpcId = string | number | null;
+
+/** How long a stream waits for a client that stopped reading before it gives up on it. */
+const DRAIN_TIMEOUT_MS = 30_000;
+
+const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask']);
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The request's JSON-RPC id, for answers about a request the SDK never reads (a refused version). */
+function idOf(body: unknown): RpcId {
+  const id = isObject(body) ? body.id : undefined;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
+}
+
+/**
+ * A well-formed call of a streaming method (the SDK's envelope rules: jsonrpc 2.0, a string,
+ * integer or null id, an object of params); anything else goes to the SDK, which answers it.
+ */
+function streamCall(body: unknown): { method: string; id: RpcId; params: Record<string, unknown> } | null {
+  if (!isObject(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string' || !STREAM_METHODS.has(body.method)) return null;
+  if ('id' in body && body.id !== null && typeof body.id !== 'string' && !(typeof body.id === 'number' && Number.isInteger(body.id))) return null;
+  if (!isObject(body.params) || Object.keys(body.params).some((k) => k === '')) return null;
+  return { method: body.method, id: idOf(body), params: body.params };
+}
+
+function errorEnvelope(id: RpcId, err: unknown) {
+  return { jsonrpc: '2.0' as const, id, error: JsonRpcTransportHandler.mapToJSONRPCError(err) };
+}
+
+/** One header's value (the first, if sent more than once). */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
+  const { commands, queries, store, bus, config } = fastify.deps;
+  const handler = new QuarryA2AHandler({ commands, queries, store, bus, config, logger: fastify.log });
+  const rpc = new JsonRpcTransportHandler(handler);
+  // The versions /a2a accepts are the card's; they do not depend on the URL it is served at.
+  const versionCard = buildAgentCard('');
+
+  // A body that is not JSON is JSON-RPC's parse error on /a2a; every other failure is answered as anywhere else.
+  fastify.setErrorHandler((err: FastifyError, request, reply) => {
+    if (request.routeOptions.url === '/a2a' && err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+      return reply.code(200).send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } });
+    }
+    throw err;
+  });
+
+  fastify.get('/.well-known/agent-card.json', { schema: { hide: true }, config: { auth: 'none' } }, async (request) => {
+    return AgentCard.toJSON(buildAgentCard(publicBaseUrl(request, config.publicUrl)));
+  });
+
+  fastify.post('/a2a', { schema: { hide: true }, config: { auth: 'key' } }, async (request, reply) => {
+    const body = request.body;
+    const closed = new AbortController();
+    const call: A2ACall = { accountId: request.accountId, baseUrl: publicBaseUrl(request, config.publicUrl), headers: request.headers, signal: closed.signal };
+    // The SDK reads a missing header as 0.3; this endpoint speaks 1.0 only, so that is what a request without one gets.
+    const version = headerValue(request.headers['a2a-version'])?.trim() || A2A_VERSION;
+    const context = callContext(call, version);
+    try {
+      validateVersion(version, versionCard, 'JSONRPC');
+    } catch (err) {
+      const message = err instanceof Error ? err.message : `A2A-Version ${version} is not supported.`;
+      return reply.send(errorEnvelope(idOf(body), new VersionNotSupportedError({ message: `${message} This agent speaks A2A ${A2A_VERSION}.`, metadata: quarryMetadata('invalid_request', { retryable: false }) })));
+    }
+
+    const stream = streamCall(body);
+    if (!stream) {
+      // Not an object (no body, an array, a bare value): the SDK answers it as an invalid request.
+      const out = await rpc.handle(isObject(body) ? body : {}, context);
+      if (Symbol.asyncIterator in out) {
+        // Streaming methods are taken above; a stream reaching here has no ids to give.
+        return writeFrames(request, reply, idOf(body), toFrames(out), closed);
+      }
+      return reply.send(out);
+    }
+    let frames: AsyncGenerator<Frame, void, undefined>;
+    try {
+      frames = stream.method === 'SendStreamingMessage'
+        ? await handler.openMessageStream(parse(SendMessageRequest, stream.params), context)
+        : await handler.openSubscription(parse(SubscribeToTaskRequest, stream.params), context);
+    } catch (err) {
+      // Refused before it started (no such task, out of credits): a plain JSON-RPC error, which the client throws as the typed error.
+      return reply.send(errorEnvelope(stream.id, toA2AError(err, request.log)));
+    }
+    await writeFrames(request, reply, stream.id, frames, closed, config.pingIntervalMs);
+  });
+}
+
+function parse<T>(codec: { fromJSON(value: unknown): T }, params: Record<string, unknown>): T {
+  try {
+    return codec.fromJSON(params);
+  } catch (err) {
+    throw malformed(`Invalid method parameters: ${err instanceof Error ? err.message : String(err)}`, 'params');
+  }
+}
+
+/** JSON-RPC answers the SDK streamed, as frames without an id. */
+async function* toFrames(out: AsyncGenerator<{ result?: unknown }, void, undefined>): AsyncGenerator<Frame, void, undefined> {
+  for await (const answer of out) yield { id: null, response: StreamResponse.fromJSON(answer.result) };
+}
+
+/**
+ * Writes the frames as SSE until they end or the client leaves: `id: <seq>` on each frame that
+ * has one, `: ping` comments while nothing happens, and a client that stops reading is waited for
+ * (bounded) rather than buffered for. A failure mid-stream is an `error` event, then the end.
+ */
+async function writeFrames(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  rpcId: RpcId,
+  frames: AsyncGenerator<Frame, void, undefined>,
+  closed: AbortController,
+  pingIntervalMs = 15_000,
+): Promise<void> {
+  const raw = openStream(request, reply);
+  const onClose = () => closed.abort();
+  raw.on('close', onClose);
+  const ping = setInterval(() => {
+    if (!raw.destroyed) raw.write(': ping\n\n');
+  }, pingIntervalMs);
+  const drained = () => new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(false), DRAIN_TIMEOUT_MS);
+    const onDrain = () => done(true);
+    const onGone = () => done(false);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      raw.off('drain', onDrain);
+      raw.off('close', onGone);
+      resolve(ok);
+    };
+    raw.once('drain', onDrain);
+    raw.once('close', onGone);
+  });
+  try {
+    for await (const frame of frames) {
+      if (raw.destroyed) break;
+      const data = JSON.stringify({ jsonrpc: '2.0', id: rpcId, result: StreamResponse.toJSON(frame.response) });
+      const text = frame.id === null ? `data: ${data}\n\n` : `id: ${frame.id}\ndata: ${data}\n\n`;
+      if (!raw.write(text) && !(await drained())) {
+        request.log.info('A2A stream client stopped reading; disconnected');
+        raw.destroy();
+        break;
+      }
+    }
+  } catch (err) {
+    if (!raw.destroyed) raw.write(`event: error\ndata: ${JSON.stringify(errorEnvelope(rpcId, toA2AError(err, request.log)))}\n\n`);
+  } finally {
+    clearInterval(ping);
+    raw.off('close', onClose);
+    closed.abort();
+    if (!raw.destroyed) raw.end();
+  }
+}
