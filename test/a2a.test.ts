@@ -205,6 +205,11 @@ describe('A2A endpoint', () => {
     assert.equal(stateName(spec.status?.state), 'TASK_STATE_COMPLETED');
     assert.equal(spec.metadata?.['quarry/task'].name, 'EU makers');
     assert.ok(rowsOf(spec).length >= 2);
+
+    // A contextId the client made up for a new conversation starts a task; only a taskId names one.
+    const fresh = await send(client, { ...message(`New conversation ${scripted(async () => ({ text: 'ok' }))}`), contextId: `ctx-${randomUUID()}` }, true);
+    assert.match(fresh.id, /^tsk_/);
+    assert.equal(fresh.contextId, fresh.id);
   });
 
   it('SendStreamingMessage streams the task, then its events in order with their seq as SSE id, ending with a terminal status', async () => {

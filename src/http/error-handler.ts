@@ -81,7 +81,7 @@ export function validationError(errors: AjvError[], context: string): QuarryErro
   return new QuarryError('validation_failed', `${param} ${first.msg}`, { param, detail });
 }
 
-function toQuarryError(err: FastifyError & { validation?: AjvError[]; validationContext?: string }): QuarryError | null {
+export function toQuarryError(err: FastifyError & { validation?: AjvError[]; validationContext?: string }): QuarryError | null {
   if (err instanceof QuarryError) return err;
   if (err.validation) return validationError(err.validation, err.validationContext ?? 'body');
   switch (err.code) {

@@ -3,10 +3,10 @@
  * its ErrorInfo metadata (`quarry_code`), so a client can act on it exactly as on the REST
  * answer with that code; the A2A error class (and so the JSON-RPC code) is the nearest A2A one.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyError } from 'fastify';
 import { A2AError, RequestMalformedError, TaskNotFoundError, type A2AErrorInfo } from '@a2a-js/sdk/errors';
 import { QuarryError } from '../../errors.js';
-import { isStoreUnavailable } from '../../store/store-errors.js';
+import { toQuarryError } from '../../http/error-handler.js';
 
 /**
  * A Quarry refusal A2A has no error for (out of credits, a queue that is full, a store that cannot
@@ -51,9 +51,8 @@ export function toA2AError(err: unknown, log?: FastifyBaseLogger): A2AError {
     if (err.code === 'invalid_request') return new RequestMalformedError({ message: err.message, metadata });
     return new QuarryA2AError(err.code, err.message, metadata);
   }
-  if (isStoreUnavailable(err)) {
-    return new QuarryA2AError('service_unavailable', 'Task state cannot be read right now: resend shortly.', quarryMetadata('service_unavailable', { retryable: true, retry_after: 1 }));
-  }
+  const known = err instanceof Error ? toQuarryError(err as FastifyError) : null;
+  if (known) return toA2AError(known, log);
   log?.error({ err }, 'A2A request failed');
   return new QuarryA2AError('internal_error', 'Something went wrong on our side.', quarryMetadata('internal_error', { retryable: true }));
 }

@@ -117,8 +117,8 @@ function readMessage(message: Message | undefined): Submission {
   if (message.taskId && message.contextId && message.taskId !== message.contextId) {
     throw malformed('contextId is the task id here: give the same taskId and contextId, or only one of them.', 'message.contextId');
   }
-  // A Quarry task is its own context, so a contextId names the task as much as a taskId does.
-  const taskId = message.taskId || message.contextId || null;
+  // Only a taskId names an existing task: clients make up a contextId for a new conversation.
+  const taskId = message.taskId || null;
   return { text: texts.join('\n\n').trim(), start, taskId };
 }
 

@@ -69,13 +69,18 @@ export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
     throw err;
   });
 
-  fastify.get('/.well-known/agent-card.json', { schema: { hide: true }, config: { auth: 'none' } }, async (request) => {
+  fastify.get('/.well-known/agent-card.json', { schema: { hide: true }, config: { auth: 'none' } }, async (request, reply) => {
+    // Built from the request's Host when QUARRY_PUBLIC_URL is unset: no shared cache may keep one host's card for another.
+    if (!config.publicUrl) reply.header('Cache-Control', 'no-store');
     return AgentCard.toJSON(buildAgentCard(publicBaseUrl(request, config.publicUrl)));
   });
 
   fastify.post('/a2a', { schema: { hide: true }, config: { auth: 'key' } }, async (request, reply) => {
     const body = request.body;
     const closed = new AbortController();
+    // A client that leaves before its stream opens (or during a blocking send) ends the waits for it.
+    reply.raw.once('close', () => closed.abort());
+    if (request.raw.socket.destroyed) closed.abort();
     const call: A2ACall = { accountId: request.accountId, baseUrl: publicBaseUrl(request, config.publicUrl), headers: request.headers, signal: closed.signal };
     // The SDK reads a missing header as 0.3; this endpoint speaks 1.0 only, so that is what a request without one gets.
     const version = headerValue(request.headers['a2a-version'])?.trim() || A2A_VERSION;

@@ -64,8 +64,9 @@ export async function mcpRoutes(app: FastifyInstance): Promise<void> {
     reply.hijack();
     reply.raw.on('close', () => {
       closed.abort(new Error('the MCP client closed the connection'));
-      void transport.close();
-      void server.close();
+      const log = (err: unknown) => logger.debug({ err }, 'closing an MCP request failed');
+      transport.close().catch(log);
+      server.close().catch(log);
     });
     await server.connect(transport);
     await transport.handleRequest(request.raw, reply.raw, request.body);

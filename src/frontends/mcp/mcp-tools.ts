@@ -6,9 +6,11 @@
  * in `_meta["quarry/error"]`, and its code at the start of the text.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
+import type { FastifyError } from 'fastify';
 import type { Logger } from 'pino';
 import { MAX_MCP_WAIT_SECONDS, MCP_TOOLS, type McpToolArgs, type McpToolName, type OutputPage, type Task, type TaskState } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
+import { toQuarryError, validationError } from '../../http/error-handler.js';
 import type { EventBus } from '../../events/event-bus.js';
 import type { EventRecord } from '../../store/store.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
@@ -85,19 +87,28 @@ export function createMcpTools(deps: McpToolDeps) {
     },
     async wait_for_task(args, call) {
       const timeout = Math.min(args.timeout_s ?? 30, MAX_MCP_WAIT_SECONDS);
+      // The task must be this account's before any of its events is listened to.
+      const now = await queries.state(call.accountId, args.task_id);
+      if (!now.active) return { result: now, text: describeState(now) };
       // Every event of the task while it is waited on is a step of progress.
       let seen = 0;
       const unsubscribe = bus.subscribe(args.task_id, (event) => {
         void call.progress(++seen, eventLine(event)).catch(() => {});
       });
+      let onAbort = () => {};
       try {
         const state = await Promise.race([
           queries.state(call.accountId, args.task_id, timeout),
-          new Promise<never>((_, reject) => call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true })),
+          new Promise<never>((_, reject) => {
+            onAbort = () => reject(call.signal.reason);
+            if (call.signal.aborted) onAbort();
+            else call.signal.addEventListener('abort', onAbort, { once: true });
+          }),
         ]);
         return { result: state, text: describeState(state) };
       } finally {
         unsubscribe();
+        call.signal.removeEventListener('abort', onAbort);
       }
     },
     async read_rows(args, call) {
@@ -135,17 +146,17 @@ export function createMcpTools(deps: McpToolDeps) {
     const tool = name as McpToolName;
     const args = structuredClone(rawArgs ?? {});
     const validate = validators.get(tool)!;
-    if (!validate(args)) {
-      const e = validate.errors![0]!;
-      const field = e.instancePath.slice(1).replaceAll('/', '.') || (e.params as { missingProperty?: string }).missingProperty || 'arguments';
-      return refusal(QuarryError.validation(field, `${field} ${e.message ?? 'is invalid'}`), context);
-    }
+    // Named as a REST body's fields are (param, detail), the arguments being the body.
+    if (!validate(args)) return refusal(validationError(validate.errors!, 'body'), context);
     try {
       const { result, text } = await (handlers[tool] as (a: unknown, c: McpCall) => Promise<{ result: unknown; text: string }>)(args, context);
       return { content: [{ type: 'text', text }], structuredContent: result as Record<string, unknown> };
     } catch (err) {
       if (err instanceof QuarryError) return refusal(err, context);
       if (context.signal.aborted) throw err;
+      // A store outage is service_unavailable with retry_after, as on every route.
+      const known = err instanceof Error ? toQuarryError(err as FastifyError) : null;
+      if (known) return refusal(known, context);
       deps.logger.error({ err, tool, request_id: context.requestId }, 'an MCP tool failed');
       return refusal(new QuarryError('internal_error'), context);
     }
