@@ -282,6 +282,9 @@ describe('A2A endpoint', () => {
     const events = await taskEvents(h, task.id);
     assert.equal(events.at(-1).outcome, 'stopped');
     assert.equal(stateName((await client.getTask({ tenant: '', id: task.id })).status?.state), 'TASK_STATE_CANCELED');
+    // Still CANCELED once the stop lies further back than the events a Task is read from.
+    for (let i = 0; i < 105; i++) assert.equal((await h.request('PATCH', `/task/${task.id}`, { body: { pinned: i % 2 === 0 } })).status, 200);
+    assert.equal(stateName((await client.getTask({ tenant: '', id: task.id })).status?.state), 'TASK_STATE_CANCELED');
   });
 
   it('a message to an existing task continues it: queued while a turn runs, then run', async () => {

@@ -163,6 +163,8 @@ export interface TurnsRepository {
   /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
   releaseLeases(owner?: string): Promise<number>;
   listByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;
+  /** How the task's last ended turn ended (completed, failed or stopped; cancelled queued messages do not count); undefined before any. */
+  lastOutcome(taskId: string): Promise<'completed' | 'failed' | 'stopped' | undefined>;
   /** Messages and instructions of the task's turns up to and including `upToTurnId`, oldest first. */
   listInputs(taskId: string, upToTurnId: string): Promise<string[]>;
 }

@@ -211,6 +211,20 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal(await store.turns.nextQueued(t.id), undefined);
     });
 
+    it('tells how the last ended turn ended, not counting cancelled messages', async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      assert.equal(await store.turns.lastOutcome(t.id), undefined, 'no turn has ended');
+      const first = turn(t.id, accountId, { status: 'completed', endedAt: '2030-01-01T00:00:01.000Z' });
+      const second = turn(t.id, accountId, { status: 'stopped', endedAt: '2030-01-01T00:00:02.000Z' });
+      const cancelled = turn(t.id, accountId, { status: 'cancelled', endedAt: '2030-01-01T00:00:03.000Z' });
+      const running = turn(t.id, accountId, { status: 'running' });
+      for (const x of [first, second, cancelled, running]) await store.turns.insert(x);
+      assert.equal(await store.turns.lastOutcome(t.id), 'stopped');
+      await store.turns.update(running.id, { status: 'failed', endedAt: '2030-01-01T00:00:04.000Z' });
+      assert.equal(await store.turns.lastOutcome(t.id), 'failed');
+    });
+
     it('lists turn inputs in order and skips queued ones', async () => {
       const t = task(accountId);
       await store.tasks.insert(t);

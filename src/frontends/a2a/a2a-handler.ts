@@ -305,6 +305,8 @@ export class QuarryA2AHandler implements A2ARequestHandler {
   private async toTask(task: TaskRecord, call: A2ACall, opts: { artifacts: boolean; recent?: number }): Promise<A2ATask> {
     const { store, queries } = this.deps;
     const recap = recapOf(await store.events.last(task.id, opts.recent ?? 100));
+    // The last turn may have ended further back than the events read (many updates since): its row says how.
+    if (recap.outcome === null && !task.currentTurnId) recap.outcome = (await store.turns.lastOutcome(task.id)) ?? null;
     // A failed turn's error can lie further back than the events read (a long closing text).
     if (task.lastErrorSeq != null && !recap.error) {
       const failure = await queries.lastTurnError(task);

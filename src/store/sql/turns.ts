@@ -144,6 +144,12 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     return rows.map(toTurn);
   }
 
+  async lastOutcome(taskId: string): Promise<'completed' | 'failed' | 'stopped' | undefined> {
+    const r = await this.db.selectFrom('turns').select('status').where('task_id', '=', taskId).where('status', 'in', ['completed', 'failed', 'stopped'])
+      .orderBy('ended_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
+    return r?.status as 'completed' | 'failed' | 'stopped' | undefined;
+  }
+
   async listInputs(taskId: string, upToTurnId: string): Promise<string[]> {
     const { rows } = await this.runCompiled('turns.listInputs', [taskId, upToTurnId, 'queued', 'cancelled'], () =>
       this.db
