@@ -23,7 +23,7 @@ import type { TaskReply } from '../../tasks/task-service.js';
 import { buildAgentCard } from './agent-card.js';
 import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
 import { followEvents } from './event-follower.js';
-import { EventFrames, readArtifacts, recapOf, toA2ATask, type Frame } from './task-mapping.js';
+import { EventFrames, readArtifacts, recapOf, taskRowBudget, toA2ATask, type Frame, type RowBudget } from './task-mapping.js';
 
 export interface A2AHandlerDeps {
   commands: TaskCommands;
@@ -242,7 +242,11 @@ export class QuarryA2AHandler implements A2ARequestHandler {
         records = page.tasks;
         nextPageToken = page.nextCursor ?? '';
       }
-      let tasks = await Promise.all(records.map((task) => this.toTask(task, call, { artifacts: params.includeArtifacts === true, recent: 20 })));
+      // With artifacts, one byte budget for the page (read in turn): a page is not a hundred tasks' worth.
+      const budget = taskRowBudget();
+      let tasks: A2ATask[] = [];
+      if (params.includeArtifacts === true) for (const task of records) tasks.push(await this.toTask(task, call, { artifacts: true, recent: 20, budget }));
+      else tasks = await Promise.all(records.map((task) => this.toTask(task, call, { artifacts: false, recent: 20 })));
       // Filters apply to the page as listed, so a page may hold fewer than pageSize tasks.
       if (params.status) tasks = tasks.filter((t) => t.status?.state === params.status);
       if (after !== undefined) tasks = tasks.filter((t) => Date.parse(t.status?.timestamp ?? '') >= after);
@@ -302,7 +306,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
 
   // ---- shared ---------------------------------------------------------------------------------
 
-  private async toTask(task: TaskRecord, call: A2ACall, opts: { artifacts: boolean; recent?: number }): Promise<A2ATask> {
+  private async toTask(task: TaskRecord, call: A2ACall, opts: { artifacts: boolean; recent?: number; budget?: RowBudget }): Promise<A2ATask> {
     const { store, queries } = this.deps;
     const recap = recapOf(await store.events.last(task.id, opts.recent ?? 100));
     // The last turn may have ended further back than the events read (many updates since): its row says how.
@@ -312,7 +316,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       const failure = await queries.lastTurnError(task);
       if (failure) recap.error = JSON.parse(failure.data) as { error: string; message: string };
     }
-    const artifacts = opts.artifacts ? (await readArtifacts(store, task, call.baseUrl)).artifacts : [];
+    const artifacts = opts.artifacts ? (await readArtifacts(store, task, call.baseUrl, opts.budget)).artifacts : [];
     return toA2ATask(task, { recap, artifacts });
   }
 

@@ -128,19 +128,28 @@ function outputsUrl(baseUrl: string, taskId: string, outputId: string): string {
   return `${baseUrl}/task/${encodeURIComponent(taskId)}/outputs/${encodeURIComponent(outputId)}`;
 }
 
-/** One artifact per output of the spec, with its first rows (MAX_ARTIFACT_ROWS, and a byte budget per task). */
-export async function readArtifacts(store: Store, task: TaskRecord, baseUrl: string): Promise<TaskArtifacts> {
+/** Bytes of rows an answer may still carry; one budget spans every task of a list. */
+export interface RowBudget {
+  bytes: number;
+}
+
+export const taskRowBudget = (): RowBudget => ({ bytes: MAX_TASK_ROW_BYTES });
+
+/** One artifact per output of the spec, with its first rows (MAX_ARTIFACT_ROWS per output, within `budget`). */
+export async function readArtifacts(store: Store, task: TaskRecord, baseUrl: string, budget: RowBudget = taskRowBudget()): Promise<TaskArtifacts> {
   const stats = await store.rows.stats(task.id);
   const rowCounts = new Map(stats.map((s) => [s.outputId, s.rowCount]));
-  let budget = MAX_TASK_ROW_BYTES;
   const artifacts: Artifact[] = [];
   for (const output of task.spec.outputs) {
     const total = rowCounts.get(output.id) ?? 0;
-    const stored = total > 0 && budget > 0 ? await store.rows.read(task.id, output.id, 0, Math.min(total, MAX_ARTIFACT_ROWS)) : [];
+    const stored = total > 0 && budget.bytes > 0 ? await store.rows.read(task.id, output.id, 0, Math.min(total, MAX_ARTIFACT_ROWS)) : [];
     const parts: Part[] = [];
     for (const row of stored) {
-      if (row.length > budget) break;
-      budget -= row.length;
+      if (row.length > budget.bytes) {
+        budget.bytes = 0;
+        break;
+      }
+      budget.bytes -= row.length;
       parts.push(dataPart(JSON.parse(row.toString('utf8'))));
     }
     artifacts.push(outputArtifact(output, parts, {
