@@ -70,10 +70,10 @@ export class TaskCommands {
    * `wait: true` or any positive integer (legacy) blocks until the change's turn ends, at most
    * maxBlockSeconds (decisions §4); the answer is then the task as it stands, with 200.
    */
-  async settle(accountId: string, reply: TaskReply, wait: boolean | number | undefined): Promise<TaskReply> {
+  async settle(accountId: string, reply: TaskReply, wait: boolean | number | undefined, signal?: AbortSignal): Promise<TaskReply> {
     const blocks = wait === true || (typeof wait === 'number' && wait > 0);
     if (!blocks || !reply.turnId) return reply;
-    await this.opts.tasks.waitForTurn(reply.task.task_id, reply.turnId, this.opts.maxBlockSeconds * 1000);
+    await this.opts.tasks.waitForTurn(reply.task.task_id, reply.turnId, this.opts.maxBlockSeconds * 1000, signal);
     const task = await this.opts.queries.task(accountId, reply.task.task_id, { includeDeleted: true });
     return { ...reply, statusCode: 200, task: toTaskView(task) };
   }

@@ -57,11 +57,11 @@ export class TaskQueries {
   }
 
   /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
-  async state(accountId: string, taskId: string, waitSeconds = 0): Promise<TaskState> {
+  async state(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<TaskState> {
     let state = await this.store.tasks.getState(taskId);
     if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
     if (waitSeconds > 0 && state.currentTurnId) {
-      await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000);
+      await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000, signal);
       state = (await this.store.tasks.getState(taskId))!;
     }
     const { turn } = state;

@@ -187,18 +187,22 @@ export class TaskService {
   }
 
   /**
-   * Resolves when the turn has ended or `timeoutMs` passed, whichever is first (long-polls and
-   * `wait: true`). Listens before it looks, so an end between the two is not missed.
+   * Resolves when the turn has ended, `timeoutMs` passed or `signal` aborted (the waiting client
+   * left), whichever is first (long-polls, `wait: true`, MCP and A2A waits). Listens before it
+   * looks, so an end between the two is not missed.
    */
-  async waitForTurn(taskId: string, turnId: string, timeoutMs: number): Promise<void> {
-    if (timeoutMs <= 0) return;
+  async waitForTurn(taskId: string, turnId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (timeoutMs <= 0 || signal?.aborted) return;
     let unsubscribe = () => {};
     let timer: NodeJS.Timeout | undefined;
+    let onAbort = () => {};
     const ended = new Promise<void>((resolve) => {
       unsubscribe = this.bus.subscribe(taskId, (event) => {
         if (event.type === 'done' && event.turnId === turnId) resolve();
       });
       timer = setTimeout(resolve, timeoutMs);
+      onAbort = resolve;
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
     try {
       const turn = await this.store.turns.get(turnId);
@@ -207,6 +211,7 @@ export class TaskService {
     } finally {
       unsubscribe();
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 

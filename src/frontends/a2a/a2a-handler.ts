@@ -182,7 +182,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       const call = this.call(context);
       let reply = await this.submit(params, call);
       // Blocking is A2A's default: wait for this message's turn, at most QUARRY_MAX_BLOCK_SECONDS.
-      if (!params.configuration?.returnImmediately) reply = await this.deps.commands.settle(call.accountId, reply, true);
+      if (!params.configuration?.returnImmediately) reply = await this.deps.commands.settle(call.accountId, reply, true, call.signal);
       const task = await this.deps.queries.task(call.accountId, reply.task.task_id, { includeDeleted: true });
       return this.toTask(task, call, { artifacts: true });
     });

@@ -95,20 +95,12 @@ export function createMcpTools(deps: McpToolDeps) {
       const unsubscribe = bus.subscribe(args.task_id, (event) => {
         void call.progress(++seen, eventLine(event)).catch(() => {});
       });
-      let onAbort = () => {};
       try {
-        const state = await Promise.race([
-          queries.state(call.accountId, args.task_id, timeout),
-          new Promise<never>((_, reject) => {
-            onAbort = () => reject(call.signal.reason);
-            if (call.signal.aborted) onAbort();
-            else call.signal.addEventListener('abort', onAbort, { once: true });
-          }),
-        ]);
+        // The wait ends early when the client leaves; its answer then goes nowhere.
+        const state = await queries.state(call.accountId, args.task_id, timeout, call.signal);
         return { result: state, text: describeState(state) };
       } finally {
         unsubscribe();
-        call.signal.removeEventListener('abort', onAbort);
       }
     },
     async read_rows(args, call) {
