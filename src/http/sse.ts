@@ -121,6 +121,26 @@ export function resumeSeq(request: FastifyRequest, after: number | undefined): n
   return after ?? 0;
 }
 
+/**
+ * Waits for a stream's client to read what was written: true once `writable` drains, false when
+ * the stream closes or `timeoutMs` passes first (a client that stopped reading).
+ */
+export function drainedWithin(writable: Pick<NodeJS.EventEmitter, 'once' | 'off'>, stream: ServerResponse, timeoutMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(false), timeoutMs);
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const done = (value: boolean) => {
+      clearTimeout(timer);
+      writable.off('drain', onDrain);
+      stream.off('close', onClose);
+      resolve(value);
+    };
+    writable.once('drain', onDrain);
+    stream.once('close', onClose);
+  });
+}
+
 export function openStream(request: FastifyRequest, reply: FastifyReply): ServerResponse {
   reply.hijack();
   const raw = reply.raw;
@@ -185,19 +205,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   /** During the replay the stream waits for the client instead (bounded), so a large history is not a reason to cut it off. */
   const drained = async () => {
     if (!socket.writableNeedDrain || ended) return;
-    const ok = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => done(false), REPLAY_DRAIN_TIMEOUT_MS);
-      const onDrain = () => done(true);
-      const onClose = () => done(false);
-      const done = (value: boolean) => {
-        clearTimeout(timer);
-        socket.off('drain', onDrain);
-        raw.off('close', onClose);
-        resolve(value);
-      };
-      socket.once('drain', onDrain);
-      raw.once('close', onClose);
-    });
+    const ok = await drainedWithin(socket, raw, REPLAY_DRAIN_TIMEOUT_MS);
     if (!ok && !ended) {
       stop();
       raw.destroy();

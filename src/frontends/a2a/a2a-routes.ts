@@ -10,7 +10,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AgentCard, SendMessageRequest, StreamResponse, SubscribeToTaskRequest } from '@a2a-js/sdk';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import { VersionNotSupportedError } from '@a2a-js/sdk/errors';
-import { openStream } from '../../http/sse.js';
+import { drainedWithin, openStream } from '../../http/sse.js';
 import { publicBaseUrl } from '../../http/public-url.js';
 import { A2A_VERSION, buildAgentCard } from './agent-card.js';
 import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
@@ -147,25 +147,12 @@ async function writeFrames(
   const ping = setInterval(() => {
     if (!raw.destroyed) raw.write(': ping\n\n');
   }, pingIntervalMs);
-  const drained = () => new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => done(false), DRAIN_TIMEOUT_MS);
-    const onDrain = () => done(true);
-    const onGone = () => done(false);
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      raw.off('drain', onDrain);
-      raw.off('close', onGone);
-      resolve(ok);
-    };
-    raw.once('drain', onDrain);
-    raw.once('close', onGone);
-  });
   try {
     for await (const frame of frames) {
       if (raw.destroyed) break;
       const data = JSON.stringify({ jsonrpc: '2.0', id: rpcId, result: StreamResponse.toJSON(frame.response) });
       const text = frame.id === null ? `data: ${data}\n\n` : `id: ${frame.id}\ndata: ${data}\n\n`;
-      if (!raw.write(text) && !(await drained())) {
+      if (!raw.write(text) && !(await drainedWithin(raw, raw, DRAIN_TIMEOUT_MS))) {
         request.log.info('A2A stream client stopped reading; disconnected');
         raw.destroy();
         break;
