@@ -637,6 +637,22 @@ describe('waits', () => {
     assert.equal(s.body.active, true);
     assert.ok(took >= 900 && took < 5000, `/state?wait=1 took ${took} ms`);
   });
+
+  it('a long-poll whose client goes away stops waiting: nothing keeps listening to the task', async (t) => {
+    const h = await startTestHarness(t);
+    fakeModel(h).script({ hang: true });
+    const task = await createBySpec(h);
+    await fakeModel(h).waitForRequests(1);
+    const bus = h.quarry.app.deps.bus;
+    for (const path of [`/task/${task.task_id}/state?wait=60`, `/task/${task.task_id}?wait=60`]) {
+      const gone = new AbortController();
+      const poll = fetch(`${h.url}${path}`, { headers: { 'x-api-key': h.key }, signal: gone.signal }).catch(() => 'aborted');
+      await until(`the long-poll of ${path} to listen`, () => bus.listenerCount(task.task_id) === 1);
+      gone.abort();
+      assert.equal(await poll, 'aborted');
+      await until(`the long-poll of ${path} to stop listening`, () => bus.listenerCount(task.task_id) === 0, { timeoutMs: 3000 });
+    }
+  });
 });
 
 // ---- the agent's turn ---------------------------------------------------------------------------------

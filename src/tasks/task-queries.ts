@@ -40,10 +40,10 @@ export class TaskQueries {
   }
 
   /** The task (deleted ones too) and its last 100 events; with `waitSeconds`, after its running turn ends. */
-  async detail(accountId: string, taskId: string, waitSeconds = 0): Promise<{ task: TaskRecord; events: EventRecord[] }> {
+  async detail(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<{ task: TaskRecord; events: EventRecord[] }> {
     let task = await this.task(accountId, taskId, { includeDeleted: true });
     if (waitSeconds > 0 && task.currentTurnId) {
-      await this.tasks.waitForTurn(task.id, task.currentTurnId, waitSeconds * 1000);
+      await this.tasks.waitForTurn(task.id, task.currentTurnId, waitSeconds * 1000, signal);
       task = await this.task(accountId, taskId, { includeDeleted: true });
     }
     return { task, events: await this.store.events.last(task.id, 100) };

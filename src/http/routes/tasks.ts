@@ -28,6 +28,15 @@ function answer(reply: FastifyReply, result: TaskReply) {
   return reply.code(result.statusCode).send(result.task);
 }
 
+/** Aborted when the client goes away before its answer is sent: a long-poll then stops waiting for it. */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const gone = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) gone.abort();
+  });
+  return gone.signal;
+}
+
 export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   const app = typed(fastify);
   const { commands, queries, store, bus, config } = app.deps;
@@ -96,14 +105,14 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   app.route({
     ...contractRoute(ROUTES.getTask),
     handler: async (request, reply) => {
-      const { task, events } = await queries.detail(request.accountId, request.params.task_id, request.query.wait);
+      const { task, events } = await queries.detail(request.accountId, request.params.task_id, request.query.wait, clientGone(reply));
       return reply.type('application/json; charset=utf-8').send(taskDetailBody(task, events));
     },
   });
 
   app.route({
     ...contractRoute(ROUTES.getTaskState),
-    handler: async (request) => queries.state(request.accountId, request.params.task_id, request.query.wait),
+    handler: async (request, reply) => queries.state(request.accountId, request.params.task_id, request.query.wait, clientGone(reply)),
   });
 
   app.route({
