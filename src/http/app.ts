@@ -5,9 +5,8 @@
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import swaggerUi from '@fastify/swagger-ui';
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import buildSerializer from 'fast-json-stringify';
-import addFormatsModule from 'ajv-formats';
 import type { Logger } from 'pino';
 import type { Accounts } from '../accounts/accounts.js';
 import type { Config } from '../config.js';
@@ -30,6 +29,7 @@ import { outputRoutes } from './routes/outputs.js';
 import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { makeAjv } from './validators.js';
 import { mcpRoutes } from '../frontends/mcp/mcp-routes.js';
 import { a2aRoutes } from '../frontends/a2a/a2a-routes.js';
 
@@ -56,17 +56,6 @@ declare module 'fastify' {
   }
 }
 
-// ajv-formats is published as CommonJS; under NodeNext its function is the module's `default`.
-const addFormats = addFormatsModule.default;
-
-/** Two validators: bodies are never coerced (a number is not a string), query and path values are. */
-function makeAjv(coerce: boolean): Ajv {
-  // Bodies: Infinity (what JSON's 1e400 parses to) is no number, whatever a schema's bounds.
-  // (Query values are strings; their schemas' bounds refuse "1e400".)
-  const ajv = new Ajv({ coerceTypes: coerce ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false, strictNumbers: !coerce });
-  addFormats(ajv);
-  return ajv;
-}
 
 /**
  * How deep a JSON body may nest. Above any shape the contract accepts (free-form JSON inside a
@@ -140,8 +129,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Validators and serializers are compiled on a route's first use, not at start: the contract
   // declares every answer of every route (hundreds of schemas), and compiling them all up front
   // cost seconds at every start of a process.
-  const bodyAjv = makeAjv(false);
-  const queryAjv = makeAjv(true);
+  const bodyAjv = makeAjv('body');
+  const queryAjv = makeAjv('query');
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
     let compiled: ValidateFunction | undefined;

@@ -97,7 +97,7 @@ function startingState(kind: TurnKind): { phase: TaskPhase; activity: TaskActivi
 class TaskUnit {
   readonly events: EventRecord[] = [];
   /** Turns this unit ended: their webhooks are queued at flush, with the task as it is committed. */
-  readonly turnsEnded: Omit<TurnEnded, 'accountId' | 'taskId' | 'task' | 'at'>[] = [];
+  readonly turnsEnded: Omit<TurnEnded, 'task' | 'at'>[] = [];
   /** Webhook deliveries queued at flush (the dispatcher is woken once the unit commits). */
   deliveriesQueued = 0;
   private readonly patch: TaskPatch = {};
@@ -144,9 +144,7 @@ class TaskUnit {
     for (const message of this.controls) await this.tx.cluster.notify(CONTROL_CHANNEL, JSON.stringify(message));
     // In this transaction: a turn's end and its webhooks are stored together or not at all.
     for (const ended of this.turnsEnded) {
-      this.deliveriesQueued += await queueTurnWebhooks(this.tx, {
-        ...ended, accountId: this.task.accountId, taskId: this.task.id, task: toTaskView(this.task, Date.parse(this.now)), at: this.now,
-      });
+      this.deliveriesQueued += await queueTurnWebhooks(this.tx, { ...ended, task: this.task, at: this.now });
     }
   }
 }

@@ -310,8 +310,8 @@ export class TaskTurnPort implements TurnPort {
   private textTimer: NodeJS.Timeout | undefined;
   /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
   private textWrite: Promise<void> = Promise.resolve();
-  /** Snapshots this turn stored or found, by URL and text hash. */
-  private readonly recordedSources = new Map<string, string>();
+  /** The last snapshot this turn stored or found per URL, with the text it was read as. */
+  private readonly recordedSources = new Map<string, { text: string; id: string }>();
 
   constructor(
     private readonly deps: Pick<TurnRunnerOptions, 'service' | 'store' | 'uploads' | 'config' | 'logger'>,
@@ -355,20 +355,20 @@ export class TaskTurnPort implements TurnPort {
   }
 
   async recordSource(read: ReadSource): Promise<string> {
+    // Paging through one input hands over its (cached) text again and again: known without
+    // hashing megabytes each time, and stored once.
+    const known = this.recordedSources.get(read.url);
+    if (known?.text === read.text) return known.id;
     // PostgreSQL's text cannot hold NUL (see NO_NUL_PATTERN): kept as U+FFFD, on both databases alike.
     const source = read.text.includes('\u0000') ? { ...read, text: read.text.replaceAll('\u0000', '\ufffd') } : read;
     const bytes = Buffer.from(source.text);
     const sha256 = crypto.createHash('sha256').update(bytes).digest('hex');
-    // Paging through one input reads its text again and again: the snapshot is stored once.
-    const key = `${source.url}\0${sha256}`;
-    const known = this.recordedSources.get(key);
-    if (known) return known;
     const snapshot: SourceSnapshotRecord = {
       id: newId('src'), taskId: this.turn.taskId, url: source.url, finalUrl: source.finalUrl, uploadId: source.uploadId, title: source.title,
       fetchedAt: new Date().toISOString(), sha256, bytes: bytes.length, text: source.text,
     };
     const id = await this.durable(() => this.deps.store.sources.record(snapshot));
-    this.recordedSources.set(key, id);
+    this.recordedSources.set(read.url, { text: read.text, id });
     return id;
   }
 

@@ -6,13 +6,14 @@
  */
 import { isIP } from 'node:net';
 import {
-  MAX_WEBHOOKS_PER_ACCOUNT, type Delivery, type Task, type Webhook, type WebhookBody, type WebhookEventType, type WebhookPayload, type WebhookWithSecret,
+  MAX_WEBHOOKS_PER_ACCOUNT, type Delivery, type Webhook, type WebhookBody, type WebhookEventType, type WebhookPayload, type WebhookWithSecret,
 } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
 import { blockedReason } from '../net/address-policy.js';
 import { parseUrl, WebFetchError } from '../net/safe-fetch.js';
-import type { DeliveryRecord, Repositories, Store, WebhookEndpointRecord } from '../store/store.js';
+import type { DeliveryRecord, Repositories, Store, TaskRecord, WebhookEndpointRecord } from '../store/store.js';
+import { toTaskView } from '../tasks/task-view.js';
 import { newSecret } from './signing.js';
 
 /** How long a rotated-out secret keeps signing, so receivers can switch without missing a message. */
@@ -27,6 +28,11 @@ export interface WebhooksOptions {
   onDeliveryDue?: () => void;
 }
 
+/** Whether the secret a rotation replaced still signs at `now` (its 24 h are not over). */
+function previousSecretSigns(e: WebhookEndpointRecord, now: number): boolean {
+  return e.previousSecret !== null && e.previousSecretExpiresAt !== null && Date.parse(e.previousSecretExpiresAt) > now;
+}
+
 export function toWebhookView(e: WebhookEndpointRecord, now: number): Webhook {
   return {
     webhook_id: e.id,
@@ -34,7 +40,7 @@ export function toWebhookView(e: WebhookEndpointRecord, now: number): Webhook {
     events: e.events,
     description: e.description,
     created_at: e.createdAt,
-    previous_secret_expires_at: e.previousSecretExpiresAt !== null && Date.parse(e.previousSecretExpiresAt) > now ? e.previousSecretExpiresAt : null,
+    previous_secret_expires_at: previousSecretSigns(e, now) ? e.previousSecretExpiresAt : null,
   };
 }
 
@@ -54,19 +60,17 @@ export function toDeliveryView(d: DeliveryRecord): Delivery {
 
 /** The secrets that sign at `now`: the current one, and the previous one during its 24 h. */
 export function signingSecrets(e: WebhookEndpointRecord, now: number): string[] {
-  const previous = e.previousSecret !== null && e.previousSecretExpiresAt !== null && Date.parse(e.previousSecretExpiresAt) > now;
-  return previous ? [e.secret, e.previousSecret!] : [e.secret];
+  return previousSecretSigns(e, now) ? [e.secret, e.previousSecret!] : [e.secret];
 }
 
 /** What a turn's end tells the account's endpoints. */
 export interface TurnEnded {
-  accountId: string;
-  taskId: string;
   turnId: string;
   outcome: 'completed' | 'failed' | 'stopped';
   outputCount: number;
   creditsUsed: number;
-  task: Task;
+  /** The task as committed with the turn's end. */
+  task: TaskRecord;
   at: string;
 }
 
@@ -75,15 +79,19 @@ export interface TurnEnded {
  * caller's transaction (the one that ends the turn). Returns how many were queued.
  */
 export async function queueTurnWebhooks(tx: Repositories, ended: TurnEnded): Promise<number> {
-  const endpoints = await tx.webhooks.listEndpoints(ended.accountId);
+  const endpoints = await tx.webhooks.listEndpoints(ended.task.accountId);
   if (endpoints.length === 0) return 0;
   const type: WebhookEventType = `task.turn_${ended.outcome}`;
   const wanted = endpoints.filter((e) => e.events.includes(type));
   if (wanted.length === 0) return 0;
+  // The body is built only for a turn some endpoint wants to hear of.
   const payload: WebhookPayload = {
     type,
     timestamp: ended.at,
-    data: { task_id: ended.taskId, turn_id: ended.turnId, outcome: ended.outcome, output_count: ended.outputCount, credits_used: ended.creditsUsed, task: ended.task },
+    data: {
+      task_id: ended.task.id, turn_id: ended.turnId, outcome: ended.outcome, output_count: ended.outputCount, credits_used: ended.creditsUsed,
+      task: toTaskView(ended.task, Date.parse(ended.at)),
+    },
   };
   const body = JSON.stringify(payload);
   await tx.webhooks.insertDeliveries(wanted.map((e) => ({

@@ -6,8 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import { TaskState, type AgentCard, type CancelTaskRequest, type GetTaskRequest, type ListTasksRequest, type ListTasksResponse, type Message, type SendMessageRequest, type StreamResponse, type SubscribeToTaskRequest, type Task as A2ATask } from '@a2a-js/sdk';
 import { ServerCallContext, STATE_HEADERS_KEY, type A2ARequestHandler, type User } from '@a2a-js/sdk/server';
 import { ContentTypeNotSupportedError, PushNotificationNotSupportedError, TaskNotCancelableError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
@@ -16,6 +15,7 @@ import type { Config } from '../../config.js';
 import { QuarryError } from '../../errors.js';
 import type { EventBus } from '../../events/event-bus.js';
 import { validationError } from '../../http/error-handler.js';
+import { makeAjv } from '../../http/validators.js';
 import type { Store, TaskRecord } from '../../store/store.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
@@ -61,11 +61,8 @@ export function callContext(call: A2ACall, requestedVersion: string): ServerCall
   });
 }
 
-// ajv-formats is published as CommonJS; under NodeNext its function is the module's `default`.
-const addFormats = addFormatsModule.default;
-// Bodies built from a message are checked as the REST bodies are: no coercion, defaults filled.
-const ajv = new Ajv({ useDefaults: true, coerceTypes: false, strict: false, allErrors: false, strictNumbers: true });
-addFormats(ajv);
+// Bodies built from a message are checked as the REST bodies are.
+const ajv = makeAjv('body');
 const validStart: ValidateFunction = ajv.compile(StartBody);
 const validContinue: ValidateFunction = ajv.compile(ContinueBody);
 
@@ -77,7 +74,7 @@ function checked<T>(validate: ValidateFunction, body: Record<string, unknown>): 
 /** Keys of a data part that make it a create request (POST /task/start's body) rather than context for the prompt. */
 const START_KEYS = new Set(['task', 'task_id', 'prompt', 'plan_only']);
 
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -14,7 +14,7 @@ import { drainedWithin, openStream } from '../../http/sse.js';
 import { publicBaseUrl } from '../../http/public-url.js';
 import { A2A_VERSION, buildAgentCard } from './agent-card.js';
 import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
-import { callContext, QuarryA2AHandler, type A2ACall } from './a2a-handler.js';
+import { callContext, isObject, QuarryA2AHandler, type A2ACall } from './a2a-handler.js';
 import type { Frame } from './task-mapping.js';
 
 type RpcId = string | number | null;
@@ -23,10 +23,6 @@ type RpcId = string | number | null;
 const DRAIN_TIMEOUT_MS = 30_000;
 
 const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask']);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The request's JSON-RPC id, for answers about a request the SDK never reads (a refused version). */
 function idOf(body: unknown): RpcId {

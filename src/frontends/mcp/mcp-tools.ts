@@ -5,12 +5,13 @@
  * of text. A refusal is an MCP tool error carrying Quarry's error body (code, message, param…)
  * in `_meta["quarry/error"]`, and its code at the start of the text.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import type { FastifyError } from 'fastify';
 import type { Logger } from 'pino';
 import { MAX_MCP_WAIT_SECONDS, MCP_TOOLS, type McpToolArgs, type McpToolName, type OutputPage, type Task, type TaskState } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import { toQuarryError, validationError } from '../../http/error-handler.js';
+import { makeAjv } from '../../http/validators.js';
 import type { EventBus } from '../../events/event-bus.js';
 import type { EventRecord } from '../../store/store.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
@@ -42,8 +43,8 @@ export interface McpToolResult {
   _meta?: Record<string, unknown>;
 }
 
-// Arguments as the REST bodies are read: no coercion, defaults filled, finite numbers only.
-const ajv = new Ajv({ useDefaults: true, coerceTypes: false, strict: false, allErrors: false, strictNumbers: true });
+// Arguments are read as the REST bodies are.
+const ajv = makeAjv('body');
 const validators = new Map<McpToolName, ValidateFunction>(
   (Object.keys(MCP_TOOLS) as McpToolName[]).map((name) => [name, ajv.compile(MCP_TOOLS[name].input)]),
 );
