@@ -26,6 +26,7 @@ export const ERROR_CATALOGUE = {
   out_of_credits: { status: 402, error: 'out_of_credits', retryable: false, message: 'The account has no credits left: add credits, then resend.' },
   task_not_found: { status: 404, error: 'task_not_found', retryable: false, message: 'No task with that id.' },
   source_not_found: { status: 404, error: 'source_not_found', retryable: false, message: 'No source snapshot with that id for this task.' },
+  group_not_found: { status: 404, error: 'group_not_found', retryable: false, message: 'No task group with that id.' },
   webhook_not_found: { status: 404, error: 'webhook_not_found', retryable: false, message: 'No webhook endpoint with that id.' },
   delivery_not_found: { status: 404, error: 'delivery_not_found', retryable: false, message: 'No delivery with that id for this endpoint.' },
   not_found: { status: 404, error: 'not_found', retryable: false, message: 'No such route.' },

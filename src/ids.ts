@@ -26,7 +26,7 @@ function pooledRandom(): number {
 const nextUlid = monotonicFactory(pooledRandom);
 
 /** `wh`: a webhook endpoint; `msg`: a webhook delivery (its webhook-id, as Standard Webhooks names them); `src`: a source snapshot. */
-export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg' | 'src'): string {
+export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg' | 'src' | 'grp'): string {
   return `${prefix}_${nextUlid()}`;
 }
 

@@ -16,6 +16,7 @@ import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
 import { buildApp } from './http/app.js';
 import { TaskCommands } from './tasks/task-commands.js';
+import { GroupService } from './groups/group-service.js';
 import { TaskQueries } from './tasks/task-queries.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
@@ -124,7 +125,11 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   let ready = false;
   const queries = new TaskQueries(store, tasks);
   const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
-  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, webhooks, ready: () => ready });
+  // Every process that ends turns starts a group's next runs, so each has the group service.
+  const groups = new GroupService({ store, bus, config, tasks, commands, uploads });
+  tasks.groupRuns = groups;
+  if (dispatcher) groups.onDeliveriesQueued = () => dispatcher.wake();
+  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, webhooks, groups, ready: () => ready });
 
   let starterKey: string | null = null;
   return {

@@ -12,6 +12,7 @@ export * from './outputs.js';
 export * from './sources.js';
 export * from './uploads.js';
 export * from './webhooks.js';
+export * from './groups.js';
 export * from './mcp.js';
 export * from './admin.js';
 export * from './requests.js';

@@ -49,6 +49,7 @@ export type PatchBody = Static<typeof PatchBody>;
 export const ListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Str({ maxLength: 1000, description: 'X-Next-Cursor of the previous page.' })),
+  group_id: Type.Optional(Str({ minLength: 1, maxLength: 200, description: 'List this group\'s runs (they are left out otherwise).' })),
 });
 
 export const WaitQuery = Type.Object({ wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Seconds to wait for the running turn to end.' })) });

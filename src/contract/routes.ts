@@ -17,6 +17,7 @@ import {
 } from './requests.js';
 import { Task, TaskState } from './task.js';
 import { UploadParams, UploadPutQuery, UploadResult, UploadTicket, UploadUrlBody } from './uploads.js';
+import { Group, GroupBody, GroupDetail, GroupInputsBody, GroupListQuery, GroupParams, GroupRowsPage, GroupRowsQuery, GroupStreamQuery } from './groups.js';
 import { Delivery, DeliveryList, DeliveryParams, DeliveriesQuery, Webhook, WebhookBody, WebhookList, WebhookParams, WebhookWithSecret } from './webhooks.js';
 
 // ---- answers ---------------------------------------------------------------------------------
@@ -93,13 +94,18 @@ export const OPTIONAL_BODY = 'x-optional-body';
 
 // ---- the table -------------------------------------------------------------------------------
 
-const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], webhooks: ['webhooks'], admin: ['admin'] };
+const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], groups: ['groups'], webhooks: ['webhooks'], admin: ['admin'] };
 const noKey = { security: [] as Record<string, string[]>[] };
 const taskAnswers = (description: string) => ({
   200: json(description, Task, REPLAYED),
   202: json('The message was queued behind the running turn (status `accepted`).', Task, REPLAYED),
 });
 const changeErrors = errors(...KEYED, ...ON_TASK, ...WITH_BODY, ...STARTS_TURN);
+/** A route with a group in its path: unknown (404), an id too long (422). */
+const ON_GROUP = [404, 422] as const;
+const GROUP_STREAM = answer('Server-sent events of the group: run, group and done (each `data:` is a GroupEvent as JSON).', {
+  'text/event-stream': Type.String({ description: 'id: <seq>, event: <type>, data: <GroupEvent JSON> frames, and `: ping` comments.' }),
+});
 /** A route with a webhook (and a delivery) in its path: unknown (404), an id too long (422). */
 const ON_WEBHOOK = [404, 422] as const;
 const NEXT_PAGE = {
@@ -251,6 +257,57 @@ export const ROUTES = {
     schema: { operationId: 'putUpload', summary: 'Upload the file to a signed URL (the signature is the credential)', tags: tags.uploads, ...noKey, headers: Plain, params: UploadParams, querystring: UploadPutQuery,
       [RAW_BODY]: true,
       response: { 201: json('Stored.', UploadResult), ...errors(401, 404, 413, 422, 500, 503) } },
+  },
+  createGroup: {
+    method: 'POST', url: '/group', auth: 'key',
+    schema: { operationId: 'createGroup', summary: 'Run one spec over many inputs: each input becomes a run, at most max_parallel at once', tags: tags.groups, headers: Plain, body: GroupBody,
+      response: { 200: json('The group; its first runs have started.', GroupDetail), ...errors(...KEYED, ...WITH_BODY, 402) } },
+  },
+  listGroups: {
+    method: 'GET', url: '/group', auth: 'key',
+    schema: { operationId: 'listGroups', summary: 'List groups, newest first', tags: tags.groups, headers: Plain, querystring: GroupListQuery,
+      response: { 200: json('One page of groups. Without X-Next-Cursor and Link this is the last page.', Type.Array(Group), NEXT_PAGE), ...errors(...KEYED, 422) } },
+  },
+  getGroup: {
+    method: 'GET', url: '/group/:group_id', auth: 'key',
+    schema: { operationId: 'getGroup', summary: 'A group: its status, counts by run status, and spec', tags: tags.groups, headers: Plain, params: GroupParams,
+      response: { 200: json('The group.', GroupDetail), ...errors(...KEYED, ...ON_GROUP) } },
+  },
+  addGroupInputs: {
+    method: 'POST', url: '/group/:group_id/inputs', auth: 'key',
+    schema: { operationId: 'addGroupInputs', summary: 'Add inputs to a group, also while it runs', tags: tags.groups, headers: Plain, params: GroupParams, body: GroupInputsBody,
+      response: { 200: json('The group with the inputs added.', GroupDetail), ...errors(...KEYED, ...ON_GROUP, ...WITH_BODY, 402) } },
+  },
+  getGroupRows: {
+    method: 'GET', url: '/group/:group_id/rows', auth: 'key',
+    schema: { operationId: 'getGroupRows', summary: 'The merged table: each run\'s rows with its input; format=csv|jsonl exports', tags: tags.groups, headers: Plain, params: GroupParams, querystring: GroupRowsQuery,
+      response: {
+        200: answer('A page of merged rows (JSON), or with format=csv|jsonl (or Accept: text/csv) every merged row as a file.', {
+          'application/json': GroupRowsPage,
+          'text/csv': Type.String({ description: 'A header row, then one row per merged row.' }),
+          'application/x-ndjson': Type.String({ description: 'One merged row (JSON) per line.' }),
+        }, { 'Content-Disposition': header('attachment; filename="<group_id>.<format>" (exports only).') }),
+        ...errors(...KEYED, ...ON_GROUP),
+      } },
+  },
+  streamGroup: {
+    method: 'GET', url: '/group/:group_id/stream', auth: 'key',
+    schema: { operationId: 'streamGroup', summary: 'Follow the group as SSE until no run is pending or running (resumable over its whole life)', tags: tags.groups, headers: Resumable, params: GroupParams, querystring: GroupStreamQuery,
+      response: {
+        200: GROUP_STREAM,
+        204: { type: 'null', description: 'A reconnect (Last-Event-ID) to a group with nothing pending or running and nothing new.', headers: COMMON_HEADERS },
+        ...errors(...KEYED, ...ON_GROUP),
+      } },
+  },
+  stopGroup: {
+    method: 'POST', url: '/group/:group_id/stop', auth: 'key', optionalBody: true,
+    schema: { operationId: 'stopGroup', summary: 'Stop every run: pending ones become stopped, running ones are stopped', tags: tags.groups, headers: Plain, params: GroupParams, body: Type.Object({}),
+      response: { 200: json('The group after the stop.', GroupDetail), ...errors(...KEYED, ...ON_GROUP, ...WITH_BODY) } },
+  },
+  retryGroup: {
+    method: 'POST', url: '/group/:group_id/retry', auth: 'key', optionalBody: true,
+    schema: { operationId: 'retryGroup', summary: 'Run the failed inputs again, each as a new run', tags: tags.groups, headers: Plain, params: GroupParams, body: Type.Object({}),
+      response: { 200: json('The group with its failed inputs pending again.', GroupDetail), ...errors(...KEYED, ...ON_GROUP, ...WITH_BODY, 402) } },
   },
   createWebhook: {
     method: 'POST', url: '/webhooks', auth: 'key',

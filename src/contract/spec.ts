@@ -29,6 +29,8 @@ export const ColumnInput = Type.Object({
   description: Type.Optional(Str({ maxLength: 2000 })),
 });
 
+export type ColumnInput = Static<typeof ColumnInput>;
+
 export const OutputInput = Type.Object({
   id: OutputId,
   kind: OutputKindSchema,
@@ -75,6 +77,7 @@ export const TaskSpecInput = component('TaskSpecInput', Type.Object(
     tools: Type.Optional(Type.Array(ToolNameSchema, { uniqueItems: true })),
     citations: Type.Optional(CitationsSchema),
     sources: Type.Optional(SourcePolicyInput),
+    input_columns: Type.Optional(Type.Array(ColumnInput, { minItems: 1, maxItems: 200, description: 'A group\'s spec only (POST /group): the columns every input has, declared as table columns are.' })),
   },
   { description: 'A task spec: what to research and which outputs to fill.' },
 ));
@@ -116,5 +119,7 @@ export const TaskSpec = component('TaskSpec', Type.Object({
   // Optional: tasks created before these fields existed have neither (they mean flag, and no policy).
   citations: Type.Optional(CitationsSchema),
   sources: Type.Optional(SourcePolicy),
+  /** A group's spec (and its runs'): the columns of each input. */
+  input_columns: Type.Optional(Type.Array(ColumnDecl)),
 }, { description: 'The spec as stored: every default filled in.' }));
 export type TaskSpec = Static<typeof TaskSpec>;

@@ -2,8 +2,9 @@
 import { Type, type Static } from 'typebox';
 import { component, Nullable, Str, StringEnum, Timestamp } from './common.js';
 import { Task } from './task.js';
+import { Group } from './groups.js';
 
-/** The events an endpoint may ask for. `group.finished` is accepted now and sent once task groups exist. */
+/** The events an endpoint may ask for. */
 export const WEBHOOK_EVENTS = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'group.finished'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
@@ -77,10 +78,13 @@ export const TaskWebhookData = Type.Object({
   task: Task,
 });
 
+/** What `group.finished` carries in `data`: sent when no run of the group is left pending or running. */
+export const GroupWebhookData = Type.Object({ group_id: Type.String(), group: Group });
+
 /** The JSON body of every delivery, signed as Standard Webhooks. */
 export const WebhookPayload = component('WebhookPayload', Type.Object({
   type: StringEnum(WEBHOOK_EVENTS),
   timestamp: Timestamp('When the event happened.'),
-  data: TaskWebhookData,
+  data: Type.Union([TaskWebhookData, GroupWebhookData]),
 }));
 export type WebhookPayload = Static<typeof WebhookPayload>;

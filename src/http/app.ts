@@ -16,6 +16,7 @@ import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
+import type { GroupService } from '../groups/group-service.js';
 import { registerAuth } from './auth.js';
 import { registerCors } from './cors.js';
 import { QuarryError } from '../errors.js';
@@ -29,6 +30,7 @@ import { outputRoutes } from './routes/outputs.js';
 import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { groupRoutes } from './routes/groups.js';
 import { makeAjv } from './validators.js';
 import { mcpRoutes } from '../frontends/mcp/mcp-routes.js';
 import { a2aRoutes } from '../frontends/a2a/a2a-routes.js';
@@ -46,6 +48,8 @@ export interface AppDeps {
   uploads: Uploads;
   /** Webhook endpoints and their deliveries. */
   webhooks: Webhooks;
+  /** Task groups: every change and read of a group. */
+  groups: GroupService;
   /** Whether the store and workers are ready (GET /readyz). */
   ready: () => boolean;
 }
@@ -199,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(taskRoutes);
     await app.register(outputRoutes);
     await app.register(uploadRoutes);
+    await app.register(groupRoutes);
     await app.register(webhookRoutes);
     await app.register(mcpRoutes);
     await app.register(a2aRoutes);

@@ -33,8 +33,27 @@ interface LineWriter {
 const JSONL_WRITER: LineWriter = { header: '', line: (storedRow) => `${storedRow}\n` };
 
 /** The export file of `output`, in chunks; `rows` are the stored row JSON texts in row order. */
-export async function* exportRows(output: OutputDecl, rows: AsyncIterable<string>, format: ExportFormat): AsyncGenerator<string> {
-  const writer = format === 'csv' ? csvWriter(output) : JSONL_WRITER;
+export function exportRows(output: OutputDecl, rows: AsyncIterable<string>, format: ExportFormat): AsyncGenerator<string> {
+  return exportLines(format === 'csv' ? csvWriter(output) : JSONL_WRITER, rows);
+}
+
+/**
+ * A group's merged table as a file (groups/group-view.ts makes the rows). CSV columns: `_input`,
+ * the input columns, the table's columns, `_sources`, then the run's `_task_id` and `_run_status`.
+ */
+export function exportMergedRows(merged: { inputColumns: string[]; output: OutputDecl }, rows: AsyncIterable<string>, format: ExportFormat): AsyncGenerator<string> {
+  if (format !== 'csv') return exportLines(JSONL_WRITER, rows);
+  const names = [...merged.inputColumns, ...(merged.output.columns ?? []).map((c) => c.name)];
+  return exportLines({
+    header: csvLine(['_input', ...names, '_sources', '_task_id', '_run_status']),
+    line: (mergedRow) => {
+      const row = JSON.parse(mergedRow) as StoredRow & { _input: number; _run: { task_id: string; status: string } };
+      return csvLine([row._input, ...names.map((name) => (Object.hasOwn(row, name) ? row[name] : null)), sourcesCell(row._sources), row._run.task_id, row._run.status]);
+    },
+  }, rows);
+}
+
+async function* exportLines(writer: LineWriter, rows: AsyncIterable<string>): AsyncGenerator<string> {
   let chunk = writer.header;
   for await (const row of rows) {
     chunk += writer.line(row);

@@ -222,6 +222,33 @@ function rejectCall(field: string | undefined, message: string): RowValidation {
   return { ok: false, errors: [field === undefined ? { index: null, message } : { index: null, field, message }] };
 }
 
+/**
+ * Checks one input of a group against its input columns: every key a declared column (or
+ * `_key`, a string), every value converted to its column's type. Returns the values in declared
+ * order (absent ones left out) and the key, or the problems, each naming its column.
+ */
+export function checkInputRecord(columns: ColumnDecl[], record: Record<string, unknown>): { values: Record<string, unknown>; key: string | null } | { errors: { field?: string; message: string }[] } {
+  const errors: { field?: string; message: string }[] = [];
+  const report: Report = (field, message) => errors.push(field === undefined ? { message } : { field, message });
+  const declared = new Set(columns.map((c) => c.name));
+  for (const key of Object.keys(record)) {
+    if (key !== '_key' && !declared.has(key)) report(key, `is not a declared input column (${declaredColumnsHint(columns)})`);
+  }
+  const rawKey = ownValue(record, '_key');
+  let key: string | null = null;
+  if (rawKey != null) {
+    if (typeof rawKey !== 'string' && typeof rawKey !== 'number') report('_key', `must be a string, got ${describe(rawKey)}`);
+    else if (String(rawKey).length > 256 || String(rawKey).includes('\u0000')) report('_key', 'must be at most 256 characters, without NUL');
+    else key = String(rawKey);
+  }
+  const values: Record<string, unknown> = {};
+  for (const column of columns) {
+    const value = columnValue(column, record, report);
+    if (value !== null) values[column.name] = value;
+  }
+  return errors.length > 0 ? { errors } : { values, key };
+}
+
 /** The stored JSON text of a row: `{"_row": n, ...values, "_sources": [...], "_basis": {...}}` (`_basis` when given). */
 export function serializeRow(rowNumber: number, row: ValidRow): string {
   // Built member by member because an object literal would move integer-like keys (a column

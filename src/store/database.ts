@@ -49,6 +49,42 @@ export interface TasksTable {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** A group's run: its group, its input's index there and the input (JSON); null for single tasks. */
+  group_id: ColumnType<string | null, string | null | undefined, string | null>;
+  group_input_idx: ColumnType<number | null, number | null | undefined, number | null>;
+  group_input: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface GroupsTable {
+  id: string;
+  account_id: string;
+  name: string | null;
+  spec: string;
+  max_parallel: number;
+  max_credits_micros: MicrosColumn | null;
+  status: string;
+  inputs: number;
+  duplicates: number;
+  pending: number;
+  running: number;
+  completed: number;
+  failed: number;
+  stopped: number;
+  credits_used_micros: MicrosColumn;
+  last_event_seq: number;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface GroupInputsTable {
+  group_id: string;
+  idx: number;
+  key: string | null;
+  data: string;
+  status: string;
+  task_id: string | null;
+  turn_id: string | null;
 }
 
 export interface TurnsTable {
@@ -207,5 +243,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   source_snapshots: SourceSnapshotsTable;
+  groups: GroupsTable;
+  group_inputs: GroupInputsTable;
 }
 

@@ -9,11 +9,11 @@
  * `lock: true` stay locked until the transaction ends, which is how writes to one task are
  * serialized.
  */
-import type { DeliveryStatus, TaskSpec, WebhookEventType } from '../contract/index.js';
+import type { DeliveryStatus, GroupStatus, RunStatus, TaskSpec, WebhookEventType } from '../contract/index.js';
 
 import type { TaskActivity, TaskPhase, TaskStatus, TurnKind } from '../contract/index.js';
 
-export type { TaskActivity, TaskPhase, TaskStatus, TurnKind };
+export type { GroupStatus, RunStatus, TaskActivity, TaskPhase, TaskStatus, TurnKind };
 /** queued: waits behind the task's current turn · pending: ready for a worker · running: owned by a worker. */
 export type TurnStatus = 'queued' | 'pending' | 'running' | 'completed' | 'stopped' | 'failed' | 'cancelled';
 
@@ -80,6 +80,8 @@ export interface TaskRecord {
   createdAt: string;
   updatedAt: string;
   deletedAt: string | null;
+  /** A group's run: the group, and the input it runs on (its index and its JSON). Absent or null for a single task. */
+  group?: { id: string; inputIndex: number; input: string } | null;
 }
 
 /** What the /state poll shows: a task's state fields and its current turn. */
@@ -104,7 +106,7 @@ export interface TaskListCursor {
   id: string;
 }
 
-export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt'>>;
+export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt' | 'group'>>;
 
 export interface TasksRepository {
   insert(task: TaskRecord): Promise<void>;
@@ -112,8 +114,11 @@ export interface TasksRepository {
   update(id: string, patch: TaskPatch): Promise<void>;
   /** The task's state and its current turn in one indexed read, without the spec (the /state poll). */
   getState(id: string): Promise<TaskStateRecord | undefined>;
-  /** One page in list order (pinned first, then newest update), starting after `after`. Deleted tasks are left out. */
-  list(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]>;
+  /**
+   * One page in list order (pinned first, then newest update), starting after `after`. Deleted
+   * tasks are left out; so are groups' runs, unless `groupId` names the group whose runs to list.
+   */
+  list(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskRecord[]>;
   /** Tasks in cron mode whose next run is due at `now`. */
   listDueCron(now: string, limit: number): Promise<TaskRecord[]>;
 }
@@ -364,6 +369,82 @@ export interface WebhooksRepository {
   nextDue(): Promise<string | undefined>;
 }
 
+// ---- groups: one spec over many inputs, each input a run -------------------------------------
+
+export interface GroupCountsRecord {
+  pending: number;
+  running: number;
+  completed: number;
+  failed: number;
+  stopped: number;
+}
+
+export interface GroupRecord {
+  id: string;
+  accountId: string;
+  name: string | null;
+  spec: TaskSpec;
+  maxParallel: number;
+  maxCreditsMicros: number | null;
+  status: GroupStatus;
+  /** Inputs received, duplicates included: the next input's index. */
+  inputs: number;
+  duplicates: number;
+  counts: GroupCountsRecord;
+  creditsUsedMicros: number;
+  lastEventSeq: number;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt: string | null;
+}
+
+export type GroupPatch = Partial<Pick<GroupRecord, 'status' | 'inputs' | 'duplicates' | 'counts' | 'creditsUsedMicros' | 'lastEventSeq' | 'updatedAt' | 'finishedAt'>>;
+
+export interface GroupInputRecord {
+  groupId: string;
+  index: number;
+  key: string | null;
+  /** The input's fields as JSON (without `_key`). */
+  data: string;
+  status: RunStatus;
+  /** The run's task once it started (its latest, after a retry). */
+  taskId: string | null;
+  /** The run's turn: only that turn's end ends the run. */
+  turnId: string | null;
+}
+
+/** A merged row: one output row of one run, with its input. */
+export interface GroupRowRecord {
+  index: number;
+  input: string;
+  taskId: string;
+  status: RunStatus;
+  rowNumber: number;
+  /** The row's stored JSON. */
+  row: string;
+}
+
+export interface GroupsRepository {
+  insert(group: GroupRecord): Promise<void>;
+  /** `lock: true` (in a transaction) serializes every change to the group's counts and runs. */
+  get(id: string, opts?: { lock?: boolean }): Promise<GroupRecord | undefined>;
+  update(id: string, patch: GroupPatch): Promise<void>;
+  /** The account's groups, newest first, after (older than) the group id `before`. */
+  list(accountId: string, limit: number, before?: string): Promise<GroupRecord[]>;
+  /** Stores inputs, skipping those whose key the group has already; returns the indexes stored. */
+  insertInputs(inputs: GroupInputRecord[]): Promise<number[]>;
+  getInput(groupId: string, index: number): Promise<GroupInputRecord | undefined>;
+  /** Inputs in `status`, in index order, after the index `after`. */
+  listInputs(groupId: string, status: RunStatus, limit: number, after?: number): Promise<GroupInputRecord[]>;
+  setInput(groupId: string, index: number, patch: { status: RunStatus; taskId?: string; turnId?: string }): Promise<void>;
+  /** Moves every input in status `from` to `to`; returns how many moved. */
+  moveInputs(groupId: string, from: RunStatus, to: RunStatus): Promise<number>;
+  /** How many rows the group's runs wrote to `outputId`. */
+  rowCount(groupId: string, outputId: string): Promise<number>;
+  /** Merged rows in (input, row) order: a page at `offset`, or the rows after `after`. */
+  rows(groupId: string, outputId: string, limit: number, from: { offset: number } | { after: { index: number; rowNumber: number } }): Promise<GroupRowRecord[]>;
+}
+
 // ---- cluster: what several processes on one database share ------------------------------------
 
 /**
@@ -400,6 +481,7 @@ export interface Repositories {
   readonly idempotency: IdempotencyRepository;
   readonly webhooks: WebhooksRepository;
   readonly sources: SourcesRepository;
+  readonly groups: GroupsRepository;
   readonly cluster: ClusterRepository;
 }
 

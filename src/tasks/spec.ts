@@ -8,7 +8,7 @@ import { compileRecordSchema, freeJsonProblem } from '../outputs/row-validation.
 import { QuarryError } from '../errors.js';
 import {
   charactersOver, MAX_POLICY_DOMAINS, MAX_TEXT_CHARS, NUL_PROBLEM, TOOL_NAMES,
-  type ColumnDecl, type OutputDecl, type OutputInput, type Schedule, type SourcePolicy, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName,
+  type ColumnDecl, type ColumnInput, type OutputDecl, type OutputInput, type Schedule, type SourcePolicy, type TaskLimits, type TaskSpec, type TaskSpecInput, type ToolName,
 } from '../contract/index.js';
 import { normalizeDomain } from '../net/domain-policy.js';
 
@@ -54,14 +54,7 @@ export function normalizeOutput(input: OutputInput, param: string): OutputDecl {
   if (input.description !== undefined) out.description = input.description;
   if (input.kind === 'table') {
     if (!input.columns) throw invalid(`${param}.columns`, 'is required for a table output');
-    const seen = new Set<string>();
-    out.columns = input.columns.map((c, i) => {
-      if (seen.has(c.name)) throw invalid(`${param}.columns[${i}].name`, `repeats the column name "${c.name}"`);
-      seen.add(c.name);
-      const col: ColumnDecl = { name: c.name, type: c.type ?? 'string', required: c.required ?? false };
-      if (c.description !== undefined) col.description = c.description;
-      return col;
-    });
+    out.columns = normalizeColumns(input.columns, `${param}.columns`);
   } else if (input.columns) {
     throw invalid(`${param}.columns`, `is only allowed on table outputs, not ${input.kind}`);
   }
@@ -76,6 +69,18 @@ export function normalizeOutput(input: OutputInput, param: string): OutputDecl {
     out.schema = schema;
   }
   return out;
+}
+
+/** Table columns (or a group's input columns) with their defaults; a repeated name is refused. */
+function normalizeColumns(columns: ColumnInput[], param: string): ColumnDecl[] {
+  const seen = new Set<string>();
+  return columns.map((c, i) => {
+    if (seen.has(c.name)) throw invalid(`${param}[${i}].name`, `repeats the column name "${c.name}"`);
+    seen.add(c.name);
+    const col: ColumnDecl = { name: c.name, type: c.type ?? 'string', required: c.required ?? false };
+    if (c.description !== undefined) col.description = c.description;
+    return col;
+  });
 }
 
 export function normalizeOutputs(inputs: OutputInput[], param: string): OutputDecl[] {
@@ -123,6 +128,7 @@ export function normalizeSpec(input: TaskSpecInput, param = 'task'): TaskSpec {
     tools: input.tools ? [...input.tools] : [...DEFAULT_TOOLS],
     citations: input.citations ?? 'flag',
     sources: normalizeSourcePolicy(input.sources ?? {}, `${param}.sources`),
+    ...(input.input_columns ? { input_columns: normalizeColumns(input.input_columns, `${param}.input_columns`) } : {}),
   };
 }
 

@@ -90,9 +90,17 @@ export class TaskCommands {
     return this.opts.tasks.delete(accountId, taskId);
   }
 
-  /** The spec of a create request, checked in full (including its uploads) before anything is stored. */
-  private async specOf(accountId: string, input: NonNullable<StartBody['task']>): Promise<TaskSpec> {
+  /**
+   * The spec of a create request, checked in full (including its uploads) before anything is
+   * stored. Input columns belong to a group's spec only (`forGroup`).
+   */
+  async specOf(accountId: string, input: NonNullable<StartBody['task']>, opts: { forGroup?: boolean } = {}): Promise<TaskSpec> {
     const spec = normalizeSpec(input, 'task');
+    if (spec.input_columns && !opts.forGroup) {
+      throw QuarryError.validation('task.input_columns', 'task.input_columns belongs to a group\'s spec: create a group (POST /group) to run one spec over many inputs', [
+        { type: 'value_error', loc: ['body', 'task', 'input_columns'], msg: 'is only for a group\'s spec' },
+      ]);
+    }
     if (!spec.prompt && spec.outputs.length === 0) {
       throw QuarryError.validation('task.prompt', 'task needs a prompt or at least one output', [{ type: 'missing', loc: ['body', 'task', 'prompt'], msg: 'a spec needs a prompt or at least one output' }]);
     }

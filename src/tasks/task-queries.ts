@@ -79,9 +79,9 @@ export class TaskQueries {
     };
   }
 
-  /** One page in list order; `nextCursor` when more remain. */
-  async list(accountId: string, limit: number, cursor?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
-    const page = await this.tasks.listTasks(accountId, limit, cursor ? decodeCursor(cursor) : undefined);
+  /** One page in list order (single tasks, or the runs of group `groupId`); `nextCursor` when more remain. */
+  async list(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
+    const page = await this.tasks.listTasks(accountId, limit, cursor ? decodeCursor(cursor) : undefined, groupId);
     return { tasks: page.tasks, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) };
   }
 

@@ -22,6 +22,36 @@ import { queueTurnWebhooks, type TurnEnded } from '../webhooks/webhooks.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';
 
+/**
+ * What the task service tells the group scheduler (groups/group-service.ts), inside the
+ * transaction that ends a group run's turn: the scheduler records the run's outcome and may start
+ * the group's next runs in the same transaction. It returns what to do once that commits.
+ */
+export interface GroupRunHooks {
+  runEnded(tx: Repositories, run: EndedRun, now: string): Promise<(() => void) | null>;
+}
+
+export interface EndedRun {
+  groupId: string;
+  inputIndex: number;
+  taskId: string;
+  turnId: string;
+  outcome: TurnOutcome;
+  creditsUsedMicros: number;
+}
+
+/** A group run to start: a task of the group's spec whose one turn is given the input. */
+export interface NewRun {
+  accountId: string;
+  groupId: string;
+  spec: TaskSpec;
+  inputIndex: number;
+  /** The input's values as JSON. */
+  input: string;
+  /** What the run's turn is told (the input, framed as data). */
+  message: string;
+}
+
 export interface TaskServiceOptions {
   store: Store;
   bus: EventBus;
@@ -100,6 +130,8 @@ class TaskUnit {
   readonly turnsEnded: Omit<TurnEnded, 'task' | 'at'>[] = [];
   /** Webhook deliveries queued at flush (the dispatcher is woken once the unit commits). */
   deliveriesQueued = 0;
+  /** What to do once this unit commits besides publishing its events (a group's next runs). */
+  readonly afterCommit: (() => void)[] = [];
   private readonly patch: TaskPatch = {};
   private readonly controls: ControlMessage[] = [];
 
@@ -162,6 +194,8 @@ export class TaskService {
   onTurnCancelled: (turnId: string) => void = () => {};
   /** Called after a commit that queued webhook deliveries. */
   onDeliveriesQueued: () => void = () => {};
+  /** The group scheduler, told of every group run's end. */
+  groupRuns: GroupRunHooks | null = null;
 
   constructor(opts: TaskServiceOptions) {
     this.store = opts.store;
@@ -177,8 +211,8 @@ export class TaskService {
 
   // ---- reads ----------------------------------------------------------------------------------
 
-  async listTasks(accountId: string, limit: number, after?: TaskListCursor): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
-    const rows = await this.store.tasks.list(accountId, limit + 1, after);
+  async listTasks(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
+    const rows = await this.store.tasks.list(accountId, limit + 1, after, groupId);
     const tasks = rows.slice(0, limit);
     const last = tasks[tasks.length - 1];
     return { tasks, next: rows.length > limit && last ? { pinned: last.pinned, updatedAt: last.updatedAt, id: last.id } : undefined };
@@ -264,6 +298,36 @@ export class TaskService {
     this.committed(result.unit);
     this.onTurnReady();
     return { statusCode: 200, task: toTaskView(result.unit.task), turnId: result.turn.id, fromSeq: 0 };
+  }
+
+  /**
+   * Starts a group run inside the caller's transaction (the group scheduler's, which holds the
+   * group's lock): a new task of the group's spec with one pending execute turn carrying the
+   * input. No credit or capacity check: the scheduler decides when a group may start runs, and
+   * a group holds at most its max_parallel runs at once. Returns the task and turn ids, and what
+   * to do once the transaction commits.
+   */
+  async startRun(tx: Repositories, run: NewRun, now: string): Promise<{ taskId: string; turnId: string; committed: () => void }> {
+    const taskId = newId('tsk');
+    const turn = this.newTurn(taskId, run.accountId, 'execute', run.message, now, 'pending', false);
+    const task: TaskRecord = {
+      id: taskId, accountId: run.accountId, name: run.spec.name, type: run.spec.type, status: 'execute', ...startingState('execute'), spec: run.spec,
+      pinned: false, cronExpression: null, cronTimezone: null, cronNextRunAt: null, activeOutput: null, creditsUsedMicros: 0, lastEventSeq: 0,
+      currentTurnId: turn.id, queuedCount: 0, createdAt: now, updatedAt: now, deletedAt: null,
+      group: { id: run.groupId, inputIndex: run.inputIndex, input: run.input },
+    };
+    const unit = new TaskUnit(tx, task, now, this.config.workerId, true);
+    unit.control({ type: 'wake' });
+    unit.taskEvent('created', turn.id);
+    await unit.flush();
+    await tx.turns.insert(turn);
+    return {
+      taskId, turnId: turn.id,
+      committed: () => {
+        this.committed(unit);
+        this.onTurnReady();
+      },
+    };
   }
 
   /**
@@ -517,6 +581,7 @@ export class TaskService {
   private committed(unit: TaskUnit): void {
     this.bus.publish(unit.events);
     if (unit.deliveriesQueued > 0) this.onDeliveriesQueued();
+    for (const after of unit.afterCommit) after();
   }
 
   private newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
@@ -567,6 +632,12 @@ export class TaskService {
       next_turn_id: next?.id ?? null,
     });
     unit.turnsEnded.push({ turnId, outcome, outputCount, creditsUsed });
+    const { group } = unit.task;
+    if (group && this.groupRuns) {
+      const run = { groupId: group.id, inputIndex: group.inputIndex, taskId: unit.task.id, turnId, outcome, creditsUsedMicros: turn?.creditsUsedMicros ?? 0 };
+      const after = await this.groupRuns.runEnded(unit.tx, run, unit.now);
+      if (after) unit.afterCommit.push(after);
+    }
     return next?.id ?? null;
   }
 

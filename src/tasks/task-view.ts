@@ -47,6 +47,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     queued_messages: task.queuedCount,
     credits_used: fromMicros(task.creditsUsedMicros),
     active_output: activeOutputOf(task),
+    ...(task.group ? { group_id: task.group.id, input_index: task.group.inputIndex, input: JSON.parse(task.group.input) as Record<string, unknown> } : {}),
   };
 }
 

@@ -75,30 +75,28 @@ export interface TurnEnded {
 }
 
 /**
- * Queues a delivery to every endpoint of the account that asked for this turn's event, in the
- * caller's transaction (the one that ends the turn). Returns how many were queued.
+ * Queues a delivery of `type` to every endpoint of the account that asked for it, in the
+ * caller's transaction (the one that made the event happen). `data` is built only when some
+ * endpoint wants the event. Returns how many were queued.
  */
-export async function queueTurnWebhooks(tx: Repositories, ended: TurnEnded): Promise<number> {
-  const endpoints = await tx.webhooks.listEndpoints(ended.task.accountId);
-  if (endpoints.length === 0) return 0;
-  const type: WebhookEventType = `task.turn_${ended.outcome}`;
+export async function queueWebhooks(tx: Repositories, accountId: string, type: WebhookEventType, at: string, data: () => WebhookPayload['data']): Promise<number> {
+  const endpoints = await tx.webhooks.listEndpoints(accountId);
   const wanted = endpoints.filter((e) => e.events.includes(type));
   if (wanted.length === 0) return 0;
-  // The body is built only for a turn some endpoint wants to hear of.
-  const payload: WebhookPayload = {
-    type,
-    timestamp: ended.at,
-    data: {
-      task_id: ended.task.id, turn_id: ended.turnId, outcome: ended.outcome, output_count: ended.outputCount, credits_used: ended.creditsUsed,
-      task: toTaskView(ended.task, Date.parse(ended.at)),
-    },
-  };
-  const body = JSON.stringify(payload);
+  const body = JSON.stringify({ type, timestamp: at, data: data() } satisfies WebhookPayload);
   await tx.webhooks.insertDeliveries(wanted.map((e) => ({
     id: newId('msg'), endpointId: e.id, event: type, payload: body, status: 'pending', attempts: 0, lastStatusCode: null, lastError: null,
-    nextAttemptAt: ended.at, retrySince: ended.at, createdAt: ended.at, deliveredAt: null,
+    nextAttemptAt: at, retrySince: at, createdAt: at, deliveredAt: null,
   })));
   return wanted.length;
+}
+
+/** A turn's end: `task.turn_<outcome>`. */
+export async function queueTurnWebhooks(tx: Repositories, ended: TurnEnded): Promise<number> {
+  return queueWebhooks(tx, ended.task.accountId, `task.turn_${ended.outcome}`, ended.at, () => ({
+    task_id: ended.task.id, turn_id: ended.turnId, outcome: ended.outcome, output_count: ended.outputCount, credits_used: ended.creditsUsed,
+    task: toTaskView(ended.task, Date.parse(ended.at)),
+  }));
 }
 
 export class Webhooks {

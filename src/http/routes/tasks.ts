@@ -92,10 +92,12 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
     ...contractRoute(ROUTES.listTasks),
     handler: async (request, reply) => {
       const limit = request.query.limit ?? 50;
-      const page = await queries.list(request.accountId, limit, request.query.cursor);
+      const { group_id: groupId } = request.query;
+      const page = await queries.list(request.accountId, limit, request.query.cursor, groupId);
       if (page.nextCursor) {
         reply.header('X-Next-Cursor', page.nextCursor);
-        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/task?limit=${limit}&cursor=${page.nextCursor}>; rel="next"`);
+        const group = groupId === undefined ? '' : `&group_id=${encodeURIComponent(groupId)}`;
+        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/task?limit=${limit}&cursor=${page.nextCursor}${group}>; rel="next"`);
       }
       const now = Date.now();
       return page.tasks.map((t) => toTaskView(t, now));

@@ -12,6 +12,7 @@ import * as m000003 from '../migrations/000003_credit_micros.js';
 import * as m000004 from '../migrations/000004_last_error.js';
 import * as m000005 from '../migrations/000005_webhooks.js';
 import * as m000006 from '../migrations/000006_sources.js';
+import * as m000007 from '../migrations/000007_groups.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink } from './cluster.js';
@@ -22,6 +23,7 @@ import { SqlIdempotency } from './idempotency.js';
 import { SqlRows } from './rows.js';
 import type { SqlHandle } from './sql-repository.js';
 import { SqlSources } from './sources.js';
+import { SqlGroups } from './groups.js';
 import { SqlSteps } from './steps.js';
 import { SqlTasks } from './tasks.js';
 import { SqlTurns } from './turns.js';
@@ -35,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000004_last_error': m000004,
   '000005_webhooks': m000005,
   '000006_sources': m000006,
+  '000007_groups': m000007,
 };
 
 class StaticMigrations implements MigrationProvider {
@@ -61,6 +64,7 @@ export class SqlRepositories implements Repositories {
   readonly idempotency: SqlIdempotency;
   readonly webhooks: SqlWebhooks;
   readonly sources: SqlSources;
+  readonly groups: SqlGroups;
   readonly cluster: SqlCluster;
 
   constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}) {
@@ -74,6 +78,7 @@ export class SqlRepositories implements Repositories {
     this.idempotency = new SqlIdempotency(db, profile);
     this.webhooks = new SqlWebhooks(db, profile);
     this.sources = new SqlSources(db, profile);
+    this.groups = new SqlGroups(db, profile);
     this.cluster = new SqlCluster(db, profile, link);
   }
 }

@@ -28,6 +28,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     deletedAt: r.deleted_at,
+    group: r.group_id === null ? null : { id: r.group_id, inputIndex: Number(r.group_input_idx), input: r.group_input ?? '{}' },
   };
 }
 
@@ -109,8 +110,11 @@ export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateR
 
 export class SqlTasks extends SqlRepository implements TasksRepository {
   async insert(t: TaskRecord): Promise<void> {
-    const { id, accountId, createdAt, ...fields } = t;
-    const row = { id, account_id: accountId, created_at: createdAt, ...taskRow(fields) } as Insertable<TasksTable>;
+    const { id, accountId, createdAt, group, ...fields } = t;
+    const row = {
+      id, account_id: accountId, created_at: createdAt, ...taskRow(fields),
+      ...(group ? { group_id: group.id, group_input_idx: group.inputIndex, group_input: group.input } : {}),
+    } as Insertable<TasksTable>;
     await this.runCompiled(`tasks.insert:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('tasks').values(row));
   }
 
@@ -132,8 +136,10 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     return r && toTaskState(r);
   }
 
-  async list(accountId: string, limit: number, after?: TaskListCursor): Promise<TaskRecord[]> {
-    let q = this.db.selectFrom('tasks').selectAll().where('account_id', '=', accountId).where('deleted_at', 'is', null);
+  async list(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskRecord[]> {
+    let q = this.db.selectFrom('tasks').selectAll().where('account_id', '=', accountId)
+      .where('group_id', groupId === undefined ? 'is' : '=', groupId ?? null)
+      .where('deleted_at', 'is', null);
     if (after) {
       const pinned = after.pinned ? 1 : 0;
       // Keyset pagination over (pinned desc, updated_at desc, id desc): rows strictly after the cursor.

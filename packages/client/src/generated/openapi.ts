@@ -415,6 +415,126 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List groups, newest first */
+        get: operations["listGroups"];
+        put?: never;
+        /** Run one spec over many inputs: each input becomes a run, at most max_parallel at once */
+        post: operations["createGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A group: its status, counts by run status, and spec */
+        get: operations["getGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/inputs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add inputs to a group, also while it runs */
+        post: operations["addGroupInputs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The merged table: each run's rows with its input; format=csv|jsonl exports */
+        get: operations["getGroupRows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Follow the group as SSE until no run is pending or running (resumable over its whole life) */
+        get: operations["streamGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop every run: pending ones become stopped, running ones are stopped */
+        post: operations["stopGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run the failed inputs again, each as a new run */
+        post: operations["retryGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -659,7 +779,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do: show it to a person. */
             message: string;
             /** @description Whether the same request may succeed later. */
@@ -699,7 +819,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             message: string;
             retryable: boolean;
         };
@@ -711,6 +831,86 @@ export type components = {
             /** @enum {string} */
             confidence: "high" | "medium" | "low";
             reasoning?: string;
+        };
+        Group: {
+            group_id: string;
+            name: string | null;
+            /**
+             * @description running while a run is pending or running; finished when none is; stopped by POST /group/{id}/stop.
+             * @enum {string}
+             */
+            status: "running" | "finished" | "stopped";
+            /** @description The group's inputs by the status of their run (duplicates are not counted). */
+            counts: {
+                pending: number;
+                running: number;
+                completed: number;
+                failed: number;
+                stopped: number;
+            };
+            /** @description Inputs received, duplicates included; each took the next index (`_input`). */
+            inputs: number;
+            /** @description Inputs whose `_key` the group already had: counted, never run. */
+            duplicates: number;
+            /** @description What the group's ended runs used. */
+            credits_used: number;
+            max_parallel: number;
+            max_credits: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            finished_at: string | null;
+        };
+        /** @description A group with the spec its runs share. */
+        GroupDetail: {
+            group_id: string;
+            name: string | null;
+            /**
+             * @description running while a run is pending or running; finished when none is; stopped by POST /group/{id}/stop.
+             * @enum {string}
+             */
+            status: "running" | "finished" | "stopped";
+            /** @description The group's inputs by the status of their run (duplicates are not counted). */
+            counts: {
+                pending: number;
+                running: number;
+                completed: number;
+                failed: number;
+                stopped: number;
+            };
+            /** @description Inputs received, duplicates included; each took the next index (`_input`). */
+            inputs: number;
+            /** @description Inputs whose `_key` the group already had: counted, never run. */
+            duplicates: number;
+            /** @description What the group's ended runs used. */
+            credits_used: number;
+            max_parallel: number;
+            max_credits: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            finished_at: string | null;
+            spec: components["schemas"]["TaskSpec"];
+        };
+        GroupRowsPage: {
+            /** @description Merged rows in the group so far. */
+            total: number;
+            rows: ({
+                /** @description The input's 0-based index in the group. */
+                _input: number;
+                /** @description As on the run's output rows. */
+                _sources: unknown[];
+                _basis?: unknown;
+                _run: {
+                    task_id: string;
+                    /** @enum {string} */
+                    status: "pending" | "running" | "completed" | "failed" | "stopped";
+                };
+            } & {
+                [key: string]: unknown;
+            })[];
         };
         KeyInfo: {
             key_id: string;
@@ -883,6 +1083,14 @@ export type components = {
             /** @description Credits this task has used (at most 6 decimal places). */
             credits_used: number;
             active_output: string | null;
+            /** @description A group's run only: its group. */
+            group_id?: string;
+            /** @description A group's run only: its input's index in the group (`_input`). */
+            input_index?: number;
+            /** @description A group's run only: the input it runs on. */
+            input?: {
+                [key: string]: unknown;
+            };
         };
         /** @description The task changed; carries its snapshot. */
         TaskChangedEvent: {
@@ -957,6 +1165,13 @@ export type components = {
                 include_domains: string[];
                 exclude_domains: string[];
             };
+            input_columns?: {
+                name: string;
+                /** @enum {string} */
+                type: "string" | "number" | "integer" | "boolean" | "date" | "url" | "json";
+                required: boolean;
+                description?: string;
+            }[];
         };
         /** @description A task spec: what to research and which outputs to fill. */
         TaskSpecInput: {
@@ -1013,6 +1228,15 @@ export type components = {
                 /** @description These domains (and their subdomains) are never searched, fetched or accepted as sources. */
                 exclude_domains?: string[];
             };
+            /** @description A group's spec only (POST /group): the columns every input has, declared as table columns are. */
+            input_columns?: {
+                /** @description Column name; may not start with "_". */
+                name: string;
+                /** @enum {string} */
+                type?: "string" | "number" | "integer" | "boolean" | "date" | "url" | "json";
+                required?: boolean;
+                description?: string;
+            }[];
         };
         TaskState: {
             task_id: string;
@@ -1086,7 +1310,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do about it; show it to a person. */
             message: string;
             retryable: boolean;
@@ -1228,7 +1452,7 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description `task_not_found`, `source_not_found`, `webhook_not_found`, `delivery_not_found`, `not_found`: No task with that id. / No source snapshot with that id for this task. / No webhook endpoint with that id. / No delivery with that id for this endpoint. / No such route. */
+        /** @description `task_not_found`, `source_not_found`, `group_not_found`, `webhook_not_found`, `delivery_not_found`, `not_found`: No task with that id. / No source snapshot with that id for this task. / No task group with that id. / No webhook endpoint with that id. / No delivery with that id for this endpoint. / No such route. */
         Error404: {
             headers: {
                 /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
@@ -1484,6 +1708,8 @@ export interface operations {
                 limit?: number;
                 /** @description X-Next-Cursor of the previous page. */
                 cursor?: string;
+                /** @description List this group's runs (they are left out otherwise). */
+                group_id?: string;
             };
             header?: {
                 /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
@@ -2521,6 +2747,347 @@ export interface operations {
             404: components["responses"]["Error404"];
             413: components["responses"]["Error413"];
             422: components["responses"]["Error422"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listGroups: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of groups. Without X-Next-Cursor and Link this is the last page. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description Pass as `cursor` for the next page. */
+                    "X-Next-Cursor"?: string;
+                    /** @description `<url>; rel="next"`: the next page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Group"][];
+                };
+            };
+            401: components["responses"]["Error401"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    createGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    task: components["schemas"]["TaskSpecInput"];
+                    /** @description At most 1000 per request; more through an uploaded file. */
+                    inputs?: {
+                        [key: string]: unknown;
+                    }[];
+                    /** @description A finished upload: a CSV file (a header row naming the columns) or JSON Lines (one object per line). */
+                    input_upload_id?: string;
+                    /** @description Runs of this group working at once (default 8). */
+                    max_parallel?: number;
+                    /** @description Once the group's runs have used this much, the runs still pending are stopped. */
+                    max_credits?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The group; its first runs have started. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupDetail"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupDetail"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    addGroupInputs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description At most 1000 per request; more through an uploaded file. */
+                    inputs?: {
+                        [key: string]: unknown;
+                    }[];
+                    /** @description A finished upload: a CSV file (a header row naming the columns) or JSON Lines (one object per line). */
+                    input_upload_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The group with the inputs added. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupDetail"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getGroupRows: {
+        parameters: {
+            query?: {
+                /** @description Rows per page. */
+                limit?: number;
+                offset?: number;
+                /** @description csv or jsonl streams every merged row as a file (also Accept: text/csv). */
+                format?: "json" | "csv" | "jsonl";
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of merged rows (JSON), or with format=csv|jsonl (or Accept: text/csv) every merged row as a file. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description attachment; filename="<group_id>.<format>" (exports only). */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupRowsPage"];
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    streamGroup: {
+        parameters: {
+            query?: {
+                /** @description Replay stored events after this sequence number (as Last-Event-ID). */
+                after?: number;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+                /** @description Replay stored events after this sequence number, then go live. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-sent events of the group: run, group and done (each `data:` is a GroupEvent as JSON). */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A reconnect (Last-Event-ID) to a group with nothing pending or running and nothing new. */
+            204: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    stopGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The group after the stop. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupDetail"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    retryGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The group with its failed inputs pending again. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupDetail"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            402: components["responses"]["Error402"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];
         };

@@ -1,0 +1,99 @@
+/**
+ * Task group routes (decisions §15.2): schema → one call to the group service → reply. The
+ * group's stream is its stored events (under the group's id), replayed and then followed live
+ * as a task's are.
+ */
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { MAX_EVENT_SEQ, ROUTES } from '../../contract/index.js';
+import { QuarryError } from '../../errors.js';
+import { mergedOutput } from '../../groups/group-view.js';
+import { exportContentType, exportMergedRows } from '../../outputs/export.js';
+import { contractRoute, typed } from '../contract-route.js';
+import { publicBaseUrl } from '../public-url.js';
+import { resumeSeq, streamTaskEvents } from '../sse.js';
+import { StreamFanout } from '../sse-fanout.js';
+
+export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
+  const app = typed(fastify);
+  const { groups, store, bus, config } = app.deps;
+  const fanout = new StreamFanout(bus);
+
+  app.route({
+    ...contractRoute(ROUTES.createGroup),
+    handler: async (request) => groups.create(request.accountId, request.body),
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.listGroups),
+    handler: async (request, reply) => {
+      const limit = request.query.limit ?? 50;
+      const page = await groups.list(request.accountId, limit, request.query.cursor);
+      if (page.nextCursor) {
+        reply.header('X-Next-Cursor', page.nextCursor);
+        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/group?limit=${limit}&cursor=${page.nextCursor}>; rel="next"`);
+      }
+      return page.groups;
+    },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.getGroup),
+    handler: async (request) => groups.get(request.accountId, request.params.group_id),
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.addGroupInputs),
+    handler: async (request) => groups.addInputs(request.accountId, request.params.group_id, request.body),
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.getGroupRows),
+    handler: async (request, reply) => {
+      const group = await groups.find(request.accountId, request.params.group_id);
+      const format = request.query.format ?? (/\btext\/csv\b/.test(request.headers.accept ?? '') ? 'csv' : 'json');
+      if (format !== 'json') {
+        return reply
+          .type(exportContentType(format))
+          .header('Content-Disposition', `attachment; filename="${group.id}.${format}"`)
+          .send(Readable.from(exportMergedRows(mergedOutput(group.spec), groups.allRows(group), format)));
+      }
+      const page = await groups.rows(group, request.query.offset ?? 0, request.query.limit ?? 100);
+      // The rows are spliced in as made (groups/group-view.ts), not serialized again.
+      return reply.type('application/json; charset=utf-8').send(`{"total":${page.total},"rows":[${page.rows.join(',')}]}`);
+    },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.streamGroup),
+    handler: async (request, reply) => {
+      const resumeAt = resumeSeq(request, request.query.after);
+      if (resumeAt > MAX_EVENT_SEQ) {
+        throw QuarryError.validation('Last-Event-ID', `Last-Event-ID must be a sequence number up to ${MAX_EVENT_SEQ}`, [
+          { type: 'less_than_equal', loc: ['header', 'Last-Event-ID'], msg: `must be <= ${MAX_EVENT_SEQ}` },
+        ]);
+      }
+      const group = await groups.find(request.accountId, request.params.group_id);
+      const afterSeq = Math.min(resumeAt, group.lastEventSeq);
+      const idle = group.counts.pending + group.counts.running === 0;
+      // A reconnect to a group with nothing left to run and nothing new: 204 stops an EventSource.
+      if (idle && request.headers['last-event-id'] !== undefined && afterSeq >= group.lastEventSeq) return reply.code(204).send(null);
+      // The stream ends at the group's latest `done`: an earlier one (more inputs came after it) is passed over.
+      const openedAt = group.lastEventSeq;
+      await streamTaskEvents(request, reply, {
+        store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
+        taskId: group.id, afterSeq, isLast: (event) => event.type === 'done' && event.seq >= openedAt,
+      });
+    },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.stopGroup),
+    handler: async (request) => groups.stop(request.accountId, request.params.group_id),
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.retryGroup),
+    handler: async (request) => groups.retry(request.accountId, request.params.group_id),
+  });
+}

@@ -1,0 +1,138 @@
+/**
+ * Groups and their inputs. A group's row is locked (get with `lock: true`) by every change to
+ * its inputs and counts, so those are serialized per group; inputs are changed only under it.
+ */
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import { fromStoredMicros } from '../../accounts/credits.js';
+import type { GroupInputsTable, GroupsTable } from '../database.js';
+import type { GroupInputRecord, GroupPatch, GroupRecord, GroupRowRecord, GroupsRepository, RunStatus } from '../store.js';
+import { SqlRepository } from './sql-repository.js';
+
+function toGroup(r: Selectable<GroupsTable>): GroupRecord {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    spec: JSON.parse(r.spec),
+    maxParallel: Number(r.max_parallel),
+    maxCreditsMicros: r.max_credits_micros === null ? null : fromStoredMicros(r.max_credits_micros),
+    status: r.status as GroupRecord['status'],
+    inputs: Number(r.inputs),
+    duplicates: Number(r.duplicates),
+    counts: { pending: Number(r.pending), running: Number(r.running), completed: Number(r.completed), failed: Number(r.failed), stopped: Number(r.stopped) },
+    creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
+    lastEventSeq: Number(r.last_event_seq),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+function groupRow(patch: GroupPatch): Updateable<GroupsTable> {
+  const { counts, creditsUsedMicros, lastEventSeq, updatedAt, finishedAt, ...same } = patch;
+  return {
+    ...same,
+    ...(counts ?? {}),
+    ...(creditsUsedMicros === undefined ? {} : { credits_used_micros: creditsUsedMicros }),
+    ...(lastEventSeq === undefined ? {} : { last_event_seq: lastEventSeq }),
+    ...(updatedAt === undefined ? {} : { updated_at: updatedAt }),
+    ...(finishedAt === undefined ? {} : { finished_at: finishedAt }),
+  };
+}
+
+function toInput(r: Selectable<GroupInputsTable>): GroupInputRecord {
+  return { groupId: r.group_id, index: Number(r.idx), key: r.key, data: r.data, status: r.status as RunStatus, taskId: r.task_id, turnId: r.turn_id };
+}
+
+/** Inputs per insert statement (a large file arrives in many). */
+const INPUT_BATCH = 500;
+
+export class SqlGroups extends SqlRepository implements GroupsRepository {
+  async insert(g: GroupRecord): Promise<void> {
+    const row: Insertable<GroupsTable> = {
+      id: g.id, account_id: g.accountId, name: g.name, spec: JSON.stringify(g.spec), max_parallel: g.maxParallel, max_credits_micros: g.maxCreditsMicros,
+      status: g.status, inputs: g.inputs, duplicates: g.duplicates, ...g.counts, credits_used_micros: g.creditsUsedMicros,
+      last_event_seq: g.lastEventSeq, created_at: g.createdAt, updated_at: g.updatedAt, finished_at: g.finishedAt,
+    };
+    await this.db.insertInto('groups').values(row).execute();
+  }
+
+  async get(id: string, opts: { lock?: boolean } = {}): Promise<GroupRecord | undefined> {
+    let q = this.db.selectFrom('groups').selectAll().where('id', '=', id);
+    if (opts.lock && this.profile.rowLocks) q = q.forUpdate();
+    const r = await q.executeTakeFirst();
+    return r && toGroup(r);
+  }
+
+  async update(id: string, patch: GroupPatch): Promise<void> {
+    const row = groupRow(patch);
+    if (Object.keys(row).length > 0) await this.db.updateTable('groups').set(row).where('id', '=', id).execute();
+  }
+
+  async list(accountId: string, limit: number, before?: string): Promise<GroupRecord[]> {
+    let q = this.db.selectFrom('groups').selectAll().where('account_id', '=', accountId);
+    if (before !== undefined) q = q.where('id', '<', before);
+    const rows = await q.orderBy('id', 'desc').limit(limit).execute();
+    return rows.map(toGroup);
+  }
+
+  async insertInputs(inputs: GroupInputRecord[]): Promise<number[]> {
+    const stored: number[] = [];
+    for (let i = 0; i < inputs.length; i += INPUT_BATCH) {
+      const values = inputs.slice(i, i + INPUT_BATCH).map((input) => ({
+        group_id: input.groupId, idx: input.index, key: input.key, data: input.data, status: input.status, task_id: input.taskId, turn_id: input.turnId,
+      }));
+      // A key the group has already (from this batch or an earlier one) is a duplicate: not stored.
+      const rows = await this.db.insertInto('group_inputs').values(values).onConflict((oc) => oc.columns(['group_id', 'key']).doNothing()).returning('idx').execute();
+      for (const r of rows) stored.push(Number(r.idx));
+    }
+    return stored;
+  }
+
+  async getInput(groupId: string, index: number): Promise<GroupInputRecord | undefined> {
+    const r = await this.db.selectFrom('group_inputs').selectAll().where('group_id', '=', groupId).where('idx', '=', index).executeTakeFirst();
+    return r && toInput(r);
+  }
+
+  async listInputs(groupId: string, status: RunStatus, limit: number, after = -1): Promise<GroupInputRecord[]> {
+    const rows = await this.db.selectFrom('group_inputs').selectAll()
+      .where('group_id', '=', groupId).where('status', '=', status).where('idx', '>', after)
+      .orderBy('idx').limit(limit).execute();
+    return rows.map(toInput);
+  }
+
+  async setInput(groupId: string, index: number, patch: { status: RunStatus; taskId?: string; turnId?: string }): Promise<void> {
+    await this.db.updateTable('group_inputs')
+      .set({ status: patch.status, ...(patch.taskId === undefined ? {} : { task_id: patch.taskId }), ...(patch.turnId === undefined ? {} : { turn_id: patch.turnId }) })
+      .where('group_id', '=', groupId).where('idx', '=', index).execute();
+  }
+
+  async moveInputs(groupId: string, from: RunStatus, to: RunStatus): Promise<number> {
+    const r = await this.db.updateTable('group_inputs').set({ status: to }).where('group_id', '=', groupId).where('status', '=', from).executeTakeFirst();
+    return Number(r.numUpdatedRows);
+  }
+
+  async rowCount(groupId: string, outputId: string): Promise<number> {
+    const r = await this.db.selectFrom('group_inputs')
+      .innerJoin('outputs', (join) => join.onRef('outputs.task_id', '=', 'group_inputs.task_id').on('outputs.output_id', '=', outputId))
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('outputs.row_count'), eb.lit(0)).as('n'))
+      .where('group_inputs.group_id', '=', groupId)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async rows(groupId: string, outputId: string, limit: number, from: { offset: number } | { after: { index: number; rowNumber: number } }): Promise<GroupRowRecord[]> {
+    let q = this.db.selectFrom('group_inputs')
+      .innerJoin('rows', (join) => join.onRef('rows.task_id', '=', 'group_inputs.task_id').on('rows.output_id', '=', outputId))
+      .select(['group_inputs.idx', 'group_inputs.data as input', 'group_inputs.task_id', 'group_inputs.status', 'rows.row_num', 'rows.data as row'])
+      .where('group_inputs.group_id', '=', groupId);
+    if ('after' in from) {
+      const { index, rowNumber } = from.after;
+      q = q.where((eb) => eb.or([eb('group_inputs.idx', '>', index), eb.and([eb('group_inputs.idx', '=', index), eb('rows.row_num', '>', rowNumber)])]));
+    }
+    q = q.orderBy('group_inputs.idx').orderBy('rows.row_num').limit(limit);
+    if ('offset' in from && from.offset > 0) q = q.offset(from.offset);
+    const rows = await q.execute();
+    return rows.map((r) => ({ index: Number(r.idx), input: r.input, taskId: r.task_id!, status: r.status as RunStatus, rowNumber: Number(r.row_num), row: r.row }));
+  }
+}
