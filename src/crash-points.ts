@@ -19,6 +19,7 @@ export const CRASH_POINTS = [
   'upload.stored',
   'upload.completed',
   'webhook.sent',
+  'group.created',
 ] as const;
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];

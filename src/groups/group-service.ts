@@ -23,6 +23,7 @@ import {
   DEFAULT_MAX_PARALLEL, type Group, type GroupBody, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
   type GroupSnapshotReason, type RunStatus, type TaskSpec,
 } from '../contract/index.js';
+import { crashPoint } from '../crash-points.js';
 import { EVENTS_CHANNEL, eventsNotice } from '../events/cluster-messages.js';
 import type { EventBus } from '../events/event-bus.js';
 import { QuarryError } from '../errors.js';
@@ -208,6 +209,7 @@ export class GroupService implements GroupRunHooks {
       await u.flush();
       return u;
     });
+    crashPoint('group.created');
     this.committed(unit);
     return toGroupDetail(unit.group);
   }
