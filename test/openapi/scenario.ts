@@ -19,6 +19,8 @@ import assert from 'node:assert/strict';
 import { ADMIN_KEY, type Harness } from '../helpers/harness.js';
 import { waitIdle } from '../helpers/http.js';
 import { putUpload } from '../helpers/task-api.js';
+import { until } from '../helpers/bounded-waits.js';
+import { readSse } from '../sse-client.js';
 import type { FakeReply, FakeRequestBody } from '../fake-model/fake-openai-server.js';
 import { OpenApiDocument } from './document.js';
 import { prismViolations, type PrismViolation } from './tools.js';
@@ -380,6 +382,7 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
   await settled(h, main);
 
   await webhookProbes(h, run, hook.webhook_id, broke.api_key);
+  await groupProbes(h, run, broke.api_key);
 
   await run.sendAll([
     { via: S, method: 'POST', path: `${t(main)}/stop`, expect: 200, note: 'stop without a body (counts as {}) on an idle task' },
@@ -499,6 +502,93 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     if (want && /\/sources(?:[/?]|$)/.test(e.probe.path) && !e.prismAnswered && e.body?.error !== want) codes.push(`${e.probe.method} ${e.probe.path} [${e.probe.note}]: error ${e.body?.error}`);
   }
   assert.deepEqual(codes, [], 'source errors with the wrong code');
+}
+
+/** A group's spec: its runs write to `makers` (the scenario model's first write; its later writes name outputs the group lacks). */
+const GROUP_SPEC = {
+  name: 'Conformance group',
+  prompt: 'Per region, the makers. [rows]',
+  input_columns: [{ name: 'region', required: true }, { name: 'year', type: 'integer' }],
+  outputs: [{ id: 'makers', kind: 'table', columns: [{ name: 'company', required: true }, { name: 'country' }, { name: 'capacity_gwh', type: 'number' }] }],
+};
+
+/**
+ * The group routes (decisions §15.2): create (inline inputs), list with a cursor, get, merged
+ * rows as pages and exports, the stream (replayed to its done, then 204 on a reconnect), inputs
+ * added, stop, retry, the runs listed with ?group_id=, and the errors a client can provoke. The
+ * error codes of the 404s are checked too.
+ */
+async function groupProbes(h: Harness, run: ProbeRunner, brokeKey: string): Promise<void> {
+  const S = 'strict' as const;
+  const L = 'lenient' as const;
+  const SSE = 'text/event-stream';
+  const g = (id: string) => `/group/${encodeURIComponent(id)}`;
+  const inputs = [{ region: 'Nordics', year: 2024, _key: 'nordics' }, { region: 'Iberia' }];
+
+  const before = run.exchanges.length;
+  await run.send({ via: S, method: 'POST', path: '/group', body: { name: 'Makers by region', task: GROUP_SPEC, inputs, max_parallel: 2, max_credits: 100 }, expect: 200, note: 'create a group' });
+  await run.send({ via: S, method: 'POST', path: '/group', body: { task: GROUP_SPEC, inputs: [{ region: 'Alps' }] }, expect: 200, note: 'create a group, defaults' });
+  const groups = (await direct(h, 'GET', '/group?limit=2')).body as Json[];
+  const groupId: string = groups[1].group_id;
+  const cursor = (await direct(h, 'GET', '/group?limit=1')).headers.get('x-next-cursor');
+  assert.ok(cursor, 'set-up: a first page of one group has a next cursor');
+  await until('the group\'s runs to end', async () => {
+    const group = (await direct(h, 'GET', g(groupId))).body;
+    return group.counts.pending + group.counts.running === 0;
+  }, { timeoutMs: 15_000, pollMs: 20 });
+  const lastSeq = (await readSse(h.url, `${g(groupId)}/stream`, { key: h.key })).events.at(-1)!.id!;
+
+  await run.sendAll([
+    { via: S, method: 'GET', path: '/group', expect: 200, note: 'the account\'s groups' },
+    { via: S, method: 'GET', path: '/group?limit=1', expect: 200, note: 'a page with X-Next-Cursor and Link' },
+    { via: S, method: 'GET', path: `/group?limit=1&cursor=${encodeURIComponent(cursor)}`, expect: 200, note: 'the next page' },
+    { via: S, method: 'GET', path: '/group', key: brokeKey, expect: 200, note: 'an account without groups' },
+    { via: S, method: 'GET', path: g(groupId), expect: 200, note: 'a finished group' },
+    { via: S, method: 'GET', path: `${g(groupId)}/rows`, expect: 200, note: 'merged rows' },
+    { via: S, method: 'GET', path: `${g(groupId)}/rows?limit=1&offset=1`, expect: 200, note: 'a page of merged rows' },
+    { via: S, method: 'GET', path: `${g(groupId)}/rows?format=csv`, expect: 200, expectType: 'text/csv', note: 'merged rows as CSV' },
+    { via: S, method: 'GET', path: `${g(groupId)}/rows?format=jsonl`, expect: 200, expectType: 'application/x-ndjson', note: 'merged rows as JSONL' },
+    { via: S, method: 'GET', path: `${g(groupId)}/stream`, expect: 200, expectType: SSE, note: 'the group\'s stream, replayed to its done' },
+    { via: S, method: 'GET', path: `${g(groupId)}/stream?after=2`, expect: 200, expectType: SSE, note: 'the group\'s stream resumed' },
+    { via: S, method: 'GET', path: `${g(groupId)}/stream`, headers: { 'last-event-id': lastSeq }, expect: 204, note: 'a reconnect with nothing new' },
+    { via: S, method: 'GET', path: `/task?group_id=${encodeURIComponent(groupId)}`, expect: 200, note: 'the group\'s runs' },
+    { via: S, method: 'POST', path: `${g(groupId)}/retry`, expect: 200, note: 'retry with nothing failed, no body' },
+    { via: S, method: 'POST', path: `${g(groupId)}/inputs`, body: { inputs: [{ region: 'Baltics' }, { region: 'Nordics', _key: 'nordics' }] }, expect: 200, note: 'add inputs (one a duplicate)' },
+    { via: S, method: 'POST', path: `${g(groupId)}/stop`, expect: 200, note: 'stop, no body' },
+    { via: S, method: 'POST', path: `${g(groupId)}/stop`, body: {}, expect: 200, note: 'stop again, body {}' },
+    { via: S, method: 'POST', path: `${g(groupId)}/retry`, body: {}, expect: 200, note: 'retry, body {}' },
+    { via: S, method: 'GET', path: g('grp_nope'), expect: 404, note: '404 group_not_found' },
+    { via: S, method: 'GET', path: `${g('grp_nope')}/rows`, expect: 404, note: '404 group_not_found' },
+    { via: S, method: 'GET', path: `${g('grp_nope')}/stream`, expect: 404, note: '404 group_not_found' },
+    { via: S, method: 'POST', path: `${g('grp_nope')}/inputs`, body: { inputs: [{ region: 'X' }] }, expect: 404, note: '404 group_not_found' },
+    { via: S, method: 'POST', path: `${g('grp_nope')}/stop`, expect: 404, note: '404 group_not_found' },
+    { via: S, method: 'POST', path: `${g('grp_nope')}/retry`, expect: 404, note: '404 group_not_found' },
+    { via: S, method: 'GET', path: g(groupId), key: brokeKey, expect: 404, note: '404 group_not_found (another account\'s group)' },
+    { via: S, method: 'POST', path: '/group', key: brokeKey, body: { task: GROUP_SPEC, inputs }, expect: 402, note: '402 no credits' },
+    { via: L, method: 'GET', path: '/group', key: null, expect: 401, note: '401 without a key' },
+    { via: L, method: 'POST', path: '/group', key: null, body: { task: GROUP_SPEC, inputs }, expect: 401, note: '401 without a key' },
+    { via: L, method: 'GET', path: `${g(groupId)}/rows`, key: 'qry_not_a_key', expect: 401, note: '401 unknown key' },
+    { via: L, method: 'POST', path: '/group', body: { task: GROUP_SPEC }, expect: 422, note: '422 no inputs' },
+    { via: L, method: 'POST', path: '/group', body: { task: GROUP_SPEC, inputs: [{ year: 2020 }] }, expect: 422, note: '422 an input without its required column' },
+    { via: L, method: 'POST', path: '/group', body: { task: GROUP_SPEC, inputs: [{ region: 'A', year: 'soon' }] }, expect: 422, note: '422 an input value of the wrong type' },
+    { via: L, method: 'POST', path: '/group', body: { task: { ...GROUP_SPEC, input_columns: undefined }, inputs }, expect: 422, note: '422 no input_columns' },
+    { via: L, method: 'POST', path: '/group', body: { task: GROUP_SPEC, inputs, max_parallel: 0 }, expect: 422, note: '422 max_parallel out of bounds' },
+    { via: L, method: 'POST', path: '/group', body: { task: GROUP_SPEC, input_upload_id: 'upl_nope' }, expect: 422, note: '422 not a finished upload' },
+    { via: L, method: 'GET', path: '/group?limit=0', expect: 422, note: '422 limit out of bounds' },
+    { via: L, method: 'GET', path: g('x'.repeat(201)), expect: 422, note: '422 group_id path too long' },
+    { via: L, method: 'GET', path: `${g(groupId)}/rows?limit=0`, expect: 422, note: '422 limit out of bounds' },
+    { via: L, method: 'POST', path: `${g(groupId)}/inputs`, body: {}, expect: 422, note: '422 no inputs' },
+    { via: L, method: 'POST', path: '/group', headers: { 'content-type': 'text/plain' }, rawBody: 'inputs', expect: 415, note: '415 not JSON' },
+    { via: L, method: 'PUT', path: '/group', body: {}, expect: 405, note: '405 wrong method' },
+    { via: L, method: 'DELETE', path: g(groupId), expect: 405, note: '405 wrong method' },
+  ]);
+
+  const codes: string[] = [];
+  for (const e of run.exchanges.slice(before)) {
+    const want = /^404 ([a-z_]+)/.exec(e.probe.note)?.[1];
+    if (want && !e.prismAnswered && e.body?.error !== want) codes.push(`${e.probe.method} ${e.probe.path} [${e.probe.note}]: error ${e.body?.error}`);
+  }
+  assert.deepEqual(codes, [], 'group errors with the wrong code');
 }
 
 /** Where the scenario's webhook endpoints point: a public-looking name that does not resolve offline. */
