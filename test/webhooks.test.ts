@@ -371,6 +371,25 @@ describe('webhook deliveries', () => {
     assert.equal(body.data.turn_id, (await doneEvent(h, key, taskId)).turn_id);
   });
 
+  it('a task group whose last run ended sends one signed group.finished with the group', async (t) => {
+    const key = await newKey(h);
+    const r = await receiver(t);
+    const endpoint = await register(t, h, key, `${r.url}/hook`, ['group.finished']);
+    const spec = { prompt: 'Per city.', input_columns: [{ name: 'city' }], outputs: [{ id: 'facts', kind: 'table', columns: [{ name: 'mayor' }] }] };
+    const created = await h.request('POST', '/group', { key, body: { task: spec, inputs: [{ city: 'Oslo' }, { city: 'Lyon' }] } });
+    assert.equal(created.status, 200, created.text);
+
+    const [got] = await r.waitFor(1);
+    const body = verify(endpoint.secret, got!);
+    assert.equal(body.type, 'group.finished');
+    assert.equal(body.data.group_id, created.body.group_id);
+    assert.equal(body.data.group.status, 'finished');
+    assert.deepEqual(body.data.group.counts, { pending: 0, running: 0, completed: 2, failed: 0, stopped: 0 });
+    assert.equal(body.timestamp, body.data.group.finished_at);
+    await untilDelivery(h, key, endpoint.webhook_id, 'the delivery recorded as delivered', (d) => d.status === 'delivered' && d.event === 'group.finished');
+    assert.equal(r.received.length, 1, 'one group.finished, none for the runs\' turns');
+  });
+
   it('500, 500, then 200: three attempts with one webhook-id and the same bytes, then delivered', async (t) => {
     const key = await newKey(h);
     const r = await receiver(t, (req) => (req.index < 2 ? 500 : 200));

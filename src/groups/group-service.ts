@@ -219,6 +219,7 @@ export class GroupService implements GroupRunHooks {
     const group = await this.find(accountId, groupId);
     const source = await this.inputSource(accountId, group.spec, body);
     return this.change(accountId, groupId, async (u) => {
+      await this.requireCredits(u.tx, accountId);
       await this.storeInputs(u, source);
       if (u.group.counts.pending > 0 && u.group.status !== 'running') u.set({ status: 'running', finishedAt: null });
       u.snapshot('inputs_added');
