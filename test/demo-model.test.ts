@@ -42,6 +42,25 @@ describe('the demo model', () => {
     assert.ok(task.credits_used > 0, 'the demo turn is charged like any turn');
   });
 
+  it('in a task group, writes one made-up row per input into the group\'s table, so the merged table fills', async (t) => {
+    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const spec = {
+      prompt: 'Find the headquarters of the company given.',
+      input_columns: [{ name: 'company', required: true }],
+      outputs: [{ id: 'hq', kind: 'table', columns: [{ name: 'city', required: true }, { name: 'employees', type: 'integer' }, { name: 'site', type: 'url' }] }],
+    };
+    const created = await h.request('POST', '/group', { body: { task: spec, inputs: [{ company: 'Northvolt' }, { company: 'Saft Groupe' }] } });
+    assert.equal(created.status, 200, created.text);
+    const stream = await readSse(h.url, `/group/${created.body.group_id}/stream`, { key: h.key });
+    assert.equal(stream.events.at(-1)?.json.group.counts.completed, 2);
+    const rows = (await h.request('GET', `/group/${created.body.group_id}/rows`)).body.rows;
+    assert.deepEqual(rows.map((r: any) => [r._input, r.company, r.city, r.employees, r.site]), [
+      [0, 'Northvolt', 'demo value for Northvolt', 1, 'https://demo-model.quarry.invalid/'],
+      [1, 'Saft Groupe', 'demo value for Saft Groupe', 2, 'https://demo-model.quarry.invalid/'],
+    ]);
+    assert.match(rows[0]._sources[0].title, /demo model/);
+  });
+
   it('a follow-up message gets its own turn that counts the new message', async (t) => {
     const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'one two two' } });

@@ -1,5 +1,8 @@
 import type { TaskSpec } from '../contract/index.js';
 
+/** The line before the spec's JSON, which ends the system message. */
+export const SPEC_HEADING = 'The current spec (JSON):';
+
 /** The system message: how to work, and the current spec with its outputs' row counts. */
 export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opts: { phase: 'plan' | 'execute'; planOnly: boolean }): string {
   const outputs = spec.outputs.map((o) => ({ ...o, rows_written: rowCounts.get(o.id) ?? 0 }));
@@ -25,7 +28,7 @@ export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opt
   }
   if (opts.planOnly) lines.push('', 'This turn is planning only: declare the outputs with update_spec, then stop without writing rows.');
   else if (opts.phase === 'plan') lines.push('', 'You are planning: settle the outputs with update_spec first, then carry the plan out.');
-  lines.push('', 'The current spec (JSON):', JSON.stringify({ name: spec.name, prompt: spec.prompt, outputs, inputs: spec.inputs }, null, 2));
+  lines.push('', SPEC_HEADING, JSON.stringify({ name: spec.name, prompt: spec.prompt, outputs, inputs: spec.inputs }, null, 2));
   return lines.join('\n');
 }
 

@@ -2,9 +2,12 @@
  * The demo model (QUARRY_MODEL_PROVIDER=demo): a scripted stand-in for a real model, so a
  * newcomer without one can watch a turn go through every stage — tool calls, streamed text,
  * typed rows with sources, credits charged, `done`. It asks nothing and knows nothing: it counts
- * the words of the latest message. Every row it writes and every answer it gives says so.
+ * the words of the latest message, or, in a group's run, writes one row for its input in the
+ * group's table. Every row it writes and every answer it gives says so.
  */
-import { CARRY_OUT_PLAN } from '../system-prompt.js';
+import type { ColumnType, OutputDecl } from '../../contract/index.js';
+import { parseRunMessage } from '../../groups/run-message.js';
+import { CARRY_OUT_PLAN, SPEC_HEADING } from '../system-prompt.js';
 import type { ModelMessage, ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './model-provider.js';
 import { modelResponse } from './provider-http.js';
 
@@ -26,7 +29,17 @@ function nextStep(request: ModelRequest): ModelResponse {
   const called = new Set(since.flatMap((m) => (m.role === 'assistant' ? m.toolCalls ?? [] : [])).map((c) => c.name));
   const offered = new Set(request.tools.map((t) => t.name));
 
-  if (offered.has('update_spec') && !called.has('update_spec')) {
+  const run = parseRunMessage(message);
+  if (run && offered.has('write_rows') && !called.has('write_rows')) {
+    const output = specOutputs(request.messages).find((o) => o.id === run.outputId);
+    const about = Object.values(run.input).map(String).join(', ');
+    const row = Object.fromEntries((output?.columns ?? []).map((c) => [c.name, demoValue(c.type, about)]));
+    return toolStep(request, `I am the demo model: I will write one made-up row for input ${run.index} (${about}).`, {
+      name: 'write_rows',
+      arguments: JSON.stringify({ output: run.outputId, rows: [row], sources: [DEMO_SOURCE] }),
+    });
+  }
+  if (!run && offered.has('update_spec') && !called.has('update_spec')) {
     return toolStep(request, 'I am the demo model: I will count the words of your message into a table.', {
       name: 'update_spec',
       arguments: JSON.stringify({
@@ -40,7 +53,7 @@ function nextStep(request: ModelRequest): ModelResponse {
     });
   }
   const rows = wordCounts(message);
-  if (offered.has('write_rows') && !called.has('write_rows') && rows.length > 0) {
+  if (!run && offered.has('write_rows') && !called.has('write_rows') && rows.length > 0) {
     return toolStep(request, `Writing ${rows.length} rows.`, {
       name: 'write_rows',
       arguments: JSON.stringify({ output: DEMO_OUTPUT_ID, rows, sources: [DEMO_SOURCE] }),
@@ -55,6 +68,27 @@ function nextStep(request: ModelRequest): ModelResponse {
   // Streamed as a real model would, one line at a time.
   for (const line of text.split(/(?<=\n)/)) request.onTextDelta?.(line);
   return answer(request, text, [], 'stop');
+}
+
+/** The outputs of the spec the system message ends with. */
+function specOutputs(messages: ModelMessage[]): OutputDecl[] {
+  const system = messages.find((m) => m.role === 'system');
+  const at = system ? system.content.lastIndexOf(SPEC_HEADING) : -1;
+  if (!system || at < 0) return [];
+  return (JSON.parse(system.content.slice(at + SPEC_HEADING.length)) as { outputs?: OutputDecl[] }).outputs ?? [];
+}
+
+/** A value of the column's type that says it is made up (a string names the input it is about). */
+function demoValue(type: ColumnType, about: string): unknown {
+  switch (type) {
+    case 'number':
+    case 'integer': return about.split(/\s+/).filter(Boolean).length;
+    case 'boolean': return true;
+    case 'date': return new Date().toISOString().slice(0, 10);
+    case 'url': return DEMO_SOURCE.url;
+    case 'json': return { demo: about };
+    default: return `demo value for ${about}`;
+  }
 }
 
 function toolStep(request: ModelRequest, text: string, call: Omit<ModelToolCall, 'id'>): ModelResponse {
