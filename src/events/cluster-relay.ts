@@ -72,8 +72,9 @@ export class ClusterRelay {
       this.relay(taskId, async () => {
         const known = this.relayed.get(taskId);
         if (known !== undefined) return this.opts.store.events.list(taskId, known, MAX_EVENTS_PER_NOTICE);
-        const task = await this.opts.store.tasks.get(taskId);
-        return task ? this.opts.store.events.list(taskId, Math.max(0, task.lastEventSeq - MAX_EVENTS_PER_NOTICE), MAX_EVENTS_PER_NOTICE) : [];
+        // A stream follows a task or a group (whose events are stored under its id alike).
+        const owner = (await this.opts.store.tasks.get(taskId)) ?? (await this.opts.store.groups.get(taskId));
+        return owner ? this.opts.store.events.list(taskId, Math.max(0, owner.lastEventSeq - MAX_EVENTS_PER_NOTICE), MAX_EVENTS_PER_NOTICE) : [];
       });
     }
   }
