@@ -164,6 +164,22 @@ describe('task groups', () => {
     assert.deepEqual(rows.map((r: Json) => [r._input, r.company]), [[0, 'Acme'], [1, 'Bolt'], [4, 'Cog']]);
   });
 
+  it('an Idempotency-Key makes a create happen once: twenty at once leave one group', async () => {
+    behaviour = writeOneRow;
+    const key = `group-${uid()}`;
+    const body = { name: `once ${key}`, task: SPEC, inputs: [{ company: 'Once' }] };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => h.request('POST', '/group', { body, headers: { 'idempotency-key': key } })));
+    assert.deepEqual([...new Set(answers.map((a) => a.status))], [200], answers.map((a) => a.text).join('\n'));
+    assert.equal(new Set(answers.map((a) => a.body.group_id)).size, 1, 'every answer names the one group');
+    assert.equal(answers.filter((a) => a.headers.get('idempotent-replayed') === 'true').length, 19);
+    const listed = (await h.request('GET', '/group?limit=200')).body.filter((g: Json) => g.name === body.name);
+    assert.equal(listed.length, 1);
+    const reused = await h.request('POST', '/group', { body: { ...body, max_parallel: 2 }, headers: { 'idempotency-key': key } });
+    assert.equal(reused.status, 422);
+    assert.equal(reused.body.param, 'Idempotency-Key');
+    await waitGroup(h, answers[0]!.body.group_id, settled);
+  });
+
   it('refuses bad inputs with their index and column, and stores nothing', async () => {
     const before = (await h.request('GET', '/group?limit=200')).body.length;
     const bad = await h.request('POST', '/group', { body: { task: SPEC, inputs: [{ company: 'Fine' }, { company: 'Bad', founded: 'long ago' }] } });

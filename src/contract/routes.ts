@@ -260,8 +260,8 @@ export const ROUTES = {
   },
   createGroup: {
     method: 'POST', url: '/group', auth: 'key',
-    schema: { operationId: 'createGroup', summary: 'Run one spec over many inputs: each input becomes a run, at most max_parallel at once', tags: tags.groups, headers: Plain, body: GroupBody,
-      response: { 200: json('The group; its first runs have started.', GroupDetail), ...errors(...KEYED, ...WITH_BODY, 402) } },
+    schema: { operationId: 'createGroup', summary: 'Run one spec over many inputs: each input becomes a run, at most max_parallel at once', tags: tags.groups, headers: Idempotent, body: GroupBody,
+      response: { 200: json('The group; its first runs have started.', GroupDetail, REPLAYED), ...errors(...KEYED, ...WITH_BODY, 402) } },
   },
   listGroups: {
     method: 'GET', url: '/group', auth: 'key',

@@ -30,7 +30,7 @@ import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { EventRecord, GroupInputRecord, GroupPatch, GroupRecord, Repositories, Store } from '../store/store.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
-import type { EndedRun, GroupRunHooks, TaskService } from '../tasks/task-service.js';
+import { claimKey, type EndedRun, type GroupRunHooks, type IdempotencyMark, type TaskService } from '../tasks/task-service.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { queueWebhooks } from '../webhooks/webhooks.js';
 import { checkInlineInputs, inputFileFormat, readInputFile, type CheckedInput } from './group-inputs.js';
@@ -190,14 +190,17 @@ export class GroupService implements GroupRunHooks {
   // ---- changes --------------------------------------------------------------------------------
 
   /** Creates a group with its inputs and starts its first runs. Every input is checked before anything is stored. */
-  async create(accountId: string, body: GroupBody): Promise<GroupDetail> {
+  async create(accountId: string, body: GroupBody, idempotency?: IdempotencyMark): Promise<GroupDetail> {
     const spec = await this.groupSpec(accountId, body.task);
     const source = await this.inputSource(accountId, spec, body);
+    const groupId = newId('grp');
     const unit = await this.store.transaction(async (tx) => {
       const now = this.now();
+      // First: a second request with this key changes nothing (it replays this one's answer).
+      if (idempotency) await claimKey(tx, accountId, idempotency, 200, { kind: 'group', id: groupId }, now);
       await this.requireCredits(tx, accountId);
       const group: GroupRecord = {
-        id: newId('grp'), accountId, name: body.name ?? spec.name, spec, maxParallel: body.max_parallel ?? DEFAULT_MAX_PARALLEL,
+        id: groupId, accountId, name: body.name ?? spec.name, spec, maxParallel: body.max_parallel ?? DEFAULT_MAX_PARALLEL,
         maxCreditsMicros: body.max_credits === undefined ? null : toMicros(body.max_credits), status: 'running', inputs: 0, duplicates: 0,
         counts: { pending: 0, running: 0, completed: 0, failed: 0, stopped: 0 }, creditsUsedMicros: 0, lastEventSeq: 0,
         createdAt: now, updatedAt: now, finishedAt: null,

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../errors.js';
 import type { IdempotencyRecord } from '../store/store.js';
-import { COMMITTED_MARK, IDEMPOTENCY_WINDOW_MS, IdempotencyKeyClaimed } from '../tasks/task-service.js';
+import { committedTarget, IDEMPOTENCY_WINDOW_MS, IdempotencyKeyClaimed } from '../tasks/task-service.js';
 import { toReplyView } from '../tasks/task-view.js';
 
 /**
@@ -96,7 +96,7 @@ async function settledRecord(request: FastifyRequest, key: string): Promise<Idem
   const { store } = request.server.deps;
   for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, POLL_MAX_MS)) {
     const seen = await store.idempotency.get(request.accountId, key, windowStart());
-    if (!seen || !seen.body.startsWith(COMMITTED_MARK)) return seen;
+    if (!seen || !committedTarget(seen.body)) return seen;
     const waitLeft = ANSWER_WAIT_MS - (Date.now() - Date.parse(seen.createdAt));
     if (waitLeft <= 0) return seen;
     if (await answering.waitFor(answeringId(request, key), waitLeft)) continue;
@@ -112,10 +112,13 @@ function answeringId(request: FastifyRequest, key: string): string {
 async function replay(request: FastifyRequest, reply: FastifyReply, seen: IdempotencyRecord, requestHash: string): Promise<FastifyReply> {
   if (seen.requestHash !== requestHash) throw refuse('was already used with a different request; use a new key');
   reply.code(seen.status).header('Idempotent-Replayed', 'true').type('application/json; charset=utf-8');
-  if (!seen.body.startsWith(COMMITTED_MARK)) return reply.send(seen.body);
+  const target = committedTarget(seen.body);
+  if (!target) return reply.send(seen.body);
   // The change committed but its answer was never stored (the process died in between, or the
-  // request is still waiting on its turn): answer with the task as it stands now.
-  const task = await request.server.deps.queries.task(request.accountId, seen.body.slice(COMMITTED_MARK.length), { includeDeleted: true });
+  // request is still waiting on its turn): answer with the task or group as it stands now.
+  const { queries, groups } = request.server.deps;
+  if (target.kind === 'group') return reply.send(await groups.get(request.accountId, target.id));
+  const task = await queries.task(request.accountId, target.id, { includeDeleted: true });
   return reply.send(toReplyView(task, seen.status));
 }
 

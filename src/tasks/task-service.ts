@@ -97,21 +97,34 @@ export interface TaskReply {
 
 const PENDING_RECOUNT_MS = 1000;
 
-/** The body of an idempotency record whose change committed but whose answer was not stored yet. */
-export const COMMITTED_MARK = '@committed-task:';
+/** What an idempotency record says while its answer is not stored yet: the change committed, and what it made or changed. */
+export interface CommittedTarget {
+  kind: 'task' | 'group';
+  id: string;
+}
+
+const COMMITTED_MARKS: Record<CommittedTarget['kind'], string> = { task: '@committed-task:', group: '@committed-group:' };
+
+/** The target of a record whose change committed but whose answer was not stored yet; null for a stored answer. */
+export function committedTarget(body: string): CommittedTarget | null {
+  for (const [kind, mark] of Object.entries(COMMITTED_MARKS)) {
+    if (body.startsWith(mark)) return { kind: kind as CommittedTarget['kind'], id: body.slice(mark.length) };
+  }
+  return null;
+}
 
 /**
  * Claims the key for this change, or throws IdempotencyKeyClaimed. The record says the change
- * committed (it is visible to other requests only once it has) and which task it changed; the
+ * committed (it is visible to other requests only once it has) and what it changed; the
  * answer itself is stored once it is sent.
  */
-async function claimKey(tx: Repositories, accountId: string, mark: IdempotencyMark, status: number, taskId: string, at: string): Promise<void> {
+export async function claimKey(tx: Repositories, accountId: string, mark: IdempotencyMark, status: number, target: CommittedTarget, at: string): Promise<void> {
   const expiredBefore = new Date(Date.parse(at) - IDEMPOTENCY_WINDOW_MS).toISOString();
-  if (!(await tx.idempotency.claim(accountId, mark.key, committedRecord(mark, status, taskId, at), expiredBefore))) throw new IdempotencyKeyClaimed(mark.key);
+  if (!(await tx.idempotency.claim(accountId, mark.key, committedRecord(mark, status, target, at), expiredBefore))) throw new IdempotencyKeyClaimed(mark.key);
 }
 
-function committedRecord(mark: IdempotencyMark, status: number, taskId: string, at: string): IdempotencyRecord {
-  return { requestHash: mark.requestHash, status, body: `${COMMITTED_MARK}${taskId}`, createdAt: at };
+function committedRecord(mark: IdempotencyMark, status: number, target: CommittedTarget, at: string): IdempotencyRecord {
+  return { requestHash: mark.requestHash, status, body: `${COMMITTED_MARKS[target.kind]}${target.id}`, createdAt: at };
 }
 
 /** Where a turn of each kind starts: a plan turn plans first, the others execute. */
@@ -256,7 +269,7 @@ export class TaskService {
       const now = this.now();
       // Before anything else: a second request with this key changes nothing, and is not told
       // task_exists about the task the first one made.
-      if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
+      if (idempotency) await claimKey(tx, accountId, idempotency, 200, { kind: 'task', id: taskId }, now);
       // A new ULID cannot be taken already; only a client-chosen id needs the look.
       if (input.taskId !== undefined && (await tx.tasks.get(taskId, { lock: true }))) {
         throw new QuarryError('task_exists', `A task with task_id "${taskId}" already exists: continue it instead.`, { task_id: taskId });
@@ -653,7 +666,7 @@ export class TaskService {
       const now = this.now();
       // Before the task's lock: a second request with this key waits on the first one's claim,
       // never on the task, and changes nothing.
-      if (idempotency) await claimKey(tx, accountId, idempotency, 200, taskId, now);
+      if (idempotency) await claimKey(tx, accountId, idempotency, 200, { kind: 'task', id: taskId }, now);
       const task = await tx.tasks.get(taskId, { lock: true });
       if (!isVisibleTo(task, accountId)) throw QuarryError.taskNotFound(taskId, notFoundExtras);
       const fromSeq = task.lastEventSeq;
@@ -661,7 +674,7 @@ export class TaskService {
       const answer = await fn(unit);
       await unit.flush();
       // The claim said 200; a queued message is answered 202.
-      if (idempotency && answer.statusCode !== 200) await tx.idempotency.put(accountId, idempotency.key, committedRecord(idempotency, answer.statusCode, taskId, now));
+      if (idempotency && answer.statusCode !== 200) await tx.idempotency.put(accountId, idempotency.key, committedRecord(idempotency, answer.statusCode, { kind: 'task', id: taskId }, now));
       return { unit, answer, fromSeq };
     });
     crashPoint('message.committed');

@@ -10,6 +10,7 @@ import { QuarryError } from '../../errors.js';
 import { mergedOutput } from '../../groups/group-view.js';
 import { exportContentType, exportMergedRows } from '../../outputs/export.js';
 import { contractRoute, typed } from '../contract-route.js';
+import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
 import { resumeSeq, streamTaskEvents } from '../sse.js';
 import { StreamFanout } from '../sse-fanout.js';
@@ -21,7 +22,7 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.route({
     ...contractRoute(ROUTES.createGroup),
-    handler: async (request) => groups.create(request.accountId, request.body),
+    handler: async (request, reply) => withIdempotency(request, reply, async () => reply.send(await groups.create(request.accountId, request.body, request.idempotency))),
   });
 
   app.route({

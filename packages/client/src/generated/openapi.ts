@@ -2795,6 +2795,8 @@ export interface operations {
             header?: {
                 /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
                 "X-Request-ID"?: string;
+                /** @description The same key (1-128 chars) within 24 h replays the first answer and changes nothing. */
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2823,6 +2825,8 @@ export interface operations {
                 headers: {
                     /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
                     "X-Request-ID"?: string;
+                    /** @description true when this answer replays an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
