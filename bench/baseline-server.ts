@@ -4,7 +4,10 @@
  * is "Quarry vs. the cheapest server that sends the same bytes on this machine".
  *
  * Configured over loopback by the harness:
- *   POST /_bench/config  {statePath, stateBody, createBody, outputPath, outputBodyFile}
+ *   POST /_bench/config  {statePath, stateBody, createBody, outputPath, outputBodyFile, fixed}
+ *                        (`fixed`: GET answers by exact URL, query included, e.g. the task list: the
+ *                        JSON is kept parsed and serialized per request, the work a server
+ *                        holding its data in memory does)
  *   POST /_bench/replay  {frames: [{offsetMs, id, type, data}]}  pushes those SSE frames to every
  *                        connected GET …/stream client at the same relative times, each `data`
  *                        with its `at` set to the moment it is written, then ends the streams.
@@ -20,6 +23,7 @@ interface Config {
   createBody?: string;
   outputPath?: string;
   outputBodyFile?: string;
+  fixed?: Record<string, string>;
 }
 
 interface ReplayFrame {
@@ -35,6 +39,7 @@ let statePath = '';
 let createBody = Buffer.alloc(0);
 let outputPath = '';
 let outputBody = Buffer.alloc(0);
+const fixed = new Map<string, unknown>();
 const streams = new Set<ServerResponse>();
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -83,6 +88,8 @@ const server = http.createServer((req, res) => {
   const url = req.url ?? '/';
   const pathname = url.split('?')[0]!;
   if (req.method === 'GET' && pathname === statePath) return sendJson(res, 200, stateBody);
+  const fixedValue = req.method === 'GET' ? fixed.get(url) : undefined;
+  if (fixedValue !== undefined) return sendJson(res, 200, JSON.stringify(fixedValue));
   if (req.method === 'POST' && pathname === '/task') {
     req.resume();
     req.on('end', () => sendJson(res, 200, createBody));
@@ -110,6 +117,7 @@ const server = http.createServer((req, res) => {
       if (c.createBody !== undefined) createBody = Buffer.from(c.createBody);
       if (c.outputPath !== undefined) outputPath = c.outputPath;
       if (c.outputBodyFile !== undefined) outputBody = fs.readFileSync(c.outputBodyFile);
+      for (const [at, body] of Object.entries(c.fixed ?? {})) fixed.set(at, JSON.parse(body));
       sendJson(res, 200, '{"ok":true}');
     });
     return;

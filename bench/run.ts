@@ -5,6 +5,8 @@
  * Every loop is bounded in count and time, and a watchdog ends the run if anything hangs.
  *
  *   1. state   GET /task/{id}/state requests/s (autocannon) vs the same JSON from a bare server.
+ *   1b. list  GET /task?limit=50 requests/s over 200 tasks (32 connections) vs a bare server
+ *              serializing the same 50 tasks from memory per request.
  *   2. creates POST /task creates/s, each stored before it is answered; then kill -9, restart
  *              over the same data dir, and check that every acknowledged task_id is there.
  *   3. output  GET /task/{id}/output?limit=50000 of a 50,000 × 10 table: ms per request vs the
@@ -13,7 +15,7 @@
  *              `at` to its arrival, vs the bare server pushing the same frames at the same times.
  *
  * Results: a table on stdout and .bench/latest.json. Environment knobs (all optional):
- *   BENCH_ONLY=state,creates,output,sse   run a subset
+ *   BENCH_ONLY=state,list,creates,output,sse   run a subset
  *   BENCH_ROUNDS=3 BENCH_ROUND_S=5        autocannon: rounds per server (alternating), seconds each
  *   BENCH_SSE_WINDOW_S=10                 how long the SSE benchmark's turn emits events
  *   BENCH_CONNECTIONS=50                  autocannon connections
@@ -38,7 +40,7 @@ import {
 import { within } from '../test/helpers/bounded-waits.js';
 import { fetchJson } from '../test/helpers/http.js';
 
-const ALL = ['state', 'creates', 'output', 'sse'] as const;
+const ALL = ['state', 'list', 'creates', 'output', 'sse'] as const;
 type BenchName = (typeof ALL)[number];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -192,6 +194,65 @@ async function benchState(): Promise<void> {
         body_bytes: Buffer.byteLength(stateBody),
         connections: CONNECTIONS,
         per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
+        cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
+        quarry: sideSummary(run.quarry),
+        baseline: sideSummary(run.baseline),
+      },
+    });
+  } finally {
+    await q.child.stop('SIGTERM');
+    await b?.child.stop('SIGTERM');
+  }
+}
+
+// ---- 1b. GET /task?limit=50 ------------------------------------------------------------------
+
+const LIST_TASKS = 200;
+const LIST_CONNECTIONS = 32;
+
+async function benchList(): Promise<void> {
+  const q = await startQuarry({ dataDir: freshDataDir('list'), nodeArgs: profArgs('list'), label: 'quarry-list' });
+  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
+  try {
+    b = await startBaseline();
+    // Tasks with a spec of a realistic size (a table of six columns), each with its turn ended.
+    const spec = {
+      prompt: 'Find every company making Li-ion cells in the EU, with plant location, capacity in GWh a year and the year it opened.',
+      outputs: [{ id: 'plants', kind: 'table', columns: ['company', 'country', 'city', 'capacity_gwh', 'opened', 'source'].map((name) => ({ name, description: `The ${name} of the plant.` })) }],
+    };
+    const ids = await mapLimit(Array.from({ length: LIST_TASKS }, (_, i) => i), 8, async (i) =>
+      (await expectOk('POST', `${q.url}/task/start`, { key: q.key, body: { task: { ...spec, name: `Plants ${i}` } } })).body.task_id as string);
+    for (const id of ids) await waitIdle(q, id, 15_000);
+    const listPath = '/task?limit=50';
+    const listBody = (await expectOk('GET', q.url + listPath, { key: q.key })).text;
+    await expectOk('POST', `${b.url}/_bench/config`, { body: { fixed: { [listPath]: listBody } } });
+    if ((await expectOk('GET', b.url + listPath)).text !== listBody) throw new Error('the baseline list body differs from Quarry’s');
+
+    const quarryOpts = { url: q.url + listPath, connections: LIST_CONNECTIONS, headers: { 'x-api-key': q.key } };
+    const baseOpts = { url: b.url + listPath, connections: LIST_CONNECTIONS, headers: { 'x-api-key': q.key } };
+    log(`list: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${LIST_CONNECTIONS} connections`);
+    await cannon({ ...quarryOpts, duration: WARMUP_S });
+    await cannon({ ...baseOpts, duration: WARMUP_S });
+    const run = await alternate({ opts: quarryOpts, pid: q.child.proc.pid }, { opts: baseOpts, pid: b.child.proc.pid });
+
+    const quarry = sideRate(run.quarry);
+    const baseline = sideRate(run.baseline);
+    const ratio = quarry / baseline;
+    results.push({
+      bench: 'list',
+      metric: 'GET /task?limit=50',
+      unit: 'req/s',
+      quarry,
+      baseline,
+      ratio,
+      target: '≥ 50% of baseline',
+      met: ratio >= 0.5 && sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0),
+      details: {
+        tasks: LIST_TASKS,
+        body_bytes: Buffer.byteLength(listBody),
+        connections: LIST_CONNECTIONS,
+        per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
+        p99_ms: { quarry: run.quarry.runs.map((r) => r.latency.p99), baseline: run.baseline.runs.map((r) => r.latency.p99) },
         cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
         quarry: sideSummary(run.quarry),
         baseline: sideSummary(run.baseline),
@@ -721,7 +782,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const loadAtStart = loadAverage();
   noteLoad(loadAtStart);
-  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, creates: benchCreates, output: benchOutput, sse: benchSse };
+  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, list: benchList, creates: benchCreates, output: benchOutput, sse: benchSse };
   for (const name of ALL) {
     if (!ONLY.has(name)) continue;
     const quiet = await waitForQuiet(name, 0.5, QUIET_WAIT_S * 1000);
