@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
-import type { DeliveryRecord, SourceSnapshotRecord, Store, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
+import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -54,6 +54,15 @@ export function sourceSnapshot(taskId: string, overrides: Partial<SourceSnapshot
   return {
     id: newId('src'), taskId, url: 'https://energy.example.com/plants', finalUrl: 'https://energy.example.com/plants', uploadId: null, title: 'Plants',
     fetchedAt: '2030-01-01T00:00:00.000Z', sha256: crypto.createHash('sha256').update(text).digest('hex'), bytes: Buffer.byteLength(text), ...overrides, text,
+  };
+}
+
+/** A running group of `accountId` with no inputs yet; ids are ULIDs, so later groups sort after earlier ones. */
+export function group(accountId: string, overrides: Partial<GroupRecord> = {}): GroupRecord {
+  return {
+    id: newId('grp'), accountId, name: 'Zürich 北京 🚀', spec: emptySpec('q'), maxParallel: 4, maxCreditsMicros: null, status: 'running', inputs: 0, duplicates: 0,
+    counts: { pending: 0, running: 0, completed: 0, failed: 0, stopped: 0 }, creditsUsedMicros: 0, lastEventSeq: 0,
+    createdAt: '2030-01-01T00:00:00.000Z', updatedAt: '2030-01-01T00:00:00.000Z', finishedAt: null, ...overrides,
   };
 }
 
@@ -806,6 +815,73 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         assert.deepEqual(await store.sources.cited(taskId, [], []), []);
         assert.deepEqual(await store.sources.cited(otherTask, ['https://a.example.com/old', 'https://b.example.com/'], ['upl_cited']), theirs, 'another task finds its own only');
         assert.deepEqual(await store.sources.cited(uid('tsk'), ['https://a.example.com/old'], ['upl_cited']), []);
+      });
+    });
+
+    describe('groups', () => {
+      const input = (groupId: string, index: number, overrides: Partial<GroupInputRecord> = {}): GroupInputRecord => ({
+        groupId, index, key: null, data: `{"company":"Firm ${index}"}`, status: 'pending', taskId: null, turnId: null, ...overrides,
+      });
+
+      it('stores a group, reads it back as written, updates counts and lists an account\'s groups newest first', async () => {
+        const owner = uid('acct');
+        const first = group(owner, { maxCreditsMicros: 2_500_000 });
+        const second = group(owner);
+        const theirs = group(uid('acct'));
+        for (const g of [first, second, theirs]) await store.groups.insert(g);
+        assert.deepEqual(await store.groups.get(first.id), first);
+        const patch = { status: 'finished' as const, inputs: 3, duplicates: 1, counts: { pending: 0, running: 0, completed: 1, failed: 1, stopped: 0 }, creditsUsedMicros: 1_234_567, lastEventSeq: 9, updatedAt: '2030-01-02T00:00:00.000Z', finishedAt: '2030-01-02T00:00:00.000Z' };
+        await store.transaction(async (tx) => {
+          assert.ok(await tx.groups.get(first.id, { lock: true }));
+          await tx.groups.update(first.id, patch);
+        });
+        assert.deepEqual(await store.groups.get(first.id), { ...first, ...patch });
+        assert.deepEqual((await store.groups.list(owner, 10)).map((g) => g.id), [second.id, first.id]);
+        assert.deepEqual((await store.groups.list(owner, 10, second.id)).map((g) => g.id), [first.id], 'after a cursor: older ones');
+        assert.deepEqual((await store.groups.list(owner, 1)).map((g) => g.id), [second.id]);
+        assert.equal(await store.groups.get('grp_nope'), undefined);
+      });
+
+      it('stores inputs once per key (a repeated key, in one batch or a later one, is skipped), lists and moves them by status', async () => {
+        const g = group(accountId);
+        await store.groups.insert(g);
+        const stored = await store.groups.insertInputs([input(g.id, 0, { key: 'a' }), input(g.id, 1), input(g.id, 2, { key: 'a' }), input(g.id, 3, { key: 'b' }), input(g.id, 4)]);
+        assert.deepEqual(stored.sort(), [0, 1, 3, 4], 'inputs without a key never collide; the second "a" is skipped');
+        assert.deepEqual(await store.groups.insertInputs([input(g.id, 5, { key: 'b' }), input(g.id, 6, { key: 'c' })]), [6]);
+        assert.deepEqual(await store.groups.getInput(g.id, 3), input(g.id, 3, { key: 'b' }));
+        assert.equal(await store.groups.getInput(g.id, 2), undefined);
+
+        await store.groups.setInput(g.id, 1, { status: 'running', taskId: 'tsk_one', turnId: 'turn_one' });
+        await store.groups.setInput(g.id, 4, { status: 'failed', taskId: 'tsk_four', turnId: 'turn_four' });
+        assert.deepEqual((await store.groups.listInputs(g.id, 'pending', 10)).map((i) => i.index), [0, 3, 6]);
+        assert.deepEqual((await store.groups.listInputs(g.id, 'pending', 1, 0)).map((i) => i.index), [3], 'after an index, up to a limit');
+        assert.deepEqual(await store.groups.listInputs(g.id, 'running', 10), [input(g.id, 1, { status: 'running', taskId: 'tsk_one', turnId: 'turn_one' })]);
+        assert.equal(await store.groups.moveInputs(g.id, 'pending', 'stopped'), 3);
+        assert.equal(await store.groups.moveInputs(g.id, 'pending', 'stopped'), 0);
+        assert.equal(await store.groups.moveInputs(g.id, 'failed', 'pending'), 1);
+        assert.deepEqual((await store.groups.getInput(g.id, 4))?.taskId, 'tsk_four', 'a moved input keeps its last run');
+      });
+
+      it('merges the rows of each input\'s run in (input, row) order, by offset or after a position, and counts them', async () => {
+        const g = group(accountId);
+        await store.groups.insert(g);
+        const runs = [uid('tsk'), uid('tsk'), uid('tsk')];
+        await store.groups.insertInputs([input(g.id, 0, { taskId: runs[0]!, status: 'completed' }), input(g.id, 1), input(g.id, 2, { taskId: runs[2]!, status: 'failed' })]);
+        const row = (n: number, text: string) => () => `{"_row":${n},"note":${JSON.stringify(text)},"_sources":[]}`;
+        await store.rows.append(runs[0]!, 'facts', 'k0', [row(1, 'a1'), row(2, 'a2')], '2030-01-01T00:00:00.000Z');
+        await store.rows.append(runs[2]!, 'facts', 'k2', [row(1, 'c1')], '2030-01-01T00:00:00.000Z');
+        await store.rows.append(runs[2]!, 'other', 'k3', [row(1, 'elsewhere')], '2030-01-01T00:00:00.000Z');
+        await store.rows.append(runs[1]!, 'facts', 'k1', [row(1, 'not this group\'s run')], '2030-01-01T00:00:00.000Z');
+
+        assert.equal(await store.groups.rowCount(g.id, 'facts'), 3);
+        assert.equal(await store.groups.rowCount(g.id, 'nothing'), 0);
+        const all = await store.groups.rows(g.id, 'facts', 10, { offset: 0 });
+        assert.deepEqual(all.map((r) => [r.index, r.rowNumber, r.taskId, r.status, JSON.parse(r.row).note, JSON.parse(r.input).company]), [
+          [0, 1, runs[0], 'completed', 'a1', 'Firm 0'], [0, 2, runs[0], 'completed', 'a2', 'Firm 0'], [2, 1, runs[2], 'failed', 'c1', 'Firm 2'],
+        ]);
+        assert.deepEqual((await store.groups.rows(g.id, 'facts', 1, { offset: 1 })).map((r) => [r.index, r.rowNumber]), [[0, 2]]);
+        assert.deepEqual((await store.groups.rows(g.id, 'facts', 10, { after: { index: 0, rowNumber: 1 } })).map((r) => [r.index, r.rowNumber]), [[0, 2], [2, 1]]);
+        assert.deepEqual((await store.groups.rows(g.id, 'facts', 10, { after: { index: 0, rowNumber: 2 } })).map((r) => [r.index, r.rowNumber]), [[2, 1]]);
       });
     });
   });
