@@ -279,6 +279,8 @@ describe('task groups', () => {
     assert.equal((await h.request('GET', `/task?group_id=${group.group_id}`)).body.length, firstTry + 2, 'each retry is a new run');
     const rows = (await h.request('GET', `/group/${group.group_id}/rows`)).body.rows;
     assert.deepEqual(rows.map((r: Json) => r._input), [0, 1, 2, 3]);
+    const stopFinished = await h.request('POST', `/group/${group.group_id}/stop`);
+    assert.equal(stopFinished.body.status, 'finished', 'stopping a group with nothing left to run changes nothing');
 
     // Stop: two runs hang at the model, the rest wait; stop ends both kinds.
     behaviour = async (input, body) => {

@@ -234,11 +234,12 @@ export class GroupService implements GroupRunHooks {
   /**
    * Stops the group: its pending inputs become stopped at once, then its running runs are
    * stopped one by one (each as POST /task/{id}/stop would). A run that ends meanwhile starts
-   * no other, as the group no longer runs.
+   * no other, as the group no longer runs. A group with nothing pending or running is left as it is.
    */
   async stop(accountId: string, groupId: string): Promise<GroupDetail> {
     await this.change(accountId, groupId, async (u) => {
-      if (u.group.status === 'stopped' && u.idle) return;
+      // Nothing pending or running: nothing to stop, and a finished group stays finished.
+      if (u.idle) return;
       u.set({ status: 'stopped' });
       const stopped = await u.tx.groups.moveInputs(u.group.id, 'pending', 'stopped');
       u.count('pending', 'stopped', stopped);
