@@ -317,16 +317,26 @@ describe('task groups', () => {
     // Resume from the middle: the rest, once, then the stream ends at done.
     const resumed = await readSse(h.url, `/group/${created.body.group_id}/stream`, { key: h.key, headers: { 'last-event-id': '3' } });
     assert.deepEqual(resumed.events.map((e) => Number(e.id)), ids.slice(3));
-    // Nothing new after done: 204.
+    // Nothing new after done: 204, by either resume point.
     const none = await h.request('GET', `/group/${created.body.group_id}/stream`, { headers: { 'last-event-id': String(ids.at(-1)) } });
     assert.equal(none.status, 204);
+    assert.equal((await h.request('GET', `/group/${created.body.group_id}/stream?after=${ids.at(-1)}`)).status, 204);
+
+    // Inputs that were all duplicates leave the group idle after its done: the stream still ends.
+    await h.request('POST', `/group/${created.body.group_id}/inputs`, { body: { inputs: [{ company: 'S1', _key: 'k' }] } });
+    await waitGroup(h, created.body.group_id, settled);
+    const allDuplicates = await h.request('POST', `/group/${created.body.group_id}/inputs`, { body: { inputs: [{ company: 'S1', _key: 'k' }] } });
+    assert.equal(allDuplicates.body.duplicates, 1);
+    assert.equal(allDuplicates.body.status, 'finished');
+    const idleAgain = await readSse(h.url, `/group/${created.body.group_id}/stream`, { key: h.key }, 10_000);
+    assert.ok(idleAgain.completed, 'an idle group\'s stream ends at its last event');
 
     // More inputs later: the group runs again, and its stream goes on past the earlier done.
     await h.request('POST', `/group/${created.body.group_id}/inputs`, { body: { inputs: [{ company: 'S4' }] } });
     const again = await readSse(h.url, `/group/${created.body.group_id}/stream`, { key: h.key });
     const dones = again.events.filter((e) => e.event === 'done');
-    assert.equal(dones.length, 2, 'the stream went past the first done to the last');
-    assert.equal(dones[1]!.json.group.counts.completed, 4);
+    assert.equal(dones.length, 3, 'the stream went past the earlier dones to the last');
+    assert.equal(dones.at(-1)!.json.group.counts.completed, 5);
   });
 
   it('lists groups newest first with a cursor', async () => {

@@ -295,7 +295,7 @@ export const ROUTES = {
     schema: { operationId: 'streamGroup', summary: 'Follow the group as SSE until no run is pending or running (resumable over its whole life)', tags: tags.groups, headers: Resumable, params: GroupParams, querystring: GroupStreamQuery,
       response: {
         200: GROUP_STREAM,
-        204: { type: 'null', description: 'A reconnect (Last-Event-ID) to a group with nothing pending or running and nothing new.', headers: COMMON_HEADERS },
+        204: { type: 'null', description: 'A resume point (Last-Event-ID or after) at the last event of a group with nothing pending or running: nothing to follow.', headers: COMMON_HEADERS },
         ...errors(...KEYED, ...ON_GROUP),
       } },
   },

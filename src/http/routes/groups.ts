@@ -77,13 +77,15 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
       const group = await groups.find(request.accountId, request.params.group_id);
       const afterSeq = Math.min(resumeAt, group.lastEventSeq);
       const idle = group.counts.pending + group.counts.running === 0;
-      // A reconnect to a group with nothing left to run and nothing new: 204 stops an EventSource.
-      if (idle && request.headers['last-event-id'] !== undefined && afterSeq >= group.lastEventSeq) return reply.code(204).send(null);
-      // The stream ends at the group's latest `done`: an earlier one (more inputs came after it) is passed over.
+      // Nothing left to run and nothing new after the resume point: 204 (which stops an EventSource).
+      if (idle && afterSeq >= group.lastEventSeq) return reply.code(204).send(null);
+      // A group with nothing to run: what was stored, up to its last event. Else until a `done`
+      // still to come (an earlier one, followed by more inputs, is passed over).
       const openedAt = group.lastEventSeq;
       await streamTaskEvents(request, reply, {
         store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
-        taskId: group.id, afterSeq, isLast: (event) => event.type === 'done' && event.seq >= openedAt,
+        taskId: group.id, afterSeq,
+        isLast: idle ? (event) => event.seq >= openedAt : (event) => event.type === 'done' && event.seq >= openedAt,
       });
     },
   });

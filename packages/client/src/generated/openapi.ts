@@ -2998,7 +2998,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description A reconnect (Last-Event-ID) to a group with nothing pending or running and nothing new. */
+            /** @description A resume point (Last-Event-ID or after) at the last event of a group with nothing pending or running: nothing to follow. */
             204: {
                 headers: {
                     /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
