@@ -2,7 +2,7 @@
  * Human-readable output: aligned tables and one-line summaries. Scripts should use `--json`;
  * these formats may change between releases.
  */
-import type { OutputInfo, Row, Task, TaskEvent, Webhook, WebhookDelivery } from '../../packages/client/src/index.js';
+import type { Group, GroupCounts, GroupDetail, GroupEvent, OutputInfo, Task, TaskEvent, Webhook, WebhookDelivery } from '../../packages/client/src/index.js';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(header: string[], rows: string[][]): string {
@@ -82,13 +82,16 @@ export function cell(value: unknown, max = 60): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-/** Rows as a table: `_row`, the value columns in first-seen order, then the number of sources. */
-export function rowsTable(rows: Row[]): string {
+/**
+ * Rows as a table: their index (a task's `_row`, or a group's `_input`), the value columns in
+ * first-seen order, then the number of sources.
+ */
+export function rowsTable(rows: Record<string, unknown>[], index: { key: string; header: string } = { key: '_row', header: '#' }): string {
   const columns: string[] = [];
   for (const row of rows) for (const key of Object.keys(row)) if (!key.startsWith('_') && !columns.includes(key)) columns.push(key);
   return table(
-    ['#', ...columns, 'SOURCES'],
-    rows.map((r) => [String(r._row), ...columns.map((c) => cell(r[c])), String(r._sources?.length ?? 0)]),
+    [index.header, ...columns, 'SOURCES'],
+    rows.map((r) => [String(r[index.key]), ...columns.map((c) => cell(r[c])), String(Array.isArray(r._sources) ? r._sources.length : 0)]),
   );
 }
 
@@ -107,5 +110,67 @@ export function eventLine(event: TaskEvent): string {
       return `error: ${event.error} - ${event.message}`;
     case 'done':
       return `done: ${event.outcome} (credits ${credits(event.credits_used)})`;
+  }
+}
+
+// ---- groups ------------------------------------------------------------------------------------
+
+/** `35 completed · 2 failed · 8 running · 255 pending`, with `N stopped` when some are. */
+export function groupCounts(c: GroupCounts): string {
+  return [`${c.completed} completed`, `${c.failed} failed`, ...(c.stopped ? [`${c.stopped} stopped`] : []), `${c.running} running`, `${c.pending} pending`].join(' · ');
+}
+
+/** `300 inputs` or `300 inputs (2 duplicates)`. */
+export function inputCount(g: Pick<Group, 'inputs' | 'duplicates'>): string {
+  return `${g.inputs} input${g.inputs === 1 ? '' : 's'}${g.duplicates ? ` (${g.duplicates} duplicate${g.duplicates === 1 ? '' : 's'})` : ''}`;
+}
+
+/** A group as `fields` pairs: its state, then what its runs do (the prompt and the merged columns). */
+export function groupFields(g: GroupDetail): [string, string][] {
+  const pairs: [string, string][] = [
+    ['group', g.group_id],
+    ['name', g.name ?? '-'],
+    ['status', g.status],
+    ['inputs', inputCount(g)],
+    ['runs', groupCounts(g.counts)],
+    ['credits', `${credits(g.credits_used)}${g.max_credits !== null ? ` of at most ${credits(g.max_credits)}` : ''}`],
+    ['parallel', `at most ${g.max_parallel} runs at once`],
+    ['created', shortTime(g.created_at)],
+    ['updated', shortTime(g.updated_at)],
+    ['finished', shortTime(g.finished_at)],
+  ];
+  if (g.spec.prompt) pairs.push(['prompt', cell(g.spec.prompt, 200)]);
+  const output = g.spec.outputs.find((o) => o.kind === 'table');
+  const inputs = (g.spec.input_columns ?? []).map((c) => c.name).join(', ');
+  if (output) pairs.push(['columns', `${inputs} → ${(output.columns ?? []).map((c) => c.name).join(', ')} (output ${output.id})`]);
+  return pairs;
+}
+
+export function groupsTable(groups: Group[]): string {
+  return table(
+    ['GROUP', 'STATUS', 'INPUTS', 'COMPLETED', 'FAILED', 'LEFT', 'CREDITS', 'CREATED', 'NAME'],
+    groups.map((g) => [
+      g.group_id, g.status, String(g.inputs - g.duplicates), String(g.counts.completed), String(g.counts.failed),
+      String(g.counts.pending + g.counts.running), credits(g.credits_used), shortTime(g.created_at), g.name ?? '',
+    ]),
+  );
+}
+
+/**
+ * One line for a group event worth a line of its own: the group created, a change to many runs
+ * (inputs added, stopped, retried, max_credits reached, out of credits), a failed run with the
+ * command that shows why. Null for the rest, which a progress line sums up.
+ */
+export function groupEventLine(event: GroupEvent): string | null {
+  if (event.type === 'run') return event.status === 'failed' ? `input ${event.input} failed: see quarry task show ${event.task_id}` : null;
+  if (event.type === 'done') return null;
+  const g = event.group;
+  switch (event.reason) {
+    case 'created': return `group ${g.group_id} created: ${inputCount(g)}, at most ${g.max_parallel} running at once`;
+    case 'inputs_added': return `inputs added: ${inputCount(g)} in all`;
+    case 'stopped': return 'group stopped: pending inputs will not run';
+    case 'retried': return `retrying the failed runs: ${g.counts.pending} pending`;
+    case 'budget_reached': return `max_credits reached (${credits(g.credits_used)} credits used): the pending inputs were stopped`;
+    case 'out_of_credits': return `the account is out of credits: the pending inputs failed (add credits, then quarry group retry ${g.group_id})`;
   }
 }

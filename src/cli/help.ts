@@ -29,6 +29,23 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
 
+Task groups: one spec over many inputs, each input a run (QUARRY_URL, QUARRY_API_KEY):
+  group create --spec FILE --inputs FILE [--format csv|jsonl] [--name NAME]
+         [--max-parallel N] [--max-credits C] [--follow]
+                                          upload the inputs (.csv with a header row, or
+                                          .jsonl) and run the spec (input_columns and one
+                                          table output) over each; prints the group id
+  group ls [--limit N] [--all]            list groups, newest first
+  group get ID                            a group: status, counts by run status, credits
+  group follow ID                         show its progress until no run is pending or
+                                          running
+  group rows ID [--limit N] [--offset N] [--csv | --jsonl]
+                                          read the merged rows; --csv/--jsonl export all
+  group stop ID                           stop every run (pending ones never start)
+  group retry ID [--follow]               run the failed inputs again
+  group add-inputs ID --inputs FILE [--format csv|jsonl] [--follow]
+                                          add inputs, also while the group runs
+
 Webhooks (QUARRY_URL, QUARRY_API_KEY):
   webhooks create --url URL --events EVENT[,EVENT...] [--description TEXT]
                                           register an endpoint; prints its signing secret
@@ -59,6 +76,6 @@ Options:
 Exit codes:
   0 ok, 1 API error, 2 usage error, 3 credentials missing or refused, 4 not found,
   5 conflict (task executing, in cron mode, exists; webhook limit), 6 out of credits,
-  7 unavailable (rate limited, 5xx, network), 8 followed turn failed or was stopped,
-  130 interrupted
+  7 unavailable (rate limited, 5xx, network), 8 followed turn failed or was stopped, or a
+  followed group ended with runs failed or stopped, 130 interrupted
 `;

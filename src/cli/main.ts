@@ -4,6 +4,7 @@
  */
 import { QuarryError, type ErrorFacts } from '../../packages/client/src/index.js';
 import { ACCOUNT_COMMANDS, CREDIT_COMMANDS, KEY_COMMANDS } from './commands/admin-commands.js';
+import { GROUP_COMMANDS } from './commands/group-commands.js';
 import { TASK_COMMANDS } from './commands/task-commands.js';
 import { uploadCommand } from './commands/upload-command.js';
 import { WEBHOOK_COMMANDS } from './commands/webhook-commands.js';
@@ -14,6 +15,8 @@ import { USAGE } from './help.js';
 const GROUPS: Record<string, Record<string, Command>> = {
   task: TASK_COMMANDS,
   tasks: TASK_COMMANDS,
+  group: GROUP_COMMANDS,
+  groups: GROUP_COMMANDS,
   webhooks: WEBHOOK_COMMANDS,
   webhook: WEBHOOK_COMMANDS,
   accounts: ACCOUNT_COMMANDS,

@@ -1,8 +1,9 @@
 /**
  * The client object: configuration (with defaults from the environment), the resources
- * (`tasks`, `uploads`, `webhooks`, `admin`) and the service's self-description routes.
+ * (`tasks`, `groups`, `uploads`, `webhooks`, `admin`) and the service's self-description routes.
  */
 import { Admin } from './resources/admin.js';
+import { Groups } from './resources/groups.js';
 import { Tasks } from './resources/tasks.js';
 import { Uploads } from './resources/uploads.js';
 import { Webhooks } from './resources/webhooks.js';
@@ -68,6 +69,7 @@ export class QuarryClient {
   /** The base URL every path is relative to, without a trailing slash. */
   readonly baseURL: string;
   readonly tasks: Tasks;
+  readonly groups: Groups;
   readonly uploads: Uploads;
   readonly webhooks: Webhooks;
   readonly admin: Admin;
@@ -87,13 +89,10 @@ export class QuarryClient {
       maxDelayMs: options.retryMaxDelayMs ?? 8_000,
       defaultHeaders: options.defaultHeaders ?? {},
     });
-    this.tasks = new Tasks({
-      transport: this.transport,
-      writes: new TaskWriteQueue(),
-      streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 45_000,
-      streamReconnects: options.streamReconnects ?? 5,
-    });
+    const streams = { streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 45_000, streamReconnects: options.streamReconnects ?? 5 };
+    this.tasks = new Tasks({ transport: this.transport, writes: new TaskWriteQueue(), ...streams });
     this.uploads = new Uploads(this.transport);
+    this.groups = new Groups({ transport: this.transport, uploads: this.uploads, ...streams });
     this.webhooks = new Webhooks(this.transport);
     this.admin = new Admin(this.transport);
   }

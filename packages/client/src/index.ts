@@ -59,6 +59,18 @@ export {
   type WaitParams,
   type WaitForTurnOptions,
 } from './resources/tasks.js';
+export {
+  Groups,
+  GroupStream,
+  type CreateGroupParams,
+  type CreateGroupFromFileParams,
+  type AddGroupInputsParams,
+  type ListGroupsParams,
+  type GroupRowsParams,
+  type IterateGroupRowsParams,
+  type GroupStreamParams,
+  type GroupInputFormat,
+} from './resources/groups.js';
 export { Uploads, type CreateUploadParams, type UploadParams, type UploadData } from './resources/uploads.js';
 export { Webhooks, type CreateWebhookParams, type DeliveriesParams } from './resources/webhooks.js';
 export { Admin, AdminAccounts, AdminKeys } from './resources/admin.js';

@@ -315,6 +315,173 @@ export type DoneEvent = Schemas['DoneEvent'];
  */
 export type TaskEvent = Schemas['TaskEvent'];
 
+// ---- task groups -----------------------------------------------------------------------------
+
+/**
+ * A task group: one spec run over many inputs, each input a run (an ordinary task), merged into
+ * one table. `counts` are the inputs by the status of their run; duplicates (a `_key` the group
+ * already had) are counted in `duplicates` and never run.
+ *
+ * @example
+ * ```ts
+ * const group: Group = await client.groups.get(groupId);
+ * console.log(group.status, group.counts.completed, '/', group.inputs - group.duplicates);
+ * ```
+ */
+export type Group = Schemas['Group'];
+
+/**
+ * A group with the normalized spec its runs share: what `create`, `get`, `addInputs`, `stop` and
+ * `retry` answer.
+ *
+ * @example
+ * ```ts
+ * const { spec } = await client.groups.get(groupId);
+ * console.log(spec.input_columns?.map((c) => c.name));
+ * ```
+ */
+export type GroupDetail = Schemas['GroupDetail'];
+
+/**
+ * `running` while a run is pending or running, `finished` when none is, `stopped` after `stop`.
+ *
+ * @example
+ * ```ts
+ * const over = (await client.groups.get(groupId)).status !== 'running';
+ * ```
+ */
+export type GroupStatus = Group['status'];
+
+/**
+ * A group's inputs by the status of their run.
+ *
+ * @example
+ * ```ts
+ * const { pending, running, completed, failed, stopped }: GroupCounts = (await client.groups.get(groupId)).counts;
+ * ```
+ */
+export type GroupCounts = Group['counts'];
+
+/**
+ * One merged row: an output row of one run with `_input` (the input's 0-based index in the
+ * group), the input's fields, the output's columns, `_sources`, `_basis` and `_run`.
+ *
+ * @example
+ * ```ts
+ * for await (const row of client.groups.iterateRows(groupId)) console.log(row._input, row._run.status, row.hq);
+ * ```
+ */
+export type GroupRow = Schemas['GroupRowsPage']['rows'][number];
+
+/**
+ * One page of a group's merged rows, and how many there are so far.
+ *
+ * @example
+ * ```ts
+ * const { total, rows }: GroupRowsPage = await client.groups.rows(groupId, { limit: 100, offset: 0 });
+ * ```
+ */
+export type GroupRowsPage = Schemas['GroupRowsPage'];
+
+/**
+ * How a group's input stands: `pending` (waits for a free slot), `running` (its task's turn is
+ * pending or running), then how that turn ended.
+ *
+ * @example
+ * ```ts
+ * const failedInputs = rows.filter((r) => r._run.status === ('failed' satisfies GroupRunStatus));
+ * ```
+ */
+export type GroupRunStatus = GroupRow['_run']['status'];
+
+/*
+ * The group stream's events are written out here rather than generated: the stream route's
+ * answer is text (`data:` frames), so its event schema never enters the OpenAPI document.
+ * test/groups-client.test.ts checks, at compile time, that they match the server's contract.
+ */
+
+/**
+ * Members every group event has: `seq` (the `id:` of its frame; resume after it), the group, and when.
+ *
+ * @example
+ * ```ts
+ * console.log(event.seq, event.group_id, event.at);
+ * ```
+ */
+export interface GroupEventBase {
+  seq: number;
+  group_id: string;
+  at: string;
+}
+
+/**
+ * A run started (`status` running) or ended (completed, failed, stopped).
+ *
+ * @example
+ * ```ts
+ * if (event.type === 'run' && event.status === 'failed') console.warn(`input ${event.input} failed: quarry task show ${event.task_id}`);
+ * ```
+ */
+export interface GroupRunEvent extends GroupEventBase {
+  type: 'run';
+  task_id: string;
+  /** The input's 0-based index in the group. */
+  input: number;
+  status: GroupRunStatus;
+}
+
+/**
+ * Why a `group` snapshot was stored: a change to many runs at once.
+ *
+ * @example
+ * ```ts
+ * if (event.type === 'group' && event.reason === 'budget_reached') console.log('max_credits reached: the rest is stopped');
+ * ```
+ */
+export type GroupSnapshotReason = 'created' | 'inputs_added' | 'stopped' | 'retried' | 'budget_reached' | 'out_of_credits';
+
+/**
+ * The group right after a change to many runs at once (created, inputs added, stopped, retried,
+ * its max_credits reached, the account out of credits).
+ *
+ * @example
+ * ```ts
+ * if (event.type === 'group') console.log(event.reason, event.group.counts);
+ * ```
+ */
+export interface GroupSnapshotEvent extends GroupEventBase {
+  type: 'group';
+  reason: GroupSnapshotReason;
+  group: Group;
+}
+
+/**
+ * No run is pending or running any more; `group` is the group at that moment. A group stream
+ * ends with its latest `done`.
+ *
+ * @example
+ * ```ts
+ * const done = await client.groups.stream(groupId).finalDone();
+ * console.log(done?.group.counts.failed);
+ * ```
+ */
+export interface GroupDoneEvent extends GroupEventBase {
+  type: 'done';
+  group: Group;
+}
+
+/**
+ * Every event of a group's stream, narrowed by `type`.
+ *
+ * @example
+ * ```ts
+ * for await (const event of client.groups.stream(groupId)) {
+ *   if (event.type === 'run') console.log(event.input, event.status);
+ * }
+ * ```
+ */
+export type GroupEvent = GroupRunEvent | GroupSnapshotEvent | GroupDoneEvent;
+
 // ---- webhooks --------------------------------------------------------------------------------
 
 /**

@@ -16,7 +16,7 @@ async function readStdin(ctx: CliContext): Promise<string> {
 }
 
 /** Reads a spec file ("-" for stdin) as JSON; a `{"task": {...}}` wrapper is accepted too. */
-async function readSpec(ctx: CliContext, file: string): Promise<Record<string, unknown>> {
+export async function readSpec(ctx: CliContext, file: string): Promise<Record<string, unknown>> {
   let text: string;
   try {
     text = file === '-' ? await readStdin(ctx) : await fs.readFile(file, 'utf8');

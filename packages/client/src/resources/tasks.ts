@@ -414,16 +414,18 @@ export class Tasks {
 
   /**
    * Lists tasks, pinned first, then most recently updated. `await` it for one page; `for await`
-   * over it for every task, following `X-Next-Cursor` page by page.
+   * over it for every task, following `X-Next-Cursor` page by page. A group's runs are listed
+   * only with `group_id`.
    *
    * @example
    * ```ts
    * for await (const task of client.tasks.list({ limit: 200 })) console.log(task.task_id, task.status);
+   * for await (const run of client.tasks.list({ group_id: groupId })) console.log(run.input_index, run.task_id);
    * ```
    */
   list(params: ListTasksParams = {}, opts?: RequestOptions): PagePromise<TaskPage<Task>, Task> {
     return cursorPages(async (cursor) => {
-      const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor }, auth: 'key', resendable: true }, opts);
+      const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor, group_id: params.group_id }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Task[], nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
