@@ -5,8 +5,8 @@
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { EventPayload, EventType } from '../contract/index.js';
-import { turnError } from '../errors.js';
+import { MAX_EVENT_SEQ, type EventPayload, type EventType } from '../contract/index.js';
+import { QuarryError, turnError } from '../errors.js';
 import type { EventRecord, Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
 
@@ -114,11 +114,20 @@ export function unstoredFrame<T extends EventType>(type: T, taskId: string | nul
   return `event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
 }
 
-/** The resume point: a numeric `Last-Event-ID` header (the route refuses one out of range), else `?after=`, else 0. */
+/**
+ * The resume point: a numeric `Last-Event-ID` header, else `?after=`, else 0. `after` is bounded
+ * by its schema; the header is held to the same range (a sequence number), else 422.
+ */
 export function resumeSeq(request: FastifyRequest, after: number | undefined): number {
   const header = request.headers['last-event-id'];
-  if (typeof header === 'string' && /^\d+$/.test(header.trim())) return Number(header.trim());
-  return after ?? 0;
+  if (typeof header !== 'string' || !/^\d+$/.test(header.trim())) return after ?? 0;
+  const seq = Number(header.trim());
+  if (seq > MAX_EVENT_SEQ) {
+    throw QuarryError.validation('Last-Event-ID', `Last-Event-ID must be a sequence number up to ${MAX_EVENT_SEQ}`, [
+      { type: 'less_than_equal', loc: ['header', 'Last-Event-ID'], msg: `must be <= ${MAX_EVENT_SEQ}` },
+    ]);
+  }
+  return seq;
 }
 
 /**

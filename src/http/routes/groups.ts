@@ -5,8 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { MAX_EVENT_SEQ, ROUTES } from '../../contract/index.js';
-import { QuarryError } from '../../errors.js';
+import { ROUTES } from '../../contract/index.js';
 import { mergedOutput } from '../../groups/group-view.js';
 import { exportContentType, exportMergedRows } from '../../outputs/export.js';
 import { contractRoute, typed } from '../contract-route.js';
@@ -69,11 +68,6 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
     ...contractRoute(ROUTES.streamGroup),
     handler: async (request, reply) => {
       const resumeAt = resumeSeq(request, request.query.after);
-      if (resumeAt > MAX_EVENT_SEQ) {
-        throw QuarryError.validation('Last-Event-ID', `Last-Event-ID must be a sequence number up to ${MAX_EVENT_SEQ}`, [
-          { type: 'less_than_equal', loc: ['header', 'Last-Event-ID'], msg: `must be <= ${MAX_EVENT_SEQ}` },
-        ]);
-      }
       const group = await groups.find(request.accountId, request.params.group_id);
       const afterSeq = Math.min(resumeAt, group.lastEventSeq);
       const idle = group.counts.pending + group.counts.running === 0;

@@ -3,7 +3,7 @@
  * command or query layer, and the reply. Streams follow a change or a task as SSE.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { MAX_EVENT_SEQ, ROUTES, type StartBody } from '../../contract/index.js';
+import { ROUTES, type StartBody } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import type { CommandReply } from '../../tasks/task-commands.js';
 import type { TaskReply } from '../../tasks/task-service.js';
@@ -121,12 +121,6 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
     ...contractRoute(ROUTES.streamTask),
     handler: async (request, reply) => {
       const resumeAt = resumeSeq(request, request.query.after);
-      // `after` is bounded by its schema; Last-Event-ID is held to the same range (a sequence number).
-      if (resumeAt > MAX_EVENT_SEQ) {
-        throw QuarryError.validation('Last-Event-ID', `Last-Event-ID must be a sequence number up to ${MAX_EVENT_SEQ}`, [
-          { type: 'less_than_equal', loc: ['header', 'Last-Event-ID'], msg: `must be <= ${MAX_EVENT_SEQ}` },
-        ]);
-      }
       // A resume point past the task's last event has nothing new: the stream goes on from the
       // last event (else it would skip every event to come, its own turn's `done` too, for ever).
       const task = await queries.task(request.accountId, request.params.task_id);
