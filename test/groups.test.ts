@@ -321,6 +321,9 @@ describe('task groups', () => {
     const none = await h.request('GET', `/group/${created.body.group_id}/stream`, { headers: { 'last-event-id': String(ids.at(-1)) } });
     assert.equal(none.status, 204);
     assert.equal((await h.request('GET', `/group/${created.body.group_id}/stream?after=${ids.at(-1)}`)).status, 204);
+    const tooFar = await h.request('GET', `/group/${created.body.group_id}/stream`, { headers: { 'last-event-id': '99999999999' } });
+    assert.equal(tooFar.status, 422);
+    assert.equal(tooFar.body.param, 'Last-Event-ID');
 
     // Inputs that were all duplicates leave the group idle after its done: the stream still ends.
     await h.request('POST', `/group/${created.body.group_id}/inputs`, { body: { inputs: [{ company: 'S1', _key: 'k' }] } });
