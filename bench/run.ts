@@ -158,6 +158,45 @@ function sideErrors(side: Side): number {
 
 // ---- 1. GET /task/{id}/state ------------------------------------------------------------------
 
+/**
+ * Quarry's GET `path` against the baseline answering the same body (configured by
+ * `baselineConfig`, see baseline-server.ts): warm-up, then alternating rounds; one result.
+ */
+async function compareGet(q: QuarryProcess, b: Awaited<ReturnType<typeof startBaseline>>, spec: {
+  bench: BenchName; metric: string; path: string; body: string; baselineConfig: Record<string, unknown>; connections: number; details?: Record<string, unknown>;
+}): Promise<void> {
+  await expectOk('POST', `${b.url}/_bench/config`, { body: spec.baselineConfig });
+  if ((await expectOk('GET', b.url + spec.path)).text !== spec.body) throw new Error(`the baseline's ${spec.path} body differs from Quarry’s`);
+  const quarryOpts = { url: q.url + spec.path, connections: spec.connections, headers: { 'x-api-key': q.key } };
+  const baseOpts = { url: b.url + spec.path, connections: spec.connections, headers: { 'x-api-key': q.key } };
+  log(`${spec.bench}: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${spec.connections} connections`);
+  await cannon({ ...quarryOpts, duration: WARMUP_S });
+  await cannon({ ...baseOpts, duration: WARMUP_S });
+  const run = await alternate({ opts: quarryOpts, pid: q.child.proc.pid }, { opts: baseOpts, pid: b.child.proc.pid });
+  const quarry = sideRate(run.quarry);
+  const baseline = sideRate(run.baseline);
+  const ratio = quarry / baseline;
+  results.push({
+    bench: spec.bench,
+    metric: spec.metric,
+    unit: 'req/s',
+    quarry,
+    baseline,
+    ratio,
+    target: '≥ 50% of baseline',
+    met: ratio >= 0.5 && sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0),
+    details: {
+      ...spec.details,
+      body_bytes: Buffer.byteLength(spec.body),
+      connections: spec.connections,
+      per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
+      cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
+      quarry: sideSummary(run.quarry),
+      baseline: sideSummary(run.baseline),
+    },
+  });
+}
+
 async function benchState(): Promise<void> {
   const q = await startQuarry({ dataDir: freshDataDir('state'), nodeArgs: profArgs('state'), label: 'quarry-state' });
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
@@ -168,37 +207,7 @@ async function benchState(): Promise<void> {
     await waitIdle(q, id, 15_000);
     const statePath = `/task/${encodeURIComponent(id)}/state`;
     const stateBody = (await expectOk('GET', q.url + statePath, { key: q.key })).text;
-    await expectOk('POST', `${b.url}/_bench/config`, { body: { statePath, stateBody } });
-    if ((await expectOk('GET', b.url + statePath)).text !== stateBody) throw new Error('the baseline state body differs from Quarry’s');
-
-    const quarryOpts = { url: q.url + statePath, connections: CONNECTIONS, headers: { 'x-api-key': q.key } };
-    const baseOpts = { url: b.url + statePath, connections: CONNECTIONS, headers: { 'x-api-key': q.key } };
-    log(`state: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${CONNECTIONS} connections`);
-    await cannon({ ...quarryOpts, duration: WARMUP_S });
-    await cannon({ ...baseOpts, duration: WARMUP_S });
-    const run = await alternate({ opts: quarryOpts, pid: q.child.proc.pid }, { opts: baseOpts, pid: b.child.proc.pid });
-
-    const quarry = sideRate(run.quarry);
-    const baseline = sideRate(run.baseline);
-    const ratio = quarry / baseline;
-    results.push({
-      bench: 'state',
-      metric: 'GET /task/{id}/state',
-      unit: 'req/s',
-      quarry,
-      baseline,
-      ratio,
-      target: '≥ 50% of baseline',
-      met: ratio >= 0.5 && sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0),
-      details: {
-        body_bytes: Buffer.byteLength(stateBody),
-        connections: CONNECTIONS,
-        per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
-        cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
-        quarry: sideSummary(run.quarry),
-        baseline: sideSummary(run.baseline),
-      },
-    });
+    await compareGet(q, b, { bench: 'state', metric: 'GET /task/{id}/state', path: statePath, body: stateBody, baselineConfig: { statePath, stateBody }, connections: CONNECTIONS });
   } finally {
     await q.child.stop('SIGTERM');
     await b?.child.stop('SIGTERM');
@@ -225,38 +234,9 @@ async function benchList(): Promise<void> {
     for (const id of ids) await waitIdle(q, id, 15_000);
     const listPath = '/task?limit=50';
     const listBody = (await expectOk('GET', q.url + listPath, { key: q.key })).text;
-    await expectOk('POST', `${b.url}/_bench/config`, { body: { fixed: { [listPath]: listBody } } });
-    if ((await expectOk('GET', b.url + listPath)).text !== listBody) throw new Error('the baseline list body differs from Quarry’s');
-
-    const quarryOpts = { url: q.url + listPath, connections: LIST_CONNECTIONS, headers: { 'x-api-key': q.key } };
-    const baseOpts = { url: b.url + listPath, connections: LIST_CONNECTIONS, headers: { 'x-api-key': q.key } };
-    log(`list: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${LIST_CONNECTIONS} connections`);
-    await cannon({ ...quarryOpts, duration: WARMUP_S });
-    await cannon({ ...baseOpts, duration: WARMUP_S });
-    const run = await alternate({ opts: quarryOpts, pid: q.child.proc.pid }, { opts: baseOpts, pid: b.child.proc.pid });
-
-    const quarry = sideRate(run.quarry);
-    const baseline = sideRate(run.baseline);
-    const ratio = quarry / baseline;
-    results.push({
-      bench: 'list',
-      metric: 'GET /task?limit=50',
-      unit: 'req/s',
-      quarry,
-      baseline,
-      ratio,
-      target: '≥ 50% of baseline',
-      met: ratio >= 0.5 && sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0),
-      details: {
-        tasks: LIST_TASKS,
-        body_bytes: Buffer.byteLength(listBody),
-        connections: LIST_CONNECTIONS,
-        per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
-        p99_ms: { quarry: run.quarry.runs.map((r) => r.latency.p99), baseline: run.baseline.runs.map((r) => r.latency.p99) },
-        cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
-        quarry: sideSummary(run.quarry),
-        baseline: sideSummary(run.baseline),
-      },
+    await compareGet(q, b, {
+      bench: 'list', metric: 'GET /task?limit=50', path: listPath, body: listBody, baselineConfig: { fixed: { [listPath]: listBody } }, connections: LIST_CONNECTIONS,
+      details: { tasks: LIST_TASKS },
     });
   } finally {
     await q.child.stop('SIGTERM');
