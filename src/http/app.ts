@@ -26,6 +26,7 @@ import { registerOpenApi } from './openapi.js';
 import { registerRequestMetrics } from './request-metrics.js';
 import { MemoryRateLimiter, StoreRateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
+import { consoleRoutes } from './routes/console.js';
 import { healthRoutes, metaRoutes } from './routes/meta.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { outputRoutes } from './routes/outputs.js';
@@ -211,6 +212,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(a2aRoutes);
     await app.register(adminRoutes);
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+    await app.register(consoleRoutes);
     app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
   }
 
