@@ -38,7 +38,7 @@ export function TaskList() {
               <StatusBadge status={taskActivity(task)} />
             </div>
             <div class="card-meta">
-              <span class="mono">{task.task_id}</span>
+              {task.name && <span class="mono">{task.task_id}</span>}
               <span>updated <Time at={task.updated_at} /></span>
               <span>{task.output_count} output{task.output_count === 1 ? '' : 's'}</span>
               <span>{credits(task.credits_used)} credits</span>
