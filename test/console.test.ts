@@ -155,8 +155,10 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Stop' && !b.disabled));
     await stop.click();
     await page.getByText('Turn stopped').waitFor();
+    // Idle again: nothing left to stop, and the task can run again.
     await page.waitForFunction(() => document.querySelector('.badge')?.textContent === 'idle');
-    assert.equal(await stop.isDisabled(), true, 'nothing left to stop');
+    assert.equal(await stop.isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'Execute again' }).isDisabled(), false);
   });
 
   it('shows a group\'s progress and merged rows', async (t) => {

@@ -20,7 +20,6 @@ const ROWS_PER_PAGE = 50;
 interface Live {
   task: Task | undefined;
   events: TaskEvent[];
-  active: boolean;
   error: string | undefined;
   /** Bumped when rows may have been written (a write_rows call, a turn's end). */
   rowsVersion: number;
@@ -33,7 +32,6 @@ function useLiveTask(taskId: string): Live {
   const { client } = useSession();
   const [task, setTask] = useState<Task | undefined>(undefined);
   const [events, setEvents] = useState<TaskEvent[]>([]);
-  const [active, setActive] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
   const [rowsVersion, setRowsVersion] = useState(0);
   const wakeRef = useRef<() => void>(() => {});
@@ -68,7 +66,6 @@ function useLiveTask(taskId: string): Live {
       while (!signal.aborted) {
         try {
           const state = await client.tasks.state(taskId, {}, { signal });
-          setActive(state.active);
           setError(undefined);
           if (!state.active) {
             await pause(IDLE_POLL_MS);
@@ -88,7 +85,7 @@ function useLiveTask(taskId: string): Live {
     return () => abort.abort();
   }, [client, taskId]);
 
-  return { task, events, active, error, rowsVersion, wake: () => wakeRef.current() };
+  return { task, events, error, rowsVersion, wake: () => wakeRef.current() };
 }
 
 function Actions(props: { taskId: string; active: boolean; onStarted: () => void }) {
@@ -183,7 +180,8 @@ export function TaskPage(props: { taskId: string }) {
         {task && <span>updated <Time at={task.updated_at} /></span>}
       </p>
       <ErrorNote message={live.error} />
-      <Actions taskId={props.taskId} active={live.active} onStarted={live.wake} />
+      {/* A task is in `execute` while a turn runs or waits for a worker: then it can be stopped, and a message is queued. */}
+      <Actions taskId={props.taskId} active={task?.status === 'execute'} onStarted={live.wake} />
       <div class="task-grid">
         <section aria-labelledby="activity-title" class="panel">
           <h2 id="activity-title">Activity</h2>

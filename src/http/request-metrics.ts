@@ -9,7 +9,7 @@ import { isStoreUnavailable } from '../store/store-errors.js';
 import { isEventStream } from './sse.js';
 
 /** The route label of a request no route matched (404s). */
-export const UNMATCHED_ROUTE = 'unmatched';
+const UNMATCHED_ROUTE = 'unmatched';
 
 export function registerRequestMetrics(app: FastifyInstance, metrics: Pick<Metrics, 'httpRequest' | 'storeUnavailable'>): void {
   app.addHook('onResponse', (request, reply, done) => {
