@@ -6,7 +6,7 @@
 import { QuarryClient, QuarryError } from '../../packages/client/src/index.js';
 import type { RowSource, TaskSpecInput } from '../../packages/client/src/types.js';
 
-export { QuarryClient, QuarryError };
+export type { QuarryClient };
 export type * from '../../packages/client/src/types.js';
 
 /** Session storage: the key lives as long as the tab, and never in a cookie or the URL. */
@@ -72,7 +72,7 @@ export interface CreateGroupParams {
 export class Groups {
   constructor(private readonly apiKey: string) {}
 
-  async send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {
+  private async send(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Response> {
     const headers: Record<string, string> = { 'X-API-Key': this.apiKey };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -93,9 +93,9 @@ export class Groups {
     });
   }
 
-  async list(cursor?: string): Promise<{ groups: Group[]; next: string | null }> {
-    const res = await this.send('GET', `/group?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-    return { groups: (await res.json()) as Group[], next: res.headers.get('x-next-cursor') };
+  /** The newest 50 groups. */
+  async list(): Promise<Group[]> {
+    return (await this.send('GET', '/group?limit=50')).json() as Promise<Group[]>;
   }
 
   async get(groupId: string): Promise<Group> {

@@ -46,9 +46,9 @@ export function GroupList() {
         <Link to="/groups/new" class="button">New group</Link>
       </div>
       <ErrorNote message={list.error} />
-      {list.data && list.data.groups.length === 0 && <p>No groups yet.</p>}
+      {list.data && list.data.length === 0 && <p>No groups yet.</p>}
       <ul class="cards" aria-label="Groups">
-        {list.data?.groups.map((group) => (
+        {list.data?.map((group) => (
           <li key={group.group_id} class="card">
             <div class="card-head">
               <Link to={`/groups/${encodeURIComponent(group.group_id)}`} class="card-title">{group.name ?? group.group_id}</Link>

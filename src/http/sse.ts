@@ -153,7 +153,7 @@ export function openStream(request: FastifyRequest, reply: FastifyReply): Server
   const raw = reply.raw;
   eventStreams.add(raw);
   // Counted open from here until the connection closes, however the stream ends.
-  raw.once('close', request.server.deps.metrics.streamOpened(request.routeOptions.url ?? request.url));
+  raw.once('close', request.server.deps.metrics.streamOpened(request.routeOptions.url ?? 'unmatched'));
   raw.writeHead(200, {
     // What hooks set on the reply before the stream took over (the CORS headers, say); Fastify
     // keeps their names in lower case, so ours below, also lower case, replace any of them.
