@@ -10,7 +10,10 @@ export const ROOT = path.resolve(import.meta.dirname, '..');
 export const QUARRY_BUILD = path.join(ROOT, 'dist', 'src', 'cli', 'quarry.js');
 /** The built client package (packages/client), from its own tsconfig. */
 const CLIENT_BUILD = path.join(ROOT, 'packages', 'client', 'dist', 'index.js');
-/** What both builds are made from. */
+/** The built web console (scripts/build-console.ts), served by Quarry at /console. */
+export const CONSOLE_DIR = path.join(ROOT, 'dist', 'console');
+const CONSOLE_BUILD = path.join(CONSOLE_DIR, 'index.html');
+/** What the builds are made from (the console's sources are under src/ too). */
 const BUILD_SOURCES = ['src', path.join('packages', 'client', 'src')];
 
 /** The newest file under the build's sources, by modification time. */
@@ -33,7 +36,7 @@ function newestSource(): { file: string; mtimeMs: number } {
 /** Why the build cannot be used (missing, or older than a source file), or undefined when it is fresh. */
 export function staleBuild(): string | undefined {
   const newest = newestSource();
-  for (const output of [QUARRY_BUILD, CLIENT_BUILD]) {
+  for (const output of [QUARRY_BUILD, CLIENT_BUILD, CONSOLE_BUILD]) {
     const rel = path.relative(ROOT, output);
     if (!fs.existsSync(output)) return `${rel} is missing`;
     const built = fs.statSync(output).mtimeMs;

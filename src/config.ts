@@ -46,6 +46,8 @@ export interface Config {
   /** PostgreSQL schema to use (created if missing); the database's default when unset. */
   databaseSchema: string | undefined;
   adminKey: string | undefined;
+  /** QUARRY_METRICS_PUBLIC=1: `GET /metrics` answers without a key (else it takes the admin key). */
+  metricsPublic: boolean;
   starterCredits: number;
   /** Base URL for absolute links (Link headers, upload URLs); unset = taken from each request's Host. */
   publicUrl: string | undefined;
@@ -131,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     databaseUrl: env.QUARRY_DATABASE_URL || undefined,
     databaseSchema: env.QUARRY_DATABASE_SCHEMA || undefined,
     adminKey: env.QUARRY_ADMIN_KEY || undefined,
+    metricsPublic: env.QUARRY_METRICS_PUBLIC === '1',
     starterCredits: num(env, 'QUARRY_STARTER_CREDITS', 100),
     publicUrl: env.QUARRY_PUBLIC_URL ? env.QUARRY_PUBLIC_URL.replace(/\/+$/, '') : undefined,
     platformUrl: (env.QUARRY_PLATFORM_URL || 'https://platform.quarry.invalid').replace(/\/+$/, ''),

@@ -15,6 +15,7 @@ import type { Config } from './config.js';
 import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
 import { buildApp } from './http/app.js';
+import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { TaskCommands } from './tasks/task-commands.js';
 import { GroupService } from './groups/group-service.js';
 import { TaskQueries } from './tasks/task-queries.js';
@@ -80,13 +81,14 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   await store.migrate();
 
   const bus = new EventBus();
+  const metrics = new PrometheusMetrics({ turns: store.turns });
   const tasks = new TaskService({ store, bus, config });
   const accounts = new Accounts(store);
   const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });
 
   const runsTurns = config.role !== 'api';
   // Deliveries are sent by the processes that run turns; an api process's (a stop's) wait for their poll.
-  const dispatcher = runsTurns ? new WebhookDispatcher({ store, config: config.webhooks, allowPrivate: config.fetchAllowPrivate, logger }) : undefined;
+  const dispatcher = runsTurns ? new WebhookDispatcher({ store, config: config.webhooks, allowPrivate: config.fetchAllowPrivate, logger, metrics }) : undefined;
   const webhooks = new Webhooks({ store, allowPrivate: config.fetchAllowPrivate, onDeliveryDue: () => dispatcher?.wake() });
   if (dispatcher) tasks.onDeliveriesQueued = () => dispatcher.wake();
   // Only a process that runs turns runs code; the probe costs a moment at start-up.
@@ -99,7 +101,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   if (sandbox && !sandbox.available) logger.warn(`run_code is disabled: ${sandbox.reason}`);
   const runner = runsTurns && sandbox
     ? new TurnRunner({
-        store, service: tasks, uploads, config, logger,
+        store, service: tasks, uploads, config, logger, metrics,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
           tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate }, sandbox }),
@@ -129,7 +131,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const groups = new GroupService({ store, bus, config, tasks, commands, uploads });
   tasks.groupRuns = groups;
   if (dispatcher) groups.onDeliveriesQueued = () => dispatcher.wake();
-  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, webhooks, groups, ready: () => ready });
+  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, webhooks, groups, metrics, ready: () => ready });
 
   let starterKey: string | null = null;
   return {

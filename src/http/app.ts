@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import type { Accounts } from '../accounts/accounts.js';
 import type { Config } from '../config.js';
 import type { EventBus } from '../events/event-bus.js';
+import type { ScrapableMetrics } from '../metrics/metrics.js';
 import type { Store } from '../store/store.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskQueries } from '../tasks/task-queries.js';
@@ -23,9 +24,12 @@ import { QuarryError } from '../errors.js';
 import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandling, registerMethodNotAllowed, requestIdOf, sendError } from './error-handler.js';
 import { registerIdempotency } from './idempotency.js';
 import { registerOpenApi } from './openapi.js';
+import { registerRequestMetrics } from './request-metrics.js';
 import { MemoryRateLimiter, StoreRateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
+import { consoleRoutes } from './routes/console.js';
 import { healthRoutes, metaRoutes } from './routes/meta.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { outputRoutes } from './routes/outputs.js';
 import { taskRoutes } from './routes/tasks.js';
 import { uploadRoutes } from './routes/uploads.js';
@@ -50,6 +54,8 @@ export interface AppDeps {
   webhooks: Webhooks;
   /** Task groups: every change and read of a group. */
   groups: GroupService;
+  /** The operator's metrics: requests and streams are counted here, `GET /metrics` shows them all. */
+  metrics: ScrapableMetrics;
   /** Whether the store and workers are ready (GET /readyz). */
   ready: () => boolean;
 }
@@ -175,6 +181,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   registerErrorHandling(app);
+  registerRequestMetrics(app, deps.metrics);
   // Before the request gate: a preflight carries no key, and refusals need the CORS headers
   // for a browser to let its script read them.
   if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
@@ -197,7 +204,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(healthRoutes);
-  // A worker node runs turns and cron only; it answers nothing but its health probes.
+  await app.register(metricsRoutes);
+  // A worker node runs turns and cron only; it answers nothing but its health probes and metrics.
   if (deps.config.role !== 'worker') {
     await app.register(metaRoutes);
     await app.register(taskRoutes);
@@ -209,6 +217,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await app.register(a2aRoutes);
     await app.register(adminRoutes);
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+    await app.register(consoleRoutes);
     app.get('/openapi.json', { config: { auth: 'none' }, schema: { hide: true } }, async () => app.swagger());
   }
 

@@ -150,9 +150,19 @@ export function drainedWithin(writable: Pick<NodeJS.EventEmitter, 'once' | 'off'
   });
 }
 
+/** The answers that are event streams, for the request metrics (their headers bypass the reply's). */
+const eventStreams = new WeakSet<ServerResponse>();
+
+export function isEventStream(raw: ServerResponse): boolean {
+  return eventStreams.has(raw);
+}
+
 export function openStream(request: FastifyRequest, reply: FastifyReply): ServerResponse {
   reply.hijack();
   const raw = reply.raw;
+  eventStreams.add(raw);
+  // Counted open from here until the connection closes, however the stream ends.
+  raw.once('close', request.server.deps.metrics.streamOpened(request.routeOptions.url ?? 'unmatched'));
   raw.writeHead(200, {
     // What hooks set on the reply before the stream took over (the CORS headers, say); Fastify
     // keeps their names in lower case, so ours below, also lower case, replace any of them.

@@ -156,6 +156,8 @@ export interface TurnsRepository {
   /** Marks every queued turn of the task cancelled; returns how many. */
   cancelQueued(taskId: string, at: string): Promise<number>;
   countPending(): Promise<number>;
+  /** Turns a worker holds now (or held when its lease ran out): no lock, a count of one moment, for the metrics. */
+  countRunning(): Promise<number>;
   /**
    * Gives up to `limit` pending turns to `owner` until `leaseUntil`, oldest first, and returns them.
    * Turns whose lease ran out (`running` with lease_expires_at before `now`) are taken over too,

@@ -16,6 +16,7 @@ import { ClaimLoop } from '../claim-loop.js';
 import { turnError } from '../errors.js';
 import { newId } from '../ids.js';
 import { sleep } from '../sleep.js';
+import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import type { HeldLock, SourceSnapshotRecord, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
 import type { TaskSpec } from '../contract/index.js';
@@ -37,13 +38,14 @@ const STORE_RETRY_MAX_MS = 3000;
  * signal bounds the wait (the turn's own time limit, a stop, a lost lease, shutdown). Only for
  * writes that are safe to send again: nothing of a failed transaction is stored.
  */
-async function retryWhileStoreUnavailable<T>(write: () => Promise<T>, signal: AbortSignal, log: { logger: Logger; turnId: string }): Promise<T> {
+async function retryWhileStoreUnavailable<T>(write: () => Promise<T>, signal: AbortSignal, log: { logger: Logger; turnId: string; metrics: TurnMetrics }): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await write();
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       if (!isStoreUnavailable(err)) throw err;
+      log.metrics.storeUnavailable('turns');
       // Said now and then, not at every try.
       if (attempt === 1 || attempt % 20 === 0) log.logger.warn({ err, turn_id: log.turnId, attempt }, 'the store is unavailable: the turn waits and tries again');
       await sleep(Math.min(STORE_RETRY_MAX_MS, STORE_RETRY_FIRST_MS * 2 ** (attempt - 1)), signal);
@@ -61,6 +63,9 @@ class TurnAbort extends Error {
   }
 }
 
+/** What the runner and its ports report: turn ends, tokens, store outages. */
+type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelTokens' | 'storeUnavailable'>;
+
 export interface TurnRunnerOptions {
   store: Store;
   service: TaskService;
@@ -68,6 +73,8 @@ export interface TurnRunnerOptions {
   uploads: Uploads;
   config: Config;
   logger: Logger;
+  /** Where turn ends, tokens and store outages are counted (none when left out). */
+  metrics?: TurnMetrics;
   /** How often to look for claimable turns without being woken (turns from other nodes, expired leases). */
   pollIntervalMs?: number;
   /** How often to fire due cron ticks; 0 disables the scheduler on this node. */
@@ -97,7 +104,11 @@ export class TurnRunner {
   /** The cron tick under way, which shutdown waits for: it may be taking the lock. */
   private cronRun: Promise<void> | undefined;
 
-  constructor(private readonly opts: TurnRunnerOptions) {}
+  private readonly metrics: TurnMetrics;
+
+  constructor(private readonly opts: TurnRunnerOptions) {
+    this.metrics = opts.metrics ?? NO_METRICS;
+  }
 
   get activeTurns(): number {
     return this.running.size;
@@ -152,8 +163,12 @@ export class TurnRunner {
 
   /** An outage of the store is expected to pass (the next poll tries again): a warning, not an error. */
   private logFailure(err: unknown, msg: string): void {
-    if (isStoreUnavailable(err)) this.opts.logger.warn({ err }, `${msg}: the store is unavailable`);
-    else this.opts.logger.error({ err }, msg);
+    if (isStoreUnavailable(err)) {
+      this.metrics.storeUnavailable('turns');
+      this.opts.logger.warn({ err }, `${msg}: the store is unavailable`);
+    } else {
+      this.opts.logger.error({ err }, msg);
+    }
   }
 
   /** Abandons a turn's work in this process (it was stopped or deleted). */
@@ -218,10 +233,12 @@ export class TurnRunner {
 
   private async run(turn: TurnRecord, controller: AbortController): Promise<void> {
     const { service, store, config, logger } = this.opts;
+    const { metrics } = this;
+    const began = performance.now();
     // A turn's start time is stored when its start is recorded: one that has it was started before.
     const resumed = turn.startedAt !== null;
     crashPoint('turn.claimed');
-    const durable = <T>(write: () => Promise<T>) => retryWhileStoreUnavailable(write, controller.signal, { logger, turnId: turn.id });
+    const durable = <T>(write: () => Promise<T>) => retryWhileStoreUnavailable(write, controller.signal, { logger, turnId: turn.id, metrics });
     let task: TaskRecord | null;
     let steps: StoredStep[];
     let inputs: string[];
@@ -266,6 +283,8 @@ export class TurnRunner {
       } else if (reason) {
         // Stopped, deleted, lost to another worker or shut down: whoever did that recorded the end.
         logger.debug({ turn_id: turn.id, reason }, 'turn abandoned');
+        // Only a stop ends the turn; one lost or shut down is taken up again by a worker.
+        if (reason === 'stopped') metrics.turnEnded('stopped', (performance.now() - began) / 1000);
       } else {
         logger.error({ err, turn_id: turn.id }, 'turn failed unexpectedly');
         result = { outcome: 'failed', error: turnError('internal_error', 'The turn failed unexpectedly; its rows are kept. Continue the task to try again.') };
@@ -281,10 +300,15 @@ export class TurnRunner {
       const error = result.outcome === 'failed' ? result.error : null;
       // The turn's own signal may have aborted (its time limit): its end is stored anyway, waiting
       // out an outage until shutdown; a turn whose end is never stored is resumed once its lease runs out.
-      await retryWhileStoreUnavailable(() => service.finishTurn(turn.id, turn.taskId, outcome, error), this.shutdownSignal.signal, { logger, turnId: turn.id }).catch((err) => {
+      const ended = await retryWhileStoreUnavailable(async () => {
+        await service.finishTurn(turn.id, turn.taskId, outcome, error);
+        return true;
+      }, this.shutdownSignal.signal, { logger, turnId: turn.id, metrics }).catch((err) => {
         if (!(err instanceof TurnAbort)) throw err;
         logger.info({ turn_id: turn.id }, 'shut down before the turn\'s end could be stored: it is resumed on the next start');
+        return false;
       });
+      if (ended) metrics.turnEnded(outcome, (performance.now() - began) / 1000);
     }
   }
 }
@@ -312,9 +336,10 @@ export class TaskTurnPort implements TurnPort {
   private textWrite: Promise<void> = Promise.resolve();
   /** The last snapshot this turn stored or found per URL, with the text it was read as. */
   private readonly recordedSources = new Map<string, { text: string; id: string }>();
+  private readonly metrics: TurnMetrics;
 
   constructor(
-    private readonly deps: Pick<TurnRunnerOptions, 'service' | 'store' | 'uploads' | 'config' | 'logger'>,
+    private readonly deps: Pick<TurnRunnerOptions, 'service' | 'store' | 'uploads' | 'config' | 'logger' | 'metrics'>,
     private readonly turn: TurnRecord,
     private readonly task: TaskRecord,
     opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[] },
@@ -328,6 +353,7 @@ export class TaskTurnPort implements TurnPort {
     this.currentSpec = task.spec;
     this.phase = task.phase;
     this.activity = task.activity;
+    this.metrics = deps.metrics ?? NO_METRICS;
   }
 
   spec(): TaskSpec {
@@ -335,7 +361,7 @@ export class TaskTurnPort implements TurnPort {
   }
 
   private durable<T>(write: () => Promise<T>): Promise<T> {
-    return retryWhileStoreUnavailable(write, this.signal, { logger: this.deps.logger, turnId: this.turnId });
+    return retryWhileStoreUnavailable(write, this.signal, { logger: this.deps.logger, turnId: this.turnId, metrics: this.metrics });
   }
 
   async updateSpec(spec: TaskSpec): Promise<void> {
@@ -416,6 +442,8 @@ export class TaskTurnPort implements TurnPort {
     await this.flushText();
     const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage));
     if (!charged) throw new TurnAbort('stopped');
+    // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
+    this.metrics.modelTokens(usage.tokensIn, usage.tokensOut);
     crashPoint('step.checkpointed');
     return charged;
   }

@@ -12,6 +12,7 @@ import { ClaimLoop } from '../claim-loop.js';
 import type { WebhookConfig } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import type { AttemptResult, DeliveryRecord, Store, WebhookEndpointRecord } from '../store/store.js';
 import { signatureHeader } from './signing.js';
@@ -37,6 +38,8 @@ export interface DispatcherOptions {
   /** Loopback and private addresses may be reached (QUARRY_FETCH_ALLOW_PRIVATE=1). */
   allowPrivate: boolean;
   logger: Logger;
+  /** Where attempts and store outages are counted. */
+  metrics: Pick<Metrics, 'webhookAttempt' | 'storeUnavailable'>;
   clock?: () => Date;
 }
 
@@ -112,6 +115,7 @@ export class WebhookDispatcher {
     if (result.delivered) logger.debug({ ...fields, status: result.statusCode }, 'webhook delivered');
     else logger.warn({ ...fields, url: endpoint.url, status: result.statusCode, error: result.error, next_attempt_at: result.nextAttemptAt }, result.nextAttemptAt ? 'webhook attempt failed' : 'webhook delivery is dead');
     await store.webhooks.recordAttempt(delivery, result);
+    this.opts.metrics.webhookAttempt(result.delivered ? 'delivered' : result.nextAttemptAt ? 'retrying' : 'dead');
     // A retry due before the next poll gets a wake of its own.
     const wait = result.delivered || !result.nextAttemptAt ? Infinity : Date.parse(result.nextAttemptAt) - this.clock().getTime();
     if (wait < POLL_MS && !this.stopped) setTimeout(() => this.wake(), Math.max(0, wait)).unref();
@@ -176,7 +180,11 @@ export class WebhookDispatcher {
   private logFailure(err: unknown, msg: string, delivery?: DeliveryRecord): void {
     const fields = { err, ...(delivery ? { delivery_id: delivery.id } : {}) };
     // The next poll tries again; a claim that was not recorded runs out and is sent again.
-    if (isStoreUnavailable(err)) this.opts.logger.warn(fields, `${msg}: the store is unavailable`);
-    else this.opts.logger.error(fields, msg);
+    if (isStoreUnavailable(err)) {
+      this.opts.metrics.storeUnavailable('webhooks');
+      this.opts.logger.warn(fields, `${msg}: the store is unavailable`);
+    } else {
+      this.opts.logger.error(fields, msg);
+    }
   }
 }

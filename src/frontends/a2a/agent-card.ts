@@ -3,34 +3,11 @@
  * protocol version, how to authenticate, and the one skill. Public, because the A2A clients
  * resolve the card before they send any credential.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AgentCard } from '@a2a-js/sdk';
+import { QUARRY_VERSION } from '../../package-info.js';
 
 /** The A2A protocol version this endpoint speaks; a request without `A2A-Version` is taken as this one. */
 export const A2A_VERSION = '1.0';
-
-/**
- * The service's version from its package.json: the nearest one above this file named quarry, so
- * the same code finds it from src/ (tsx) and from dist/src/ (the build).
- */
-function packageVersion(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'quarry' && pkg.version) return pkg.version;
-    } catch {
-      // no package.json here: look further up
-    }
-    const parent = path.dirname(dir);
-    if (parent === dir) return '0.0.0';
-    dir = parent;
-  }
-}
-
-export const QUARRY_VERSION = packageVersion();
 
 /** The card for a service reached at `baseUrl` (no trailing slash), in the SDK's types. */
 export function buildAgentCard(baseUrl: string): AgentCard {

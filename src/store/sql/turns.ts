@@ -89,6 +89,11 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     return Number(r.n);
   }
 
+  async countRunning(): Promise<number> {
+    const r = await this.db.selectFrom('turns').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'running').executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
   async claim(owner: string, limit: number, now: string, leaseUntil: string, opts: { takeOverExpired?: boolean } = {}): Promise<TurnRecord[]> {
     // Turns whose owner stopped renewing come first (they are the oldest), then pending turns
     // oldest first. Two statements rather than one with OR: each walks the (status, id) index in

@@ -1,0 +1,72 @@
+/**
+ * Takes the console's screenshots in docs/screenshots/ (shown in the README and docs/console.md):
+ * starts a Quarry with the fake model and a few tasks worth seeing (test/helpers/console-demo.ts),
+ * then photographs the pages in Chromium at 1280 and at 390 pixels wide. Run by hand after the
+ * console changes, on a fresh build:
+ *
+ *   npm run build && node --import tsx scripts/console-screenshots.ts
+ *
+ * QUARRY_CHROMIUM names the browser (default /usr/bin/chromium).
+ */
+import path from 'node:path';
+import { chromium, type Page } from 'playwright-core';
+import { startHarness, waitIdle, type Harness } from '../test/helpers/harness.js';
+import { researchTurn, startPlantPages } from '../test/helpers/console-demo.js';
+import { ROOT } from './build-state.js';
+
+const OUT = path.join(ROOT, 'docs', 'screenshots');
+const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
+
+async function task(h: Harness, prompt: string): Promise<string> {
+  const res = await h.request('POST', '/task', { body: { prompt } });
+  if (res.status !== 200) throw new Error(`POST /task answered ${res.status}: ${res.text}`);
+  await waitIdle(h, res.body.task_id, 30_000);
+  return res.body.task_id;
+}
+
+async function shoot(page: Page, name: string): Promise<void> {
+  // Fonts and the last answers settle.
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(OUT, name) });
+  process.stdout.write(`docs/screenshots/${name}\n`);
+}
+
+const pages = await startPlantPages();
+const h = await startHarness({ env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
+const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+try {
+  const model = h.model!;
+  model.script({ text: 'Three makers announced solid-state lines: Toyota, Idemitsu and Maxell.' });
+  const japan = await task(h, 'Who makes solid-state batteries in Japan?');
+  await h.request('PATCH', `/task/${japan}`, { body: { name: 'Solid-state makers in Japan' } });
+  model.script({ text: 'Nothing new since last week.' });
+  const weekly = await task(h, 'Weekly: new gigafactory announcements in Europe.');
+  await h.request('PATCH', `/task/${weekly}`, { body: { name: 'Gigafactory announcements', pinned: true } });
+  model.script(...researchTurn(pages.url));
+  const plants = await task(h, 'List the EU plants making Li-ion cells, with country and capacity in GWh.');
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  await page.goto(`${h.url}/console`);
+  await page.getByLabel('API key').fill(h.key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('link', { name: 'EU battery plants' }).waitFor();
+  await shoot(page, 'console-tasks-1280.png');
+
+  await page.getByRole('link', { name: 'EU battery plants' }).click();
+  await page.getByRole('cell', { name: /Northvolt/ }).waitFor();
+  await page.getByRole('button', { name: 'capacity_gwh: 1 source, verified' }).click();
+  await shoot(page, 'console-task-1280.png');
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${h.url}/console/tasks/${plants}`);
+  await page.getByRole('cell', { name: /Northvolt/ }).waitFor();
+  await shoot(page, 'console-task-390.png');
+  await page.goto(`${h.url}/console`);
+  await page.getByRole('link', { name: 'EU battery plants' }).waitFor();
+  await shoot(page, 'console-tasks-390.png');
+} finally {
+  await browser.close();
+  await h.close();
+  await pages.close();
+}

@@ -1,0 +1,131 @@
+/**
+ * Rows as a table, each cell marked with the sources that support it (a source with `fields`
+ * supports those columns; one without supports the whole row): ✓ when every one is verified,
+ * ! when one is not. The mark's title shows the quotes on hover; pressing it opens the
+ * sources with their quotes, checks and links.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { RowSource } from './api.js';
+import { cellText } from './ui.js';
+
+/** A row as both task outputs and group rows give it. */
+export interface SourcedRow {
+  _sources?: RowSource[];
+  _basis?: Record<string, { confidence: string; reasoning?: string | null }>;
+  [field: string]: unknown;
+}
+
+const CHECK_LABELS: Record<string, string> = {
+  quote_found: 'quote found in the page read',
+  page_read: 'page read (no quote given)',
+  quote_not_found: 'quote not found in the page read',
+  not_read: 'never read in this task',
+};
+
+function sourcesFor(row: SourcedRow, column: string): RowSource[] {
+  return (row._sources ?? []).filter((s) => !s.fields || s.fields.includes(column));
+}
+
+/** Where the sources panel opens: under its mark, inside the window (the table may scroll sideways beneath it). */
+function panelPlace(mark: HTMLElement): { top: string; left: string; width: string } {
+  const box = mark.getBoundingClientRect();
+  const width = Math.min(384, window.innerWidth - 16);
+  const left = Math.max(8, Math.min(box.left - 16, window.innerWidth - width - 8));
+  return { top: `${box.bottom + 4}px`, left: `${left}px`, width: `${width}px` };
+}
+
+function SourceMark(props: { column: string; sources: RowSource[]; basis: { confidence: string; reasoning?: string | null } | undefined }) {
+  const { column, sources, basis } = props;
+  const [place, setPlace] = useState<ReturnType<typeof panelPlace> | null>(null);
+  const panel = useRef<HTMLDivElement>(null);
+  const button = useRef<HTMLButtonElement>(null);
+  const open = place !== null;
+  useEffect(() => {
+    if (!open) return;
+    const close = (e: Event) => {
+      if (e instanceof KeyboardEvent && e.key !== 'Escape') return;
+      if (e instanceof MouseEvent && (panel.current?.contains(e.target as Node) || button.current?.contains(e.target as Node))) return;
+      setPlace(null);
+      if (e instanceof KeyboardEvent) button.current?.focus();
+    };
+    // The panel stays where it opened: moving the page closes it rather than leaving it behind.
+    const moved = (e: Event) => {
+      if (!panel.current?.contains(e.target as Node)) setPlace(null);
+    };
+    document.addEventListener('keydown', close);
+    document.addEventListener('mousedown', close);
+    window.addEventListener('scroll', moved, true);
+    window.addEventListener('resize', moved);
+    return () => {
+      document.removeEventListener('keydown', close);
+      document.removeEventListener('mousedown', close);
+      window.removeEventListener('scroll', moved, true);
+      window.removeEventListener('resize', moved);
+    };
+  }, [open]);
+  const verified = sources.filter((s) => s.verified).length;
+  const allVerified = verified === sources.length;
+  const label = `${column}: ${sources.length} source${sources.length === 1 ? '' : 's'}, ${allVerified ? 'verified' : `${sources.length - verified} not verified`}`;
+  const hover = sources.map((s) => (s.quote ? `“${s.quote}”` : (s.title ?? s.url ?? s.upload_id))).join('\n');
+  return (
+    <>
+      <button
+        ref={button}
+        type="button"
+        class={`mark ${allVerified ? 'mark-verified' : 'mark-unverified'}`}
+        aria-label={label}
+        aria-expanded={open}
+        title={hover}
+        onClick={() => setPlace(open ? null : panelPlace(button.current!))}
+      >
+        {allVerified ? '✓' : '!'}
+      </button>
+      {place && (
+        <div ref={panel} class="sources" role="group" aria-label={`Sources of ${column}`} style={place}>
+          {basis && <p class="basis">Confidence: <strong>{basis.confidence}</strong>{basis.reasoning ? ` — ${basis.reasoning}` : ''}</p>}
+          <ul>
+            {sources.map((s, i) => (
+              <li key={i}>
+                <span class={s.verified ? 'ok' : 'warn'}>{s.verified ? 'Verified' : 'Not verified'}</span>
+                {s.check && <span class="hint"> · {CHECK_LABELS[s.check] ?? s.check}</span>}
+                <div>
+                  {s.url ? <a href={s.url} target="_blank" rel="noopener noreferrer">{s.title ?? s.url}</a> : <span>{s.title ?? `upload ${s.upload_id}`}</span>}
+                </div>
+                {s.quote && <blockquote>{s.quote}</blockquote>}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+    </>
+  );
+}
+
+export function RowsTable(props: { columns: string[]; rows: SourcedRow[]; caption: string; rowKey: (row: SourcedRow, index: number) => string }) {
+  const { columns, rows } = props;
+  return (
+    <div class="table-scroll" tabIndex={0} role="region" aria-label={props.caption}>
+      <table>
+        <caption class="visually-hidden">{props.caption}</caption>
+        <thead>
+          <tr>{columns.map((c) => <th key={c} scope="col">{c}</th>)}</tr>
+        </thead>
+        <tbody>
+          {rows.map((row, i) => (
+            <tr key={props.rowKey(row, i)}>
+              {columns.map((column) => {
+                const sources = column.startsWith('_') ? [] : sourcesFor(row, column);
+                return (
+                  <td key={column}>
+                    <span class="cell">{cellText(row[column])}</span>
+                    {sources.length > 0 && <SourceMark column={column} sources={sources} basis={row._basis?.[column]} />}
+                  </td>
+                );
+              })}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,130 @@
+/** Webhook endpoints (decisions §15.3): register, list, delete; an endpoint's deliveries and redelivery. */
+import { useState } from 'preact/hooks';
+import type { WebhookEventType } from './api.js';
+import { useAction, useLoad } from './hooks.js';
+import { Link, navigate } from './router.js';
+import { useSession } from './session.js';
+import { ErrorNote, PageTitle, StatusBadge, Time } from './ui.js';
+
+/** Every event an endpoint can ask for (a Record, so one the API adds fails to compile here). */
+const EVENTS: Record<WebhookEventType, string> = {
+  'task.turn_completed': 'a turn completed',
+  'task.turn_failed': 'a turn failed',
+  'task.turn_stopped': 'a turn was stopped',
+  'group.finished': 'a group finished',
+};
+
+export function WebhookList() {
+  const { client } = useSession();
+  const list = useLoad(() => client.webhooks.list(), [client]);
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<WebhookEventType[]>(['task.turn_completed', 'task.turn_failed']);
+  const [secret, setSecret] = useState<string | undefined>(undefined);
+  const action = useAction();
+  const create = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const created = await client.webhooks.create({ url, events });
+      setSecret(created.secret);
+      setUrl('');
+      list.reload();
+    });
+  };
+  return (
+    <section>
+      <PageTitle>Webhooks</PageTitle>
+      <ErrorNote message={list.error} />
+      {list.data && list.data.length === 0 && <p>No endpoints yet.</p>}
+      <ul class="cards" aria-label="Webhook endpoints">
+        {list.data?.map((hook) => (
+          <li key={hook.webhook_id} class="card">
+            <div class="card-head">
+              <Link to={`/webhooks/${encodeURIComponent(hook.webhook_id)}`} class="card-title">{hook.url}</Link>
+            </div>
+            <div class="card-meta">
+              <span class="mono">{hook.webhook_id}</span>
+              <span>{hook.events.join(', ')}</span>
+              <span>created <Time at={hook.created_at} /></span>
+            </div>
+          </li>
+        ))}
+      </ul>
+      <h2>Register an endpoint</h2>
+      <form onSubmit={create} class="form">
+        <label for="hook-url">URL</label>
+        <input id="hook-url" type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} placeholder="https://example.com/quarry-hook" />
+        <fieldset class="choice">
+          <legend>Events</legend>
+          {(Object.keys(EVENTS) as WebhookEventType[]).map((event) => (
+            <label class="check" key={event}>
+              <input type="checkbox" checked={events.includes(event)} onChange={(e) => setEvents(e.currentTarget.checked ? [...events, event] : events.filter((x) => x !== event))} />{' '}
+              <code>{event}</code>: {EVENTS[event]}
+            </label>
+          ))}
+        </fieldset>
+        <div class="buttons">
+          <button type="submit" disabled={action.busy || events.length === 0}>Register</button>
+        </div>
+        <ErrorNote message={action.error} />
+        {secret && (
+          <p class="notice" role="status">
+            Signing secret, shown this once: <code class="mono">{secret}</code>
+          </p>
+        )}
+      </form>
+    </section>
+  );
+}
+
+export function WebhookPage(props: { webhookId: string }) {
+  const { client } = useSession();
+  const hook = useLoad(() => client.webhooks.retrieve(props.webhookId), [client, props.webhookId]);
+  const deliveries = useLoad(async () => (await client.webhooks.deliveries(props.webhookId, { limit: 100 })).data, [client, props.webhookId], 5000);
+  const action = useAction();
+  const redeliver = (deliveryId: string) => action.run(async () => {
+    await client.webhooks.redeliver(props.webhookId, deliveryId);
+    deliveries.reload();
+  });
+  const remove = () => action.run(async () => {
+    if (!confirm('Delete this endpoint and its deliveries?')) return;
+    await client.webhooks.delete(props.webhookId);
+    navigate('/webhooks');
+  });
+  return (
+    <article>
+      <PageTitle>Webhook</PageTitle>
+      <ErrorNote message={hook.error} />
+      {hook.data && (
+        <p class="card-meta">
+          <span class="mono">{hook.data.url}</span>
+          <span>{hook.data.events.join(', ')}</span>
+          <button type="button" class="danger small" disabled={action.busy} onClick={remove}>Delete endpoint</button>
+        </p>
+      )}
+      <ErrorNote message={action.error ?? deliveries.error} />
+      <h2>Deliveries</h2>
+      {deliveries.data && deliveries.data.length === 0 && <p>No deliveries yet.</p>}
+      <ul class="cards" aria-label="Deliveries">
+        {deliveries.data?.map((d) => (
+          <li key={d.delivery_id} class="card">
+            <div class="card-head">
+              <span class="card-title">{d.event}</span>
+              <StatusBadge status={d.status} />
+            </div>
+            <div class="card-meta">
+              <span class="mono">{d.delivery_id}</span>
+              <span>{d.attempts} attempt{d.attempts === 1 ? '' : 's'}</span>
+              {d.last_status_code !== null && <span>HTTP {d.last_status_code}</span>}
+              {d.last_error && <span>{d.last_error}</span>}
+              <span>created <Time at={d.created_at} /></span>
+              {d.next_attempt_at && <span>next attempt <Time at={d.next_attempt_at} /></span>}
+            </div>
+            <button type="button" class="secondary small" disabled={action.busy} onClick={() => redeliver(d.delivery_id)}>
+              Redeliver<span class="visually-hidden"> {d.delivery_id}</span>
+            </button>
+          </li>
+        ))}
+      </ul>
+    </article>
+  );
+}

@@ -1,0 +1,123 @@
+/**
+ * The metrics of one Quarry instance in Prometheus' text format (`GET /metrics`, docs/metrics.md),
+ * kept with prom-client in a registry of the instance's own: tests run many instances in one
+ * process, and the library's global registry would mix their numbers and refuse a second series
+ * of one name.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { TurnsRepository } from '../store/store.js';
+import { isStoreUnavailable } from '../store/store-errors.js';
+import type { ScrapableMetrics, StoreErrorSource, TurnOutcome, WebhookAttemptResult } from './metrics.js';
+
+const TURN_OUTCOMES: TurnOutcome[] = ['completed', 'failed', 'stopped'];
+const WEBHOOK_RESULTS: WebhookAttemptResult[] = ['delivered', 'retrying', 'dead'];
+const STORE_ERROR_SOURCES: StoreErrorSource[] = ['http', 'turns', 'webhooks', 'metrics'];
+/** Answers take milliseconds; long-polls up to a minute. */
+const HTTP_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/** A turn is seconds to its limit (max_turn_seconds, up to hours). */
+const TURN_BUCKETS_S = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
+
+export interface PrometheusMetricsOptions {
+  /** Read at each scrape for the queue gauges. */
+  turns: Pick<TurnsRepository, 'countPending' | 'countRunning'>;
+}
+
+export class PrometheusMetrics implements ScrapableMetrics {
+  private readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'route' | 'status'>;
+  private readonly requestSeconds: Histogram<'method' | 'route'>;
+  private readonly streams: Gauge<'route'>;
+  private readonly turns: Counter<'outcome'>;
+  private readonly turnSeconds: Histogram<'outcome'>;
+  private readonly tokens: Counter<'type'>;
+  private readonly webhookAttempts: Counter<'status'>;
+  private readonly storeErrors: Counter<'component'>;
+
+  constructor(opts: PrometheusMetricsOptions) {
+    const registers = [this.registry];
+    this.requests = new Counter({ name: 'quarry_http_requests_total', help: 'HTTP requests answered, by route template and status.', labelNames: ['method', 'route', 'status'], registers });
+    this.requestSeconds = new Histogram({
+      name: 'quarry_http_request_duration_seconds', help: 'Time to answer an HTTP request (event streams are left out: they last as long as the client follows).',
+      labelNames: ['method', 'route'], buckets: HTTP_BUCKETS_S, registers,
+    });
+    this.streams = new Gauge({ name: 'quarry_streams_open', help: 'Event streams (SSE) open now, by route template.', labelNames: ['route'], registers });
+    this.turns = new Counter({ name: 'quarry_turns_total', help: 'Turns this process ran that ended, by outcome.', labelNames: ['outcome'], registers });
+    this.turnSeconds = new Histogram({ name: 'quarry_turn_duration_seconds', help: 'How long this process worked on a turn that ended, by outcome.', labelNames: ['outcome'], buckets: TURN_BUCKETS_S, registers });
+    this.tokens = new Counter({ name: 'quarry_model_tokens_total', help: 'Tokens the model provider reported, input (prompt) and output (completion).', labelNames: ['type'], registers });
+    this.webhookAttempts = new Counter({
+      name: 'quarry_webhook_deliveries_total', help: 'Webhook delivery attempts, by what they left the delivery as: delivered, retrying (another attempt is scheduled) or dead.',
+      labelNames: ['status'], registers,
+    });
+    this.storeErrors = new Counter({ name: 'quarry_store_errors_total', help: 'Store operations that found the database unavailable (busy, disk full, connection lost), by component.', labelNames: ['component'], registers });
+    const storeGauge = (name: string, help: string, count: () => Promise<number>) => {
+      const gauge: Gauge = new Gauge({
+        name, help, registers,
+        // Read at the scrape, from the store every process shares: the queue as it is, not as one process saw it.
+        collect: async () => {
+          try {
+            gauge.set(await count());
+          } catch (err) {
+            if (!isStoreUnavailable(err)) throw err;
+            this.storeUnavailable('metrics');
+            // Unknown rather than a stale number: the rest of the scrape still answers.
+            gauge.set(Number.NaN);
+          }
+        },
+      });
+    };
+    storeGauge('quarry_turns_pending', 'Turns waiting for a worker, in the whole service.', () => opts.turns.countPending());
+    storeGauge('quarry_turns_running', 'Turns held by a worker now, in the whole service.', () => opts.turns.countRunning());
+
+    // Every known label value starts at 0, so a rate() or an alert has a series before the first event.
+    for (const outcome of TURN_OUTCOMES) {
+      this.turns.inc({ outcome }, 0);
+      this.turnSeconds.zero({ outcome });
+    }
+    for (const type of ['input', 'output']) this.tokens.inc({ type }, 0);
+    for (const status of WEBHOOK_RESULTS) this.webhookAttempts.inc({ status }, 0);
+    for (const component of STORE_ERROR_SOURCES) this.storeErrors.inc({ component }, 0);
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Every series in the text format, with the store's gauges read now. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  httpRequest(request: { method: string; route: string; status: number; seconds: number | null }): void {
+    const { method, route } = request;
+    this.requests.inc({ method, route, status: String(request.status) });
+    if (request.seconds !== null) this.requestSeconds.observe({ method, route }, request.seconds);
+  }
+
+  streamOpened(route: string): () => void {
+    this.streams.inc({ route });
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      this.streams.dec({ route });
+    };
+  }
+
+  turnEnded(outcome: TurnOutcome, seconds: number): void {
+    this.turns.inc({ outcome });
+    this.turnSeconds.observe({ outcome }, seconds);
+  }
+
+  modelTokens(input: number, output: number): void {
+    if (input > 0) this.tokens.inc({ type: 'input' }, input);
+    if (output > 0) this.tokens.inc({ type: 'output' }, output);
+  }
+
+  webhookAttempt(result: WebhookAttemptResult): void {
+    this.webhookAttempts.inc({ status: result });
+  }
+
+  storeUnavailable(source: StoreErrorSource): void {
+    this.storeErrors.inc({ component: source });
+  }
+}
