@@ -28,6 +28,9 @@ const result = await build({
   metafile: true,
   legalComments: 'none',
   logLevel: 'warning',
+  // The client reads local files (createFromFile) through a dynamic import of node:fs that a
+  // browser never runs: left as it is rather than bundled.
+  external: ['node:*'],
 });
 
 const outputs = Object.keys(result.metafile.outputs).map((file) => path.basename(file));
