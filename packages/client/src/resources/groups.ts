@@ -3,11 +3,8 @@
  * rows paged, iterated and exported, their resumable event stream, and a helper that uploads a
  * local CSV or JSON Lines file and makes a group of its records.
  */
-import { ConnectionError, QuarryAbortError, QuarryError } from '../errors.js';
-import { anySignal } from '../internal/any-signal.js';
-import { backoffMs, sleep, type BackoffOptions } from '../internal/retry.js';
-import { SseDecoder } from '../internal/sse-decoder.js';
-import type { CallResult, Transport } from '../internal/transport.js';
+import { ResumableStream, type ConnectionRules, type StreamSettings } from '../internal/resumable-stream.js';
+import type { Transport } from '../internal/transport.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
 import { cursorPages, PagePromise, RowPage, type CursorPage } from '../pagination.js';
 import type { RequestOptions } from '../request-options.js';
@@ -375,16 +372,9 @@ export class Groups {
 const GROUP_EVENT_TYPES = new Set(['run', 'group', 'done']);
 
 /** @internal */
-export interface GroupStreamInit {
-  transport: Transport;
+export interface GroupStreamInit extends StreamSettings {
   groupId: string;
   lastEventId?: number;
-  options: RequestOptions;
-  /** A connection that delivers nothing (not even a ping) for this long is treated as dropped. */
-  idleTimeoutMs: number;
-  /** Reconnects in a row that bring no new event before the stream gives up. */
-  maxReconnects: number;
-  backoff: BackoffOptions;
 }
 
 /**
@@ -402,14 +392,21 @@ export interface GroupStreamInit {
  * ```
  */
 export class GroupStream implements AsyncIterable<GroupEvent> {
-  private readonly closer = new AbortController();
-  private started = false;
-  private lastSeq: number | undefined;
-  private reconnectCount = 0;
+  private readonly core: ResumableStream<GroupEvent>;
 
   /** @internal Built by the `groups` resource. */
   constructor(private readonly init: GroupStreamInit) {
-    this.lastSeq = init.lastEventId !== undefined && init.lastEventId > 0 ? init.lastEventId : undefined;
+    this.core = new ResumableStream<GroupEvent>(init, {
+      name: 'GroupStream',
+      kinds: GROUP_EVENT_TYPES,
+      after: init.lastEventId,
+      path: () => groupPath(init.groupId, '/stream'),
+      // A group answers Last-Event-ID with what came after, or 204 when it is idle with nothing
+      // new; `?after=` would wait for the group's next change instead.
+      firstResumesBy: 'last-event-id',
+      resumable: () => init.groupId,
+      connection: groupConnection,
+    });
   }
 
   get groupId(): string {
@@ -418,12 +415,12 @@ export class GroupStream implements AsyncIterable<GroupEvent> {
 
   /** Sequence number of the last event handed out: resume from it with `stream(id, { lastEventId })`. */
   get lastEventId(): number | undefined {
-    return this.lastSeq;
+    return this.core.lastEventId;
   }
 
   /** How many times the stream has reconnected so far. */
   get reconnects(): number {
-    return this.reconnectCount;
+    return this.core.reconnects;
   }
 
   /**
@@ -437,7 +434,7 @@ export class GroupStream implements AsyncIterable<GroupEvent> {
    * ```
    */
   close(): void {
-    this.closer.abort();
+    this.core.close();
   }
 
   /**
@@ -449,133 +446,28 @@ export class GroupStream implements AsyncIterable<GroupEvent> {
    * if (done && done.group.counts.failed > 0) await client.groups.retry(groupId);
    * ```
    */
-  async finalDone(): Promise<GroupDoneEvent | undefined> {
-    let last: GroupDoneEvent | undefined;
-    for await (const event of this) if (event.type === 'done') last = event;
-    return last;
+  finalDone(): Promise<GroupDoneEvent | undefined> {
+    return this.core.finalDone();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<GroupEvent> {
-    if (this.started) throw new Error('A GroupStream can be iterated only once.');
-    this.started = true;
-    const state = { failures: 0 };
-    for (;;) {
-      let result: CallResult;
-      try {
-        result = await this.connect();
-      } catch (err) {
-        if (this.closer.signal.aborted && !this.init.options.signal?.aborted) return;
-        throw err;
-      }
-      if ((yield* this.read(result, state)) === 'finished') return;
-      state.failures += 1;
-      if (state.failures > this.init.maxReconnects) {
-        throw new ConnectionError(`The event stream of ${this.groupId} dropped ${state.failures} times in a row without delivering an event.`, { request_id: result.requestId });
-      }
-      await sleep(backoffMs(state.failures - 1, this.init.backoff), this.signal(), result.requestId).catch((err: unknown) => {
-        if (!(err instanceof QuarryAbortError) || this.init.options.signal?.aborted) throw err;
-      });
-      if (this.closer.signal.aborted) return;
-      this.reconnectCount += 1;
-    }
+  [Symbol.asyncIterator](): AsyncIterator<GroupEvent> {
+    return this.core[Symbol.asyncIterator]();
   }
+}
 
-  /**
-   * Reads one connection and yields its new events; each new event resets `state.failures` (the
-   * connections in a row that brought nothing). The stream is over when the server ended the
-   * connection right after a `done` (it ends a group's stream at its latest `done`), or answered
-   * 204 to a resume with nothing new; any other end is a drop, resumed by the caller.
-   */
-  private async *read(result: CallResult, state: { failures: number }): AsyncGenerator<GroupEvent, 'finished' | 'dropped'> {
-    if (result.response.status === 204) return 'finished';
-    const body = result.response.body;
-    if (!body) return 'dropped';
-    if (!/^text\/event-stream\b/i.test(result.response.headers.get('content-type') ?? '')) {
-      await body.cancel().catch(() => undefined);
-      throw new QuarryError({ status: result.response.status, error: 'invalid_stream', message: 'The server did not answer with an event stream.', retryable: false, request_id: result.requestId });
-    }
-    const reader = body.getReader();
-    const stopReading = () => void reader.cancel().catch(() => undefined);
-    this.closer.signal.addEventListener('abort', stopReading, { once: true });
-    this.init.options.signal?.addEventListener('abort', stopReading, { once: true });
-    const text = new TextDecoder();
-    const decoder = new SseDecoder();
-    let lastWasDone = false;
-    let silent = false;
-    let idle: ReturnType<typeof setTimeout> | undefined;
-    try {
-      for (;;) {
-        // The idle clock runs only while waiting for the server, never while the caller holds an event.
-        idle = setTimeout(() => {
-          silent = true;
-          stopReading();
-        }, this.init.idleTimeoutMs);
-        let chunk: Awaited<ReturnType<typeof reader.read>> | undefined;
-        try {
-          chunk = await reader.read();
-        } catch {
-          chunk = undefined; // the connection failed
-        } finally {
-          clearTimeout(idle);
-        }
-        if (this.stopped()) return this.endStopped();
-        if (!chunk || silent) return 'dropped';
-        if (chunk.done) return lastWasDone ? 'finished' : 'dropped';
-        for (const frame of decoder.push(text.decode(chunk.value, { stream: true }))) {
-          // Frames without an id are not stored (a replay failure's error, before the server
-          // ends the connection): the reconnect gets what they are about.
-          const seq = Number(frame.id);
-          if (frame.id === undefined || !Number.isFinite(seq) || (this.lastSeq !== undefined && seq <= this.lastSeq)) continue;
-          this.lastSeq = seq;
-          if (!GROUP_EVENT_TYPES.has(frame.event)) continue;
-          let event: GroupEvent;
-          try {
-            event = JSON.parse(frame.data) as GroupEvent;
-          } catch {
-            continue;
-          }
-          lastWasDone = event.type === 'done';
-          state.failures = 0;
-          yield event;
-          if (this.stopped()) return this.endStopped();
-        }
-      }
-    } finally {
-      clearTimeout(idle);
-      this.closer.signal.removeEventListener('abort', stopReading);
-      this.init.options.signal?.removeEventListener('abort', stopReading);
-      stopReading();
-    }
-  }
-
-  private stopped(): boolean {
-    return this.closer.signal.aborted || this.init.options.signal?.aborted === true;
-  }
-
-  private endStopped(): 'finished' {
-    if (this.init.options.signal?.aborted) throw new QuarryAbortError({ cause: this.init.options.signal.reason });
-    return 'finished';
-  }
-
-  /**
-   * Opens `GET /group/{id}/stream`, with `Last-Event-ID` once an event is known, from the first
-   * connection on: a group answers it with what came after, or 204 when it is idle with nothing
-   * new (`?after=` would wait for the group's next change instead). Only the first connection
-   * carries the caller's `requestId`; a reconnect gets a fresh one.
-   */
-  private connect(): Promise<CallResult> {
-    const headers: Record<string, string> = { ...this.init.options.headers };
-    if (this.lastSeq !== undefined) headers['last-event-id'] = String(this.lastSeq);
-    const requestId = this.reconnectCount === 0 ? this.init.options.requestId : undefined;
-    return this.init.transport.send(
-      { method: 'GET', path: groupPath(this.groupId, '/stream'), auth: 'key', accept: 'text/event-stream', resendable: true, streaming: true },
-      { ...this.init.options, headers, signal: this.signal(), requestId },
-    );
-  }
-
-  /** Fires on close() or on the caller's signal. */
-  private signal(): AbortSignal {
-    const user = this.init.options.signal;
-    return user ? anySignal([user, this.closer.signal]) : this.closer.signal;
-  }
+/**
+ * The server ends a group's stream at its latest `done`: a connection is over when the server
+ * ended it right after a `done` (or answered 204 to a resume with nothing new); any other end is
+ * a drop, resumed. Unstored frames (a replay failure's error, before the server ends the
+ * connection) are skipped: the reconnect gets what they are about.
+ */
+function groupConnection(): ConnectionRules<GroupEvent> {
+  let lastWasDone = false;
+  return {
+    afterStored: (event) => {
+      lastWasDone = event.type === 'done';
+      return false;
+    },
+    ended: () => lastWasDone,
+  };
 }
