@@ -93,6 +93,8 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string | 
         { name: 'tasks', description: 'Create tasks, message them, follow them, stop them.' },
         { name: 'outputs', description: 'Read and export the rows of a task\'s outputs.' },
         { name: 'uploads', description: 'Upload large inputs through signed URLs.' },
+        { name: 'groups', description: 'Run one spec over many inputs and read the merged table.' },
+        { name: 'webhooks', description: 'Endpoints Quarry calls, signed, when a turn or a group ends.' },
         { name: 'meta', description: 'The workflow and the spec\'s schema.' },
         { name: 'health', description: 'Probes for load balancers and orchestrators.' },
         { name: 'admin', description: 'Accounts, keys and credits (QUARRY_ADMIN_KEY).' },

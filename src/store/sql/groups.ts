@@ -128,7 +128,9 @@ export class SqlGroups extends SqlRepository implements GroupsRepository {
       .where('group_inputs.group_id', '=', groupId);
     if ('after' in from) {
       const { index, rowNumber } = from.after;
-      q = q.where((eb) => eb.or([eb('group_inputs.idx', '>', index), eb.and([eb('group_inputs.idx', '=', index), eb('rows.row_num', '>', rowNumber)])]));
+      // `idx >= i` alone bounds the index scan from where the last batch ended; inside an OR
+      // neither database starts the scan there, and every batch would read the group from its start.
+      q = q.where('group_inputs.idx', '>=', index).where((eb) => eb.or([eb('group_inputs.idx', '>', index), eb('rows.row_num', '>', rowNumber)]));
     }
     q = q.orderBy('group_inputs.idx').orderBy('rows.row_num').limit(limit);
     if ('offset' in from && from.offset > 0) q = q.offset(from.offset);
