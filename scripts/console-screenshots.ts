@@ -1,8 +1,8 @@
 /**
  * Takes the console's screenshots in docs/screenshots/ (shown in the README and docs/console.md):
- * starts a Quarry with the fake model and a few tasks worth seeing (test/helpers/console-demo.ts),
- * then photographs the pages in Chromium at 1280 and at 390 pixels wide. Run by hand after the
- * console changes, on a fresh build:
+ * starts a Quarry with the fake model, a few tasks worth seeing and a group caught mid-run
+ * (test/helpers/console-demo.ts), then photographs the pages in Chromium at 1280 and at 390
+ * pixels wide. Run by hand after the console changes, on a fresh build:
  *
  *   npm run build && node --import tsx scripts/console-screenshots.ts
  *
@@ -10,8 +10,9 @@
  */
 import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
+import { until } from '../test/helpers/bounded-waits.js';
 import { startHarness, waitIdle, type Harness } from '../test/helpers/harness.js';
-import { researchTurn, startPlantPages } from '../test/helpers/console-demo.js';
+import { GROUP_PLANTS, GROUP_TASK, groupResponder, researchTurn, startPlantPages } from '../test/helpers/console-demo.js';
 import { ROOT } from './build-state.js';
 
 const OUT = path.join(ROOT, 'docs', 'screenshots');
@@ -24,6 +25,24 @@ async function task(h: Harness, prompt: string): Promise<string> {
   return res.body.task_id;
 }
 
+/** Runs of the group from this input on wait, so it is photographed mid-run: some done, some running, one pending. */
+const HELD_FROM = 8;
+const GROUP_PARALLEL = 3;
+
+/** A group of GROUP_PLANTS, once every run before HELD_FROM has ended and the next ones are running. */
+async function groupMidRun(h: Harness): Promise<string> {
+  const res = await h.request('POST', '/group', {
+    body: { name: 'Plants by company', task: GROUP_TASK, inputs: GROUP_PLANTS.map((p) => ({ company: p.company })), max_parallel: GROUP_PARALLEL },
+  });
+  if (res.status !== 200) throw new Error(`POST /group answered ${res.status}: ${res.text}`);
+  const groupId: string = res.body.group_id;
+  await until('the group to reach its held runs', async () => {
+    const { counts } = (await h.request('GET', `/group/${groupId}`)).body;
+    return counts.completed === HELD_FROM && counts.running === GROUP_PARALLEL;
+  }, { timeoutMs: 30_000, pollMs: 50 });
+  return groupId;
+}
+
 async function shoot(page: Page, name: string): Promise<void> {
   // Fonts and the last answers settle.
   await page.waitForTimeout(300);
@@ -34,6 +53,8 @@ async function shoot(page: Page, name: string): Promise<void> {
 const pages = await startPlantPages();
 const h = await startHarness({ env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+let release = () => {};
+const held = new Promise<void>((resolve) => (release = resolve));
 try {
   const model = h.model!;
   model.script({ text: 'Three makers announced solid-state lines: Toyota, Idemitsu and Maxell.' });
@@ -44,6 +65,8 @@ try {
   await h.request('PATCH', `/task/${weekly}`, { body: { name: 'Gigafactory announcements', pinned: true } });
   model.script(...researchTurn(pages.url));
   const plants = await task(h, 'List the EU plants making Li-ion cells, with country and capacity in GWh.');
+  model.setResponder(groupResponder(pages.url, (index) => (index >= HELD_FROM ? held : Promise.resolve())));
+  const group = await groupMidRun(h);
 
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
   const page = await context.newPage();
@@ -65,7 +88,17 @@ try {
   await page.goto(`${h.url}/console`);
   await page.getByRole('link', { name: 'EU battery plants' }).waitFor();
   await shoot(page, 'console-tasks-390.png');
+  const lastDone = GROUP_PLANTS[HELD_FROM - 1]!.plant;
+  await page.goto(`${h.url}/console/groups/${group}`);
+  await page.getByRole('cell', { name: lastDone }).waitFor();
+  await shoot(page, 'console-group-390.png');
+
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto(`${h.url}/console/groups/${group}`);
+  await page.getByRole('cell', { name: lastDone }).waitFor();
+  await shoot(page, 'console-group-1280.png');
 } finally {
+  release();
   await browser.close();
   await h.close();
   await pages.close();

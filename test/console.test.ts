@@ -2,8 +2,9 @@
  * The web console (decisions §15.5) in a real browser: Debian's Chromium driven by
  * playwright-core against a real server and the fake model. A person signs in, starts a task,
  * watches its text stream in, reads the rows with their source marks and a quote, exports CSV,
- * stops a running turn, follows a group's progress, and uses it all 390 pixels wide. Every
- * control is found by its role and accessible name, so unlabelled controls fail here.
+ * stops a running turn, starts a group and watches it run to the end without a reload, opens a
+ * run from the group's rows, pages the task list with "Show more", and uses it all 390 pixels
+ * wide. Every control is found by its role and accessible name, so unlabelled controls fail here.
  *
  * Skipped when there is no Chromium (QUARRY_CHROMIUM, default /usr/bin/chromium); `.ci/run`
  * installs it.
@@ -13,7 +14,7 @@ import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startHarness, type Harness } from './helpers/harness.js';
-import { CLOSING_TEXT, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from './helpers/console-demo.js';
+import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from './helpers/console-demo.js';
 import { quarryBuild } from './helpers/process.js';
 import type { LoopbackServer } from './fake-model/loopback-server.js';
 
@@ -28,6 +29,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
   let browser: Browser;
   let page: Page;
   let taskId: string;
+  let groupId: string;
   /**
    * What the page reported as broken: script errors, and CSP refusals (they come as console
    * errors). Error answers of the API (a wrong key) are the browser's console errors too; the
@@ -161,32 +163,97 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.equal(await page.getByRole('button', { name: 'Execute again' }).isDisabled(), false);
   });
 
-  it('shows a group\'s progress and merged rows', async (t) => {
-    const probe = await h.request('POST', '/group', { body: {} });
-    if (probe.status === 404) {
-      t.skip('POST /group answers 404: task groups are not in this build yet');
-      return;
-    }
-    h.model!.setResponder(() => ({ text: 'Nothing more to add for this company.' }));
-    t.after(() => h.model!.setResponder(null));
-    const created = await h.request('POST', '/group', {
-      body: {
-        name: 'Plants by company',
-        task: {
-          prompt: 'Find the company\'s battery plants.',
-          input_columns: [{ name: 'company', type: 'string', required: true }],
-          outputs: [{ id: 'plants', kind: 'table', columns: [{ name: 'plant', type: 'string' }] }],
-        },
-        inputs: [{ company: 'Northvolt' }, { company: 'ACC' }],
-      },
+  it('starts a group and follows it live: the bar fills without a reload, input and output columns apart, each run linked to its task', async (t) => {
+    // Every run waits until released, so the page is open and following before any run ends.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.model!.setResponder(groupResponder(pages.url, () => held));
+    t.after(() => {
+      release();
+      h.model!.setResponder(null);
     });
-    assert.equal(created.status, 200, created.text);
+    const streams: string[] = [];
+    page.on('request', (request) => {
+      if (/\/group\/[^/]+\/stream/.test(request.url())) streams.push(request.url());
+    });
+
     await page.getByRole('link', { name: 'Groups' }).click();
-    await page.getByRole('link', { name: 'Plants by company' }).click();
+    await page.getByRole('link', { name: 'New group' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Plants by company');
+    await page.getByLabel('Prompt for every input').fill(GROUP_TASK.prompt);
+    const output = page.getByRole('group', { name: 'Output 1' });
+    await output.getByLabel('Id').fill('plants');
+    await output.getByRole('button', { name: 'Add column' }).click();
+    await output.getByRole('button', { name: 'Add column' }).click();
+    await output.getByLabel('Column 1 name').fill('plant');
+    await output.getByLabel('Column 2 name').fill('country');
+    await output.getByLabel('Column 3 name').fill('capacity_gwh');
+    await output.getByLabel('Column 3 type').selectOption('number');
+    // With one input column a line may be just its value, as pasted from a spreadsheet.
+    const [first, second, third] = GROUP_PLANTS.map((p) => p.company);
+    await page.getByLabel('Inputs, one per line').fill(`${first}\n${second}\n${JSON.stringify({ company: third })}`);
+    await page.getByLabel('Runs at once').fill('1');
+    await page.getByRole('button', { name: 'Start group' }).click();
+    await page.waitForURL(/\/console\/groups\/grp_/);
+    groupId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
     await page.getByRole('heading', { name: 'Plants by company' }).waitFor();
-    await page.getByText('2 of 2 runs done').waitFor();
-    const progress = page.getByLabel('2 of 2 runs done');
-    assert.equal(await progress.evaluate((p) => (p as HTMLProgressElement).value), 2);
+    await page.getByText('0 completed · 1 running · 2 pending').waitFor();
+
+    // A reload would lose this mark.
+    await page.evaluate(() => Object.assign(window, { sameDocument: true }));
+    release();
+    await page.getByText('3 completed · 0 running · 0 pending').waitFor();
+    assert.equal(await page.getByLabel('3 of 3 runs done').evaluate((p) => (p as HTMLProgressElement).value), 3);
+    assert.equal(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument), true, 'the same page, never reloaded');
+    assert.ok(streams.some((url) => url.includes(`/group/${groupId}/stream`)), 'the progress came over the group\'s stream');
+    await page.locator('.card-meta .badge', { hasText: 'finished' }).waitFor();
+
+    // The merged rows: the input's columns under one heading, the output's under another.
+    const rows = page.getByRole('region', { name: 'Merged rows of the group' });
+    await rows.getByRole('cell', { name: GROUP_PLANTS[2]!.plant }).waitFor();
+    await rows.getByRole('columnheader', { name: 'Input', exact: true }).waitFor();
+    await rows.getByRole('columnheader', { name: 'Output: plants' }).waitFor();
+    // Sources mark the output's cells (a run that read its page: verified), never the input's.
+    assert.equal(await rows.getByRole('button', { name: 'capacity_gwh: 1 source, verified' }).count(), 2);
+    await rows.getByRole('button', { name: 'plant: 1 source, 1 not verified' }).waitFor();
+    assert.equal(await rows.getByRole('button', { name: /^company:/ }).count(), 0);
+
+    // Each row links its run's task.
+    const merged = await h.request('GET', `/group/${groupId}/rows`);
+    assert.equal(merged.status, 200, merged.text);
+    const accRun = merged.body.rows.find((r: { _input: number }) => r._input === 1)._run.task_id as string;
+    await rows.getByRole('link', { name: 'Run of input 1: completed' }).click();
+    await page.waitForURL(`**/console/tasks/${encodeURIComponent(accRun)}`);
+    await page.getByRole('region', { name: 'Rows of plants' }).getByRole('cell', { name: GROUP_PLANTS[1]!.plant }).waitFor();
+    await page.getByText(`Found ${GROUP_PLANTS[1]!.company}'s plant`).waitFor();
+    // And back: a run names its group.
+    await page.getByRole('link', { name: groupId }).click();
+    await page.getByRole('heading', { name: 'Plants by company' }).waitFor();
+    await page.getByText('3 of 3 runs done').waitFor();
+  });
+
+  it('pages the task list with "Show more", pinned tasks first', async () => {
+    // A page is 50 tasks: these push the research task to the second.
+    const made = await Promise.all(Array.from({ length: 50 }, (_, i) => h.request('POST', '/task', { body: { prompt: `Filler task ${i + 1}` } })));
+    for (const res of made) assert.equal(res.status, 200, res.text);
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    const tasks = page.getByRole('list', { name: 'Tasks' });
+    await page.getByText('50 tasks shown').waitFor();
+    assert.equal(await tasks.getByRole('link', { name: 'EU battery plants' }).count(), 0, 'on the second page');
+
+    await page.getByRole('button', { name: 'Show more tasks' }).click();
+    await page.getByText('51 tasks shown').waitFor();
+    const research = tasks.getByRole('link', { name: 'EU battery plants' });
+    await research.waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Show more tasks' }).count(), 0, 'nothing more');
+    // The focus goes to the first task read, where reading goes on.
+    await page.waitForFunction(() => document.activeElement?.textContent === 'EU battery plants');
+
+    // Pinned, it comes first, and the list still shows all 51.
+    await page.getByRole('button', { name: 'Pin EU battery plants' }).click();
+    await page.waitForFunction(() => document.querySelector('ul[aria-label="Tasks"] > li .card-title')?.textContent === 'EU battery plants');
+    await page.getByText('51 tasks shown').waitFor();
+    assert.equal(await tasks.getByRole('listitem').count(), 51);
   });
 
   it('fits 390 pixels wide: nothing runs off the side', async () => {
@@ -196,7 +263,8 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       ['/console', 'EU battery plants'],
       [`/console/tasks/${encodeURIComponent(taskId)}`, 'Turn stopped'],
       ['/console/new', 'Start from'],
-      ['/console/groups', 'Groups'],
+      ['/console/groups', 'Plants by company'],
+      [`/console/groups/${encodeURIComponent(groupId)}`, 'Northvolt Ett'],
       ['/console/webhooks', 'Register an endpoint'],
     ];
     for (const [path, shown] of views) {

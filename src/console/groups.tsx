@@ -1,24 +1,43 @@
 /**
  * Task groups (decisions §15.2): one spec run over many inputs. The list, a form to start one,
- * and a group's page with its progress and merged rows, read again every few seconds while it runs.
+ * and a group's page, which follows the group's event stream: its progress as runs start and
+ * end, and its merged rows read again as they grow.
  */
-import { useState } from 'preact/hooks';
-import type { Group } from './api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { messageOf, type Group, type GroupDetail, type GroupEvent, type GroupRow } from './api.js';
 import { saveFile, EXPORT_TYPES } from './download.js';
-import { useAction, useLoad } from './hooks.js';
+import { Sleeper, useAction, useLoad, usePagedList } from './hooks.js';
 import { Link, navigate } from './router.js';
-import { RowsTable, type SourcedRow } from './rows-table.js';
+import { RowsTable, type ColumnGroup, type SourcedRow } from './rows-table.js';
 import { useSession } from './session.js';
 import { columnsOf, ColumnsEditor, newColumn, newOutput, OutputEditor, outputOf, type ColumnDraft, type OutputDraft } from './spec-editor.js';
-import { credits, ErrorNote, PageTitle, Pager, StatusBadge, Time } from './ui.js';
+import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time } from './ui.js';
 
-const REFRESH_MS = 2000;
+/** How often the list is read again: the progress of its running groups. */
+const LIST_REFRESH_MS = 4000;
+const GROUPS_PER_PAGE = 50;
 const ROWS_PER_PAGE = 50;
+/**
+ * The merged rows are read again at most this often while runs end (and once at the group's
+ * `done`): a 1,000-run group ends runs faster than anyone reads a table.
+ */
+const ROWS_EVERY_MS = 2000;
+/** The progress is drawn at most this often: a busy group, or the replay of its past, sends events faster than a screen shows them. */
+const PAINT_MS = 250;
+/** How often a group with nothing left to run is asked whether it runs again (inputs added, a retry elsewhere). */
+const IDLE_POLL_MS = 5000;
+/** How long a stream that gave up reconnecting waits before it is opened again. */
+const RETRY_MS = 3000;
 
 /** Runs that are over, of all runs. */
 function progressOf(group: Group): { done: number; total: number } {
   const { pending, running, completed, failed, stopped } = group.counts;
   return { done: completed + failed + stopped, total: pending + running + completed + failed + stopped };
+}
+
+/** Whether a run is pending or running: a stopped group is busy too until its running runs have stopped. */
+function busy(group: Group): boolean {
+  return group.counts.pending + group.counts.running > 0;
 }
 
 function Progress(props: { group: Group; id: string }) {
@@ -37,8 +56,14 @@ function Progress(props: { group: Group; id: string }) {
 }
 
 export function GroupList() {
-  const { groups } = useSession();
-  const list = useLoad(() => groups.list(), [groups], REFRESH_MS * 2);
+  const { client } = useSession();
+  const list = usePagedList(
+    (limit, cursor) => client.groups.list({ limit, cursor }),
+    (group) => group.group_id,
+    [client],
+    { pageSize: GROUPS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
+  );
+  const cards = useRef<HTMLUListElement>(null);
   return (
     <section>
       <div class="title-row">
@@ -46,37 +71,48 @@ export function GroupList() {
         <Link to="/groups/new" class="button">New group</Link>
       </div>
       <ErrorNote message={list.error} />
-      {list.data && list.data.length === 0 && <p>No groups yet.</p>}
-      <ul class="cards" aria-label="Groups">
-        {list.data?.map((group) => (
+      {list.items && list.items.length === 0 && <p>No groups yet. <Link to="/groups/new">Start one</Link>.</p>}
+      <ul class="cards" aria-label="Groups" ref={cards}>
+        {list.items?.map((group) => (
           <li key={group.group_id} class="card">
             <div class="card-head">
               <Link to={`/groups/${encodeURIComponent(group.group_id)}`} class="card-title">{group.name ?? group.group_id}</Link>
               <StatusBadge status={group.status} />
             </div>
+            <div class="card-meta">
+              {group.name && <span class="mono">{group.group_id}</span>}
+              <span>started <Time at={group.created_at} /></span>
+            </div>
             <Progress group={group} id={`progress-${group.group_id}`} />
           </li>
         ))}
       </ul>
+      <ShowMore list={list} cards={cards} noun="groups" />
     </section>
   );
 }
 
-/** Inputs as one JSON object per line: `{"company": "Northvolt"}`. */
-function parseInputs(text: string): Record<string, unknown>[] {
+/**
+ * Inputs, one a line: a JSON object (`{"company": "Northvolt", "founded": 2016}`), or, when the
+ * group has one input column, just its value (`Northvolt`): a list pasted from a spreadsheet's
+ * column works as it is. The API converts a value given as text to its column's type.
+ */
+function parseInputs(text: string, columns: string[]): Record<string, unknown>[] {
+  const only = columns.length === 1 ? columns[0] : undefined;
   return text.split('\n').map((line) => line.trim()).filter(Boolean).map((line, i) => {
+    if (!line.startsWith('{') && only !== undefined) return { [only]: line };
     try {
       const value: unknown = JSON.parse(line);
       if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
     } catch {
       // said below
     }
-    throw new Error(`Input line ${i + 1} is not a JSON object: ${line.slice(0, 80)}`);
+    throw new Error(`Input line ${i + 1} is not a JSON object${only === undefined ? ' (with more than one input column, a line names each value: {"column": value, …})' : ''}: ${line.slice(0, 80)}`);
   });
 }
 
 export function CreateGroup() {
-  const { groups } = useSession();
+  const { client } = useSession();
   const [name, setName] = useState('');
   const [prompt, setPrompt] = useState('');
   const [inputColumns, setInputColumns] = useState<ColumnDraft[]>([{ ...newColumn(), name: 'company', required: true }]);
@@ -87,10 +123,11 @@ export function CreateGroup() {
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
-      const group = await groups.create({
+      const columns = columnsOf(inputColumns);
+      const group = await client.groups.create({
         ...(name.trim() ? { name: name.trim() } : {}),
-        task: { prompt, input_columns: columnsOf(inputColumns), outputs: [outputOf(output)] },
-        inputs: parseInputs(inputs),
+        task: { prompt, input_columns: columns, outputs: [outputOf(output)] },
+        inputs: parseInputs(inputs, columns.map((c) => c.name)),
         max_parallel: Number(maxParallel),
       });
       navigate(`/groups/${encodeURIComponent(group.group_id)}`);
@@ -106,10 +143,13 @@ export function CreateGroup() {
         <textarea id="group-prompt" rows={3} required value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} placeholder="Find the company's battery plants in Europe." />
         <ColumnsEditor idPrefix="input" legend="Input columns" columns={inputColumns} onChange={setInputColumns} />
         <OutputEditor index={0} output={output} kinds={['table']} onChange={setOutput} />
-        <label for="group-inputs">Inputs, one JSON object per line</label>
-        <textarea id="group-inputs" rows={5} required class="mono" value={inputs} onInput={(e) => setInputs(e.currentTarget.value)} />
+        <label for="group-inputs">Inputs, one per line</label>
+        <textarea id="group-inputs" rows={8} required class="mono" aria-describedby="group-inputs-hint" value={inputs} onInput={(e) => setInputs(e.currentTarget.value)} />
+        <p id="group-inputs-hint" class="hint">
+          Each line a JSON object of input columns, <code>{'{"company": "Northvolt"}'}</code>; with one input column, just its value, <code>Northvolt</code>. Up to 1,000.
+        </p>
         <label for="group-parallel">Runs at once</label>
-        <input id="group-parallel" type="number" min={1} max={64} value={maxParallel} onInput={(e) => setMaxParallel(e.currentTarget.value)} />
+        <input id="group-parallel" type="number" min={1} max={256} value={maxParallel} onInput={(e) => setMaxParallel(e.currentTarget.value)} />
         <div class="buttons">
           <button type="submit" disabled={action.busy}>Start group</button>
         </div>
@@ -119,31 +159,216 @@ export function CreateGroup() {
   );
 }
 
-export function GroupPage(props: { groupId: string }) {
-  const { groups } = useSession();
-  const [offset, setOffset] = useState(0);
-  const group = useLoad(() => groups.get(props.groupId), [groups, props.groupId], REFRESH_MS);
-  const done = group.data ? progressOf(group.data).done : 0;
-  const rows = useLoad(() => groups.rows(props.groupId, offset, ROWS_PER_PAGE), [groups, props.groupId, offset, done]);
-  const action = useAction();
-  const act = (call: () => Promise<Group>) => action.run(async () => {
-    await call();
-    group.reload();
-  });
-  const download = (format: 'csv' | 'jsonl') => action.run(async () => saveFile(`${props.groupId}.${format}`, await groups.export(props.groupId, format), EXPORT_TYPES[format]));
+/**
+ * Calls `fn` at most once every `ms` (counting from when it was made), at the end of the wait:
+ * the requests of a burst become one call.
+ */
+function throttle(fn: () => void, ms: number): { request: () => void; now: () => void; cancel: () => void } {
+  let last = Date.now();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const run = () => {
+    timer = undefined;
+    last = Date.now();
+    fn();
+  };
+  return {
+    request: () => {
+      if (timer === undefined) timer = setTimeout(run, Math.max(0, last + ms - Date.now()));
+    },
+    now: () => {
+      clearTimeout(timer);
+      run();
+    },
+    cancel: () => clearTimeout(timer),
+  };
+}
 
-  const data = group.data;
-  const page = rows.data;
-  const fields = page ? [...new Set(page.rows.flatMap((r) => Object.keys(r).filter((k) => !k.startsWith('_'))))] : [];
-  const tableRows: SourcedRow[] = page?.rows.map((r) => ({ ...r, _status: r._run.status })) ?? [];
+interface LiveGroup {
+  group: GroupDetail | undefined;
+  error: string | undefined;
+  /** Bumped when the merged rows may have grown (runs ended). */
+  rowsVersion: number;
+  /** Says the group was just changed here (retried): follow it now rather than at the next poll. */
+  wake: () => void;
+}
+
+/**
+ * The group, followed by its event stream while a run is pending or running. The stream says
+ * exactly how the counts move (a `run` event: pending to running, or running to how it ended;
+ * a `group` or `done` event: the whole group), so the progress is counted from it rather than
+ * read again. When nothing is left to run, the group is asked now and then whether it runs
+ * again, and followed from the last event seen when it does. Leaving the page closes the stream.
+ */
+function useLiveGroup(groupId: string): LiveGroup {
+  const { client } = useSession();
+  const [group, setGroup] = useState<GroupDetail | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [rowsVersion, setRowsVersion] = useState(0);
+  const [sleeper] = useState(() => new Sleeper());
+
+  useEffect(() => {
+    const abort = new AbortController();
+    const { signal } = abort;
+    /** The group as the events so far left it. */
+    let current: GroupDetail | undefined;
+    /** The last event seen: a stream opened again goes on from it, so no event counts twice. */
+    let lastEventId: number | undefined;
+    const paint = throttle(() => current && setGroup(current), PAINT_MS);
+    const rows = throttle(() => {
+      setRowsVersion((v) => v + 1);
+      // A run's credits count when it ends, and a `run` event does not carry them: read them with
+      // the rows. They only grow, so an answer overtaken by a `done` cannot lower them.
+      client.groups.get(groupId, { signal }).then((fresh) => {
+        if (!current || signal.aborted) return;
+        current = { ...current, credits_used: Math.max(current.credits_used, fresh.credits_used) };
+        paint.request();
+      }, () => undefined);
+    }, ROWS_EVERY_MS);
+
+    const take = (event: GroupEvent) => {
+      if (!current) return;
+      if (event.type === 'run') {
+        const counts = { ...current.counts };
+        if (event.status === 'running') counts.pending -= 1;
+        else {
+          counts.running -= 1;
+          // Its rows are merged when it ends.
+          rows.request();
+        }
+        counts[event.status] += 1;
+        current = { ...current, counts, updated_at: event.at };
+      } else {
+        // A replay from the group's start passes its old snapshots: credits only grow, so the
+        // ones already read stand.
+        current = { ...current, ...event.group, credits_used: Math.max(current.credits_used, event.group.credits_used) };
+        if (event.type === 'done') rows.now();
+      }
+      paint.request();
+    };
+
+    const load = async () => {
+      current = await client.groups.get(groupId, { signal });
+      setGroup(current);
+      while (!signal.aborted) {
+        try {
+          if (busy(current)) {
+            // From the first event (the group's creation) when none was seen yet: the counts
+            // are then built from the start, not added to the ones just read.
+            const stream = client.groups.stream(groupId, { lastEventId }, { signal });
+            for await (const event of stream) {
+              lastEventId = event.seq;
+              take(event);
+            }
+            setError(undefined);
+            // It ends at the group's latest `done`. An end without one (nothing new after the
+            // last event seen) means the group was idle after all: read it, and wait a moment
+            // should it still look busy.
+            if (busy(current)) {
+              current = await client.groups.get(groupId, { signal });
+              setGroup(current);
+              if (busy(current)) await sleeper.sleep(RETRY_MS);
+            }
+          } else {
+            await sleeper.sleep(IDLE_POLL_MS);
+            if (signal.aborted) return;
+            const fresh = await client.groups.get(groupId, { signal });
+            setError(undefined);
+            // Running again: the stream takes it from here, its first new event being the
+            // snapshot of what changed (inputs added, a retry).
+            current = fresh;
+            if (!busy(fresh)) setGroup(fresh);
+          }
+        } catch (err) {
+          if (signal.aborted) return;
+          setError(messageOf(err));
+          await sleeper.sleep(RETRY_MS);
+        }
+      }
+    };
+    load().catch((err: unknown) => {
+      if (!signal.aborted) setError(messageOf(err));
+    });
+    return () => {
+      abort.abort();
+      paint.cancel();
+      rows.cancel();
+    };
+  }, [client, groupId]);
+
+  return { group, error, rowsVersion, wake: () => sleeper.wake() };
+}
+
+/** The run's task page, named for its input and saying how the run stands. */
+function RunLink(props: { row: GroupRow }) {
+  const { _input, _run } = props.row;
+  return (
+    <Link to={`/tasks/${encodeURIComponent(_run.task_id)}`} class={`run run-${_run.status}`} aria-label={`Run of input ${_input}: ${_run.status}`}>
+      {_run.status}
+    </Link>
+  );
+}
+
+/**
+ * The merged rows: the input's index, the input's columns, the output's columns (with their
+ * source marks), and the run. Read again when `version` says runs ended.
+ */
+function GroupRows(props: { group: GroupDetail; version: number }) {
+  const { client } = useSession();
+  const { group_id: groupId, spec } = props.group;
+  const [offset, setOffset] = useState(0);
+  const page = useLoad(() => client.groups.rows(groupId, { offset, limit: ROWS_PER_PAGE }), [client, groupId, offset, props.version]);
+  // A failed read leaves the rows read before in place, under the API's message.
+  if (!page.data) return <ErrorNote message={page.error} />;
+  if (page.data.total === 0) return <p class="hint">No rows yet: a run's rows are merged here when it ends.</p>;
+
+  const { rows, total } = page.data;
+  const output = spec.outputs.find((o) => o.kind === 'table') ?? spec.outputs[0];
+  const inputs = spec.input_columns?.map((c) => c.name) ?? [];
+  const declared = new Set([...inputs, ...(output?.columns?.map((c) => c.name) ?? [])]);
+  // Fields the spec does not name (none, as the API checks rows) are shown with the output's rather than hidden.
+  const outputs = [...(output?.columns?.map((c) => c.name) ?? []), ...new Set(rows.flatMap((r) => Object.keys(r).filter((k) => !k.startsWith('_') && !declared.has(k))))];
+  const groups: ColumnGroup[] = [
+    { columns: [{ key: '_input' }] },
+    // An input is given, not researched: sources mark the output's cells only.
+    { label: 'Input', class: 'input-columns', columns: inputs.map((key) => ({ key, sourced: false })) },
+    { label: `Output: ${output?.id ?? ''}`, columns: outputs.map((key) => ({ key })) },
+    { columns: [{ key: '_run', render: (row) => <RunLink row={row as GroupRow} /> }] },
+  ];
+  // A run's rows keep their keys while other runs' rows are merged around them (an open sources panel stays on its row).
+  const seen = new Map<string, number>();
+  const keys = rows.map((r) => {
+    const n = seen.get(r._run.task_id) ?? 0;
+    seen.set(r._run.task_id, n + 1);
+    return `${r._run.task_id}/${n}`;
+  });
+  return (
+    <>
+      <ErrorNote message={page.error} />
+      <RowsTable groups={groups} rows={rows as SourcedRow[]} caption="Merged rows of the group" rowKey={(_row, i) => keys[i]!} />
+      <Pager offset={offset} perPage={ROWS_PER_PAGE} total={total} onChange={setOffset} />
+    </>
+  );
+}
+
+export function GroupPage(props: { groupId: string }) {
+  const { client } = useSession();
+  const live = useLiveGroup(props.groupId);
+  const action = useAction();
+  const download = (format: 'csv' | 'jsonl') => action.run(async () => {
+    const file = await client.groups.export(props.groupId, format);
+    saveFile(file.filename ?? `${props.groupId}.${format}`, await file.text(), EXPORT_TYPES[format]);
+  });
+
+  const data = live.group;
   return (
     <article>
       <PageTitle>{data?.name ?? props.groupId}</PageTitle>
-      <ErrorNote message={group.error} />
+      <ErrorNote message={live.error} />
       {data && (
         <>
           <p class="card-meta">
-            <StatusBadge status={data.status} />
+            {/* Said when it changes (finished, stopped); the counts below change too often to be read out. */}
+            <span aria-live="polite"><StatusBadge status={data.status} /></span>
             <span class="mono">{data.group_id}</span>
             <span>{data.inputs} inputs{data.duplicates ? ` (${data.duplicates} duplicates)` : ''}</span>
             <span>{credits(data.credits_used)} credits{data.max_credits !== null ? ` of ${credits(data.max_credits)}` : ''}</span>
@@ -151,20 +376,20 @@ export function GroupPage(props: { groupId: string }) {
           </p>
           <Progress group={data} id="group-progress" />
           <div class="buttons">
-            <button type="button" class="danger" disabled={action.busy || data.status !== 'running'} onClick={() => act(() => groups.stop(props.groupId))}>Stop group</button>
-            <button type="button" class="secondary" disabled={action.busy || data.counts.failed === 0} onClick={() => act(() => groups.retry(props.groupId))}>Retry failed runs</button>
+            {/* The stream brings what a stop does; a retry of a finished group is followed at once. */}
+            <button type="button" class="danger" disabled={action.busy || data.status !== 'running'} onClick={() => action.run(() => client.groups.stop(props.groupId))}>Stop group</button>
+            <button type="button" class="secondary" disabled={action.busy || data.counts.failed === 0} onClick={() => action.run(async () => {
+              await client.groups.retry(props.groupId);
+              live.wake();
+            })}>Retry failed runs</button>
             <button type="button" class="secondary" disabled={action.busy} onClick={() => download('csv')}>Export CSV</button>
             <button type="button" class="secondary" disabled={action.busy} onClick={() => download('jsonl')}>Export JSONL</button>
           </div>
         </>
       )}
-      <ErrorNote message={action.error ?? rows.error} />
+      <ErrorNote message={action.error} />
       <h2>Rows</h2>
-      {page && page.total === 0 && <p class="hint">No rows yet.</p>}
-      {page && page.rows.length > 0 && (
-        <RowsTable columns={['_input', ...fields, '_status']} rows={tableRows} caption="Merged rows of the group" rowKey={(_row, i) => String(offset + i)} />
-      )}
-      {page && <Pager offset={offset} perPage={ROWS_PER_PAGE} total={page.total} onChange={setOffset} />}
+      {data && <GroupRows group={data} version={live.rowsVersion} />}
     </article>
   );
 }

@@ -5,7 +5,7 @@
 import './console.css';
 import { render } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
-import { clientFor, Groups, storedKey, storeKey } from './api.js';
+import { clientFor, storedKey, storeKey } from './api.js';
 import { CreateGroup, GroupList, GroupPage } from './groups.js';
 import { CreateTask } from './create-task.js';
 import { Link, navigate, usePath } from './router.js';
@@ -43,7 +43,7 @@ function Page(props: { path: string }) {
 function App() {
   const [key, setKey] = useState(storedKey);
   const path = usePath();
-  const session = useMemo(() => (key ? { client: clientFor(key), groups: new Groups(key) } : null), [key]);
+  const session = useMemo(() => (key ? { client: clientFor(key) } : null), [key]);
   const signIn = (value: string | null) => {
     storeKey(value);
     setKey(value);

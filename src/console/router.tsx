@@ -34,7 +34,7 @@ export function usePath(): string {
 }
 
 /** A real link (it opens in a new tab, shows its address), followed in place on a plain click. */
-export function Link(props: { to: string; class?: string; children: ComponentChildren; 'aria-current'?: 'page' }) {
+export function Link(props: { to: string; class?: string; children: ComponentChildren; 'aria-current'?: 'page'; 'aria-label'?: string }) {
   const { to, children, ...rest } = props;
   return (
     <a

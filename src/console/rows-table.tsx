@@ -2,8 +2,10 @@
  * Rows as a table, each cell marked with the sources that support it (a source with `fields`
  * supports those columns; one without supports the whole row): ✓ when every one is verified,
  * ! when one is not. The mark's title shows the quotes on hover; pressing it opens the
- * sources with their quotes, checks and links.
+ * sources with their quotes, checks and links. Columns may come in labelled groups (a group's
+ * input columns, then its output's), set apart by a line.
  */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { RowSource } from './api.js';
 import { cellText } from './ui.js';
@@ -13,6 +15,29 @@ export interface SourcedRow {
   _sources?: RowSource[];
   _basis?: Record<string, { confidence: string; reasoning?: string | null }>;
   [field: string]: unknown;
+}
+
+/** One column: the row's field `key`, shown as its text unless `render` shows it otherwise. */
+export interface TableColumn {
+  key: string;
+  /** Whether the row's sources mark this column's cells (default: a field not starting with `_`). */
+  sourced?: boolean;
+  render?: (row: SourcedRow) => ComponentChildren;
+}
+
+/**
+ * Columns shown together. With a `label`, they sit under that heading; without one, each
+ * column's own heading spans the table's header rows. `class` goes on the group's `<colgroup>`.
+ */
+export interface ColumnGroup {
+  label?: string;
+  class?: string;
+  columns: TableColumn[];
+}
+
+/** Plain columns, one unlabelled group: a task's rows. */
+export function plainColumns(keys: string[]): ColumnGroup[] {
+  return [{ columns: keys.map((key) => ({ key })) }];
 }
 
 const CHECK_LABELS: Record<string, string> = {
@@ -101,24 +126,40 @@ function SourceMark(props: { column: string; sources: RowSource[]; basis: { conf
   );
 }
 
-export function RowsTable(props: { columns: string[]; rows: SourcedRow[]; caption: string; rowKey: (row: SourcedRow, index: number) => string }) {
-  const { columns, rows } = props;
+export function RowsTable(props: { groups: ColumnGroup[]; rows: SourcedRow[]; caption: string; rowKey: (row: SourcedRow, index: number) => string }) {
+  const { groups, rows } = props;
+  const labelled = groups.some((g) => g.label);
+  /** Each column with whether it opens a group after the first (drawn with a line before it). */
+  const columns = groups.flatMap((group, g) => group.columns.map((column, i) => ({ ...column, starts: labelled && g > 0 && i === 0 })));
+  const edge = (starts: boolean) => (starts ? 'group-start' : undefined);
   return (
     <div class="table-scroll" tabIndex={0} role="region" aria-label={props.caption}>
       <table>
         <caption class="visually-hidden">{props.caption}</caption>
+        {groups.map((group, g) => <colgroup key={g} span={group.columns.length} class={group.class} />)}
         <thead>
-          <tr>{columns.map((c) => <th key={c} scope="col">{c}</th>)}</tr>
+          {labelled && (
+            <tr>
+              {groups.map((group, g) => group.label
+                ? <th key={g} scope="colgroup" colSpan={group.columns.length} class={edge(g > 0)}>{group.label}</th>
+                : group.columns.map((column, i) => <th key={column.key} scope="col" rowSpan={2} class={edge(g > 0 && i === 0)}>{column.key}</th>))}
+            </tr>
+          )}
+          <tr>
+            {groups.flatMap((group, g) => (labelled && !group.label ? [] : group.columns.map((column, i) => (
+              <th key={column.key} scope="col" class={edge(labelled && g > 0 && i === 0)}>{column.key}</th>
+            ))))}
+          </tr>
         </thead>
         <tbody>
           {rows.map((row, i) => (
             <tr key={props.rowKey(row, i)}>
               {columns.map((column) => {
-                const sources = column.startsWith('_') ? [] : sourcesFor(row, column);
+                const sources = (column.sourced ?? !column.key.startsWith('_')) ? sourcesFor(row, column.key) : [];
                 return (
-                  <td key={column}>
-                    <span class="cell">{cellText(row[column])}</span>
-                    {sources.length > 0 && <SourceMark column={column} sources={sources} basis={row._basis?.[column]} />}
+                  <td key={column.key} class={edge(column.starts)}>
+                    <span class="cell">{column.render ? column.render(row) : cellText(row[column.key])}</span>
+                    {sources.length > 0 && <SourceMark column={column.key} sources={sources} basis={row._basis?.[column.key]} />}
                   </td>
                 );
               })}

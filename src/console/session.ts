@@ -1,11 +1,10 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { Groups, QuarryClient } from './api.js';
+import type { QuarryClient } from './api.js';
 
-/** The signed-in session: the client and group calls with the user's key. */
+/** The signed-in session: the client with the user's key. */
 export interface Session {
   client: QuarryClient;
-  groups: Groups;
 }
 
 export const SessionContext = createContext<Session | null>(null);

@@ -1,21 +1,24 @@
-import { useState } from 'preact/hooks';
+import { useRef } from 'preact/hooks';
 import type { Task } from './api.js';
-import { useAction, useLoad } from './hooks.js';
+import { useAction, usePagedList } from './hooks.js';
 import { Link } from './router.js';
 import { useSession } from './session.js';
-import { credits, ErrorNote, PageTitle, StatusBadge, taskActivity, Time } from './ui.js';
+import { credits, ErrorNote, PageTitle, ShowMore, StatusBadge, taskActivity, Time } from './ui.js';
 
 /** How often the list is read again while it is shown: statuses change as turns run. */
 const REFRESH_MS = 3000;
+const TASKS_PER_PAGE = 50;
 
 /** The account's tasks, pinned first (the API's order), kept live by reading the list again. */
 export function TaskList() {
   const { client } = useSession();
-  const [limit, setLimit] = useState(50);
-  const list = useLoad(async () => {
-    const page = await client.tasks.list({ limit });
-    return { tasks: page.data, more: page.hasNextPage() };
-  }, [client, limit], REFRESH_MS);
+  const list = usePagedList(
+    (limit, cursor) => client.tasks.list({ limit, cursor }),
+    (task) => task.task_id,
+    [client],
+    { pageSize: TASKS_PER_PAGE, refreshMs: REFRESH_MS },
+  );
+  const cards = useRef<HTMLUListElement>(null);
   const pin = useAction();
   const togglePin = (task: Task) => pin.run(async () => {
     await client.tasks.update(task.task_id, { pinned: !task.pinned });
@@ -29,9 +32,9 @@ export function TaskList() {
         <Link to="/new" class="button">New task</Link>
       </div>
       <ErrorNote message={list.error ?? pin.error} />
-      {list.data && list.data.tasks.length === 0 && <p>No tasks yet. <Link to="/new">Start one</Link>.</p>}
-      <ul class="cards" aria-label="Tasks">
-        {list.data?.tasks.map((task) => (
+      {list.items && list.items.length === 0 && <p>No tasks yet. <Link to="/new">Start one</Link>.</p>}
+      <ul class="cards" aria-label="Tasks" ref={cards}>
+        {list.items?.map((task) => (
           <li key={task.task_id} class={`card${task.pinned ? ' pinned' : ''}`}>
             <div class="card-head">
               <Link to={`/tasks/${encodeURIComponent(task.task_id)}`} class="card-title">{task.name ?? task.task_id}</Link>
@@ -51,7 +54,7 @@ export function TaskList() {
           </li>
         ))}
       </ul>
-      {list.data?.more && <button type="button" class="secondary" onClick={() => setLimit((n) => Math.min(200, n + 50))} disabled={limit >= 200}>Show more</button>}
+      <ShowMore list={list} cards={cards} noun="tasks" />
     </section>
   );
 }

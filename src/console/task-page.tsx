@@ -2,12 +2,13 @@
  * One task: what it is doing, live (its stored events, then its stream while a turn runs), its
  * rows with their sources, and what can be done to it (continue, stop, execute, export).
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { messageOf, type OutputInfo, type Task, type TaskEvent } from './api.js';
 import { saveFile, EXPORT_TYPES } from './download.js';
 import { EventLog } from './event-log.js';
-import { useAction, useLoad } from './hooks.js';
-import { RowsTable } from './rows-table.js';
+import { Sleeper, useAction, useLoad } from './hooks.js';
+import { Link } from './router.js';
+import { plainColumns, RowsTable } from './rows-table.js';
 import { useSession } from './session.js';
 import { credits, ErrorNote, PageTitle, Pager, StatusBadge, taskActivity, Time } from './ui.js';
 
@@ -34,20 +35,12 @@ function useLiveTask(taskId: string): Live {
   const [events, setEvents] = useState<TaskEvent[]>([]);
   const [error, setError] = useState<string | undefined>(undefined);
   const [rowsVersion, setRowsVersion] = useState(0);
-  const wakeRef = useRef<() => void>(() => {});
+  const [sleeper] = useState(() => new Sleeper());
 
   useEffect(() => {
     const abort = new AbortController();
     const { signal } = abort;
     let lastSeq = 0;
-    /** Resolves after `ms`, or at once when woken. */
-    const pause = (ms: number) => new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wakeRef.current = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
     const take = (batch: TaskEvent[]) => {
       const fresh = batch.filter((e) => e.seq === undefined || e.seq > lastSeq);
       for (const e of fresh) if (e.seq !== undefined) lastSeq = e.seq;
@@ -68,7 +61,7 @@ function useLiveTask(taskId: string): Live {
           const state = await client.tasks.state(taskId, {}, { signal });
           setError(undefined);
           if (!state.active) {
-            await pause(IDLE_POLL_MS);
+            await sleeper.sleep(IDLE_POLL_MS);
             continue;
           }
           // From the last event seen: a replay from the start would end at the first idle turn's end.
@@ -76,7 +69,7 @@ function useLiveTask(taskId: string): Live {
         } catch (err) {
           if (signal.aborted) return;
           setError(messageOf(err));
-          await pause(RETRY_MS);
+          await sleeper.sleep(RETRY_MS);
         }
       }
     })().catch((err: unknown) => {
@@ -85,7 +78,7 @@ function useLiveTask(taskId: string): Live {
     return () => abort.abort();
   }, [client, taskId]);
 
-  return { task, events, error, rowsVersion, wake: () => wakeRef.current() };
+  return { task, events, error, rowsVersion, wake: () => sleeper.wake() };
 }
 
 function Actions(props: { taskId: string; active: boolean; onStarted: () => void }) {
@@ -160,7 +153,7 @@ function Rows(props: { taskId: string; version: number }) {
       </div>
       <ErrorNote message={page.error ?? exporting.error} />
       {output.kind !== 'table' && output.row_count > 0 && <p class="hint">A {output.kind} output: each row's fields are shown as columns.</p>}
-      {rows.length > 0 && <RowsTable columns={columns} rows={rows} caption={`Rows of ${output.id}`} rowKey={(row) => String(row._row)} />}
+      {rows.length > 0 && <RowsTable groups={plainColumns(columns)} rows={rows} caption={`Rows of ${output.id}`} rowKey={(row) => String(row._row)} />}
       <Pager offset={offset} perPage={ROWS_PER_PAGE} total={output.row_count} onChange={setOffset} />
     </>
   );
@@ -175,6 +168,12 @@ export function TaskPage(props: { taskId: string }) {
       <p class="card-meta" aria-live="polite">
         <StatusBadge status={task ? taskActivity(task) : 'loading'} />
         <span class="mono">{props.taskId}</span>
+        {/* A group's run: the way back to its group (a run is left out of the task list). */}
+        {task?.group_id && (
+          <span>
+            run of input {task.input_index} in <Link to={`/groups/${encodeURIComponent(task.group_id)}`} class="mono">{task.group_id}</Link>
+          </span>
+        )}
         {task && <span>{credits(task.credits_used)} credits</span>}
         {task && task.queued_messages > 0 && <span>{task.queued_messages} queued</span>}
         {task && <span>updated <Time at={task.updated_at} /></span>}

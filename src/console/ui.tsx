@@ -1,7 +1,8 @@
 /** Small pieces every page uses. */
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, RefObject } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import type { Task } from './api.js';
+import type { PagedList } from './hooks.js';
 
 /** A failure, in the API's words; announced to screen readers as it appears. */
 export function ErrorNote(props: { message: string | undefined }) {
@@ -56,6 +57,43 @@ export function Pager(props: { offset: number; perPage: number; total: number; o
       <button type="button" class="secondary" disabled={offset === 0} onClick={() => onChange(Math.max(0, offset - perPage))}>Previous rows</button>
       <span>{offset + 1}–{Math.min(offset + perPage, total)} of {total}</span>
       <button type="button" class="secondary" disabled={offset + perPage >= total} onClick={() => onChange(offset + perPage)}>Next rows</button>
+    </div>
+  );
+}
+
+/**
+ * Under a list paged by the API: how many items are shown, and "Show more" while the API has
+ * more. The focus then moves to the first item read, so a keyboard user reads on where the list
+ * grew rather than from a button that may be gone.
+ */
+export function ShowMore(props: { list: PagedList<unknown>; cards: RefObject<HTMLElement>; noun: string }) {
+  const { list, cards, noun } = props;
+  const count = list.items?.length ?? 0;
+  /** Where the items read by the last "Show more" begin, until they are shown. */
+  const firstNew = useRef<number | null>(null);
+  useEffect(() => {
+    if (firstNew.current === null || list.loadingMore) return;
+    const from = firstNew.current;
+    firstNew.current = null;
+    if (count > from) cards.current?.children[from]?.querySelector('a')?.focus();
+  }, [count, list.loadingMore]);
+  if (count === 0) return null;
+  return (
+    <div class="pager">
+      <span class="hint">{count} {noun} shown</span>
+      {list.more && (
+        <button
+          type="button"
+          class="secondary"
+          aria-busy={list.loadingMore}
+          onClick={() => {
+            firstNew.current = count;
+            list.showMore();
+          }}
+        >
+          Show more<span class="visually-hidden"> {noun}</span>
+        </button>
+      )}
     </div>
   );
 }

@@ -29,20 +29,27 @@ const TYPES: Record<string, string> = {
 interface ConsoleFiles {
   index: Buffer;
   assets: Map<string, { body: Buffer; type: string }>;
+  /** When index.html was written: a newer build (its hashed assets replace these) is read again. */
+  builtAt: number;
 }
 
-/** Reads the build once it is there (a server started before its first build finds it later). */
+/**
+ * Reads the build once it is there (a server started before its first build finds it later),
+ * and again after a rebuild: the new index.html names assets the old files do not have.
+ */
 function consoleReader(dir: string | undefined): () => ConsoleFiles | undefined {
   let files: ConsoleFiles | undefined;
   return () => {
-    if (files || !dir || !fs.existsSync(path.join(dir, 'index.html'))) return files;
+    const indexFile = dir && path.join(dir, 'index.html');
+    const builtAt = indexFile ? fs.statSync(indexFile, { throwIfNoEntry: false })?.mtimeMs : undefined;
+    if (!dir || !indexFile || builtAt === undefined || files?.builtAt === builtAt) return files;
     const assets = new Map<string, { body: Buffer; type: string }>();
     const assetDir = path.join(dir, 'assets');
     for (const name of fs.readdirSync(assetDir)) {
       const type = TYPES[path.extname(name)];
       if (type) assets.set(name, { body: fs.readFileSync(path.join(assetDir, name)), type });
     }
-    files = { index: fs.readFileSync(path.join(dir, 'index.html')), assets };
+    files = { index: fs.readFileSync(indexFile), assets, builtAt };
     return files;
   };
 }
