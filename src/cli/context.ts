@@ -145,6 +145,20 @@ export async function listItems<T>(values: { limit?: string; all?: boolean }, li
   return items;
 }
 
+/**
+ * A command that lists a paged list (`ls`): `--limit N` or `--all`, then the items as JSON or as
+ * a table (`empty` when there are none).
+ */
+export function listCommand<T>(list: (ctx: CliContext, pageSize: number) => AsyncIterable<T>, table: (items: T[]) => string, empty: string): Command {
+  return async (ctx, args) => {
+    const { values } = parseCommand(args, LIST_OPTIONS, { min: 0, max: 0, names: '' });
+    const items = await listItems(values, (pageSize) => list(ctx, pageSize));
+    if (ctx.json) ctx.printJson(items);
+    else ctx.out(items.length ? table(items) : empty);
+    return ExitCode.ok;
+  };
+}
+
 /** Prints `text`, which holds a secret, then `note` on stderr: that it is not shown again. */
 export function printShownOnce(ctx: CliContext, text: string, note: string): void {
   ctx.out(text);

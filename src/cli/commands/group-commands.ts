@@ -9,7 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import {
   ConnectionError, QuarryError, type Group, type GroupDetail, type GroupInputFormat, type QuarryClient,
 } from '../../../packages/client/src/index.js';
-import { intOption, LIST_OPTIONS, listItems, numberArg, parseCommand, type CliContext, type Command } from '../context.js';
+import { intOption, listCommand, numberArg, parseCommand, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError, type ExitCodeValue } from '../exit-codes.js';
 import { fields, groupCounts, groupFields, groupsTable, inputCount, rowsTable } from '../format.js';
 import { GroupProgressView } from '../progress-view.js';
@@ -141,13 +141,7 @@ const create: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
-const ls: Command = async (ctx, args) => {
-  const { values } = parseCommand(args, LIST_OPTIONS, { min: 0, max: 0, names: '' });
-  const groups = await listItems(values, (limit) => ctx.client().groups.list({ limit }));
-  if (ctx.json) ctx.printJson(groups);
-  else ctx.out(groups.length ? groupsTable(groups) : 'no groups');
-  return ExitCode.ok;
-};
+const ls = listCommand((ctx, limit) => ctx.client().groups.list({ limit }), groupsTable, 'no groups');
 
 const get: Command = async (ctx, args) => {
   const { positionals } = parseCommand(args, {}, { min: 1, max: 1, names: 'ID' });

@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import type { Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { intOption, LIST_OPTIONS, listItems, parseCommand, type CliContext, type Command } from '../context.js';
+import { intOption, listCommand, parseCommand, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
@@ -66,13 +66,7 @@ const create: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
-const ls: Command = async (ctx, args) => {
-  const { values } = parseCommand(args, LIST_OPTIONS, { min: 0, max: 0, names: '' });
-  const tasks = await listItems(values, (limit) => ctx.client().tasks.list({ limit }));
-  if (ctx.json) ctx.printJson(tasks);
-  else ctx.out(tasks.length ? tasksTable(tasks) : 'no tasks');
-  return ExitCode.ok;
-};
+const ls = listCommand((ctx, limit) => ctx.client().tasks.list({ limit }), tasksTable, 'no tasks');
 
 const show: Command = async (ctx, args) => {
   const { values, positionals } = parseCommand(args, { events: { type: 'string' } }, { min: 1, max: 1, names: 'ID' });
