@@ -111,6 +111,9 @@ describe('migration 000003: credits as micro-credits', () => {
       assert.deepEqual(types.rows, [
         { table_name: 'accounts', column_name: 'balance_micros', data_type: 'bigint' },
         { table_name: 'accounts', column_name: 'credits_used_micros', data_type: 'bigint' },
+        // Credit columns added since (task groups) are micro-credits in bigint columns too.
+        { table_name: 'groups', column_name: 'credits_used_micros', data_type: 'bigint' },
+        { table_name: 'groups', column_name: 'max_credits_micros', data_type: 'bigint' },
         { table_name: 'tasks', column_name: 'credits_used_micros', data_type: 'bigint' },
         { table_name: 'turns', column_name: 'credits_used_micros', data_type: 'bigint' },
       ]);
