@@ -62,8 +62,8 @@ export class ClusterRelay {
 
   /**
    * Listening again after the connection was lost: the events stored meanwhile were announced to
-   * no one here. For each task listened to, reads on from the last seq relayed, or (a task that
-   * had no notice yet) the task's latest events.
+   * no one here. For each stream listened to (a task's or a group's), reads on from the last seq
+   * relayed, or (one that had no notice yet) its latest events.
    */
   private catchUp(): void {
     const listened = new Set(this.opts.bus.listenedTasks());
@@ -72,9 +72,7 @@ export class ClusterRelay {
       this.relay(taskId, async () => {
         const known = this.relayed.get(taskId);
         if (known !== undefined) return this.opts.store.events.list(taskId, known, MAX_EVENTS_PER_NOTICE);
-        // A stream follows a task or a group (whose events are stored under its id alike).
-        const owner = (await this.opts.store.tasks.get(taskId)) ?? (await this.opts.store.groups.get(taskId));
-        return owner ? this.opts.store.events.list(taskId, Math.max(0, owner.lastEventSeq - MAX_EVENTS_PER_NOTICE), MAX_EVENTS_PER_NOTICE) : [];
+        return this.opts.store.events.last(taskId, MAX_EVENTS_PER_NOTICE);
       });
     }
   }
