@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { QuarryError } from '../errors.js';
 import { CONTROL_CHANNEL } from '../events/cluster-messages.js';
 import { newId, randomToken } from '../ids.js';
-import type { AccountRecord, ApiKeyRecord, Store, TurnRecord } from '../store/store.js';
+import type { AccountRecord, ApiKeyRecord, Repositories, Store, TurnRecord } from '../store/store.js';
 import { toMicros } from './credits.js';
 
 const KEY_CACHE_MS = 5_000;
@@ -37,6 +37,22 @@ function creditsParam(credits: number, param: string): number {
 export interface VerifiedKey {
   accountId: string;
   keyId: string;
+}
+
+/** Whether the account may start work: its exact balance, as the API shows it, is above 0 (one that reads 0 is 0). */
+export async function hasCredits(repos: Pick<Repositories, 'accounts'>, accountId: string): Promise<boolean> {
+  return ((await repos.accounts.get(accountId))?.balanceMicros ?? 0) > 0;
+}
+
+/** 402 out_of_credits unless the account has credits; the message says that no `notStarted` (a turn, a run) was started. */
+export async function requireCredits(
+  repos: Pick<Repositories, 'accounts'>, accountId: string, opts: { platformUrl: string; notStarted: 'turn' | 'run'; extras?: { task_id?: string; task_created?: false } },
+): Promise<void> {
+  if (await hasCredits(repos, accountId)) return;
+  throw new QuarryError('out_of_credits', `The account has no credits left: add credits, then resend. No ${opts.notStarted} was started.`, {
+    ...opts.extras,
+    resolve: `${opts.platformUrl}/credits`,
+  });
 }
 
 export class Accounts {

@@ -17,6 +17,7 @@
  * starting runs makes new tasks, and stopping a group stops its running runs one by one after
  * the group's own change has committed. One order, so no deadlock.
  */
+import { hasCredits, requireCredits } from '../accounts/accounts.js';
 import { toMicros } from '../accounts/credits.js';
 import type { Config } from '../config.js';
 import {
@@ -24,7 +25,7 @@ import {
   type GroupSnapshotReason, type RunStatus, type TaskSpec,
 } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
-import { EVENTS_CHANNEL, eventsNotice } from '../events/cluster-messages.js';
+import { storeEvents } from '../events/store-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -120,9 +121,7 @@ class GroupUnit {
         lastEventSeq: g.lastEventSeq, updatedAt: g.updatedAt, finishedAt: g.finishedAt,
       });
     }
-    await this.tx.events.insert(this.events);
-    const first = this.events[0];
-    if (first) await this.tx.cluster.notify(EVENTS_CHANNEL, eventsNotice(this.origin, g.id, first.seq, g.lastEventSeq));
+    await storeEvents(this.tx, this.origin, this.events);
   }
 }
 
@@ -332,7 +331,7 @@ export class GroupService implements GroupRunHooks {
     }
     const free = g.maxParallel - g.counts.running;
     if (free <= 0) return;
-    if (!(await this.hasCredits(u.tx, g.accountId))) {
+    if (!(await hasCredits(u.tx, g.accountId))) {
       u.count('pending', 'failed', await u.tx.groups.moveInputs(g.id, 'pending', 'failed'));
       u.snapshot('out_of_credits');
       return;
@@ -420,14 +419,8 @@ export class GroupService implements GroupRunHooks {
     return spec;
   }
 
-  private async hasCredits(tx: Repositories, accountId: string): Promise<boolean> {
-    return ((await tx.accounts.get(accountId))?.balanceMicros ?? 0) > 0;
-  }
-
   private async requireCredits(tx: Repositories, accountId: string): Promise<void> {
-    if (!(await this.hasCredits(tx, accountId))) {
-      throw new QuarryError('out_of_credits', 'The account has no credits left: add credits, then resend. No run was started.', { resolve: `${this.config.platformUrl}/credits` });
-    }
+    await requireCredits(tx, accountId, { platformUrl: this.config.platformUrl, notStarted: 'run' });
   }
 }
 

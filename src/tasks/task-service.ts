@@ -4,11 +4,13 @@
  * and publishes them after commit. Routes and the turn runner call these methods and never write
  * task state themselves.
  */
+import { hasCredits, requireCredits } from '../accounts/accounts.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../accounts/credits.js';
 import type { Config } from '../config.js';
 import { QuarryError, turnError } from '../errors.js';
 import type { EventBus } from '../events/event-bus.js';
-import { CONTROL_CHANNEL, EVENTS_CHANNEL, eventsNotice, type ControlMessage } from '../events/cluster-messages.js';
+import { CONTROL_CHANNEL, type ControlMessage } from '../events/cluster-messages.js';
+import { storeEvents } from '../events/store-events.js';
 import { crashPoint } from '../crash-points.js';
 import { newId } from '../ids.js';
 import type {
@@ -183,9 +185,7 @@ class TaskUnit {
   async flush(): Promise<void> {
     if (this.isNew) await this.tx.tasks.insert(this.task);
     else await this.tx.tasks.update(this.task.id, this.patch);
-    await this.tx.events.insert(this.events);
-    const first = this.events[0];
-    if (first) await this.tx.cluster.notify(EVENTS_CHANNEL, eventsNotice(this.origin, this.task.id, first.seq, this.task.lastEventSeq));
+    await storeEvents(this.tx, this.origin, this.events);
     for (const message of this.controls) await this.tx.cluster.notify(CONTROL_CHANNEL, JSON.stringify(message));
     // In this transaction: a turn's end and its webhooks are stored together or not at all.
     for (const ended of this.turnsEnded) {
@@ -278,33 +278,7 @@ export class TaskService {
       await this.requireCapacity(tx);
       // The prompt lives in the spec; the first turn carries no message of its own.
       const turn = this.newTurn(taskId, accountId, input.kind, null, now, 'pending', input.planOnly ?? false);
-      const schedule = input.spec.schedule;
-      const task: TaskRecord = {
-        id: taskId,
-        accountId,
-        name: input.spec.name,
-        type: input.spec.type,
-        status: 'execute',
-        ...startingState(input.kind),
-        spec: input.spec,
-        pinned: false,
-        cronExpression: schedule?.cron ?? null,
-        cronTimezone: schedule?.timezone ?? null,
-        cronNextRunAt: schedule ? this.nextRun(schedule) : null,
-        activeOutput: null,
-        creditsUsedMicros: 0,
-        lastEventSeq: 0,
-        currentTurnId: turn.id,
-        queuedCount: 0,
-        createdAt: now,
-        updatedAt: now,
-        deletedAt: null,
-      };
-      const unit = new TaskUnit(tx, task, now, this.config.workerId, true);
-      unit.control({ type: 'wake' });
-      unit.taskEvent('created', turn.id);
-      await unit.flush();
-      await tx.turns.insert(turn);
+      const unit = await this.insertTask(tx, { id: taskId, accountId, spec: input.spec, group: null }, turn, now);
       return { unit, turn };
     });
     crashPoint('create.committed');
@@ -323,17 +297,8 @@ export class TaskService {
   async startRun(tx: Repositories, run: NewRun, now: string): Promise<{ taskId: string; turnId: string; committed: () => void }> {
     const taskId = newId('tsk');
     const turn = this.newTurn(taskId, run.accountId, 'execute', run.message, now, 'pending', false);
-    const task: TaskRecord = {
-      id: taskId, accountId: run.accountId, name: run.spec.name, type: run.spec.type, status: 'execute', ...startingState('execute'), spec: run.spec,
-      pinned: false, cronExpression: null, cronTimezone: null, cronNextRunAt: null, activeOutput: null, creditsUsedMicros: 0, lastEventSeq: 0,
-      currentTurnId: turn.id, queuedCount: 0, createdAt: now, updatedAt: now, deletedAt: null,
-      group: { id: run.groupId, inputIndex: run.inputIndex, input: run.input },
-    };
-    const unit = new TaskUnit(tx, task, now, this.config.workerId, true);
-    unit.control({ type: 'wake' });
-    unit.taskEvent('created', turn.id);
-    await unit.flush();
-    await tx.turns.insert(turn);
+    const group = { id: run.groupId, inputIndex: run.inputIndex, input: run.input };
+    const unit = await this.insertTask(tx, { id: taskId, accountId: run.accountId, spec: run.spec, group }, turn, now);
     return {
       taskId, turnId: turn.id,
       committed: () => {
@@ -451,7 +416,7 @@ export class TaskService {
         let started = false;
         if (task.currentTurnId) {
           unit.taskEvent('cron_tick_skipped', task.currentTurnId);
-        } else if (!(await this.hasCredits(tx, task.accountId))) {
+        } else if (!(await hasCredits(tx, task.accountId))) {
           unit.event('error', null, turnError('out_of_credits', 'A scheduled run was skipped: the account has no credits left.'));
           unit.taskEvent('cron_tick_skipped', null);
         } else {
@@ -489,7 +454,7 @@ export class TaskService {
       const unit = new TaskUnit(tx, task, this.now(), this.config.workerId);
       // A resumed turn's turn_started was recorded when it first started.
       if (resumed) return { unit, start: true };
-      if (!(await this.hasCredits(tx, turn.accountId))) {
+      if (!(await hasCredits(tx, turn.accountId))) {
         // A message queued while credits remained reaches the front after they ran out: it does not start.
         await this.endTurn(unit, turn.id, 'failed', turnError('out_of_credits', 'The account has no credits left, so this turn did not start: add credits, then send the message again.'));
         await unit.flush();
@@ -595,6 +560,39 @@ export class TaskService {
     this.bus.publish(unit.events);
     if (unit.deliveriesQueued > 0) this.onDeliveriesQueued();
     for (const after of unit.afterCommit) after();
+  }
+
+  /**
+   * Stores a new task whose first turn is `turn` (pending, already made), with its `created`
+   * event, and wakes the workers once it commits: what a create and a group's run share.
+   */
+  private async insertTask(tx: Repositories, fields: Pick<TaskRecord, 'id' | 'accountId' | 'spec' | 'group'>, turn: TurnRecord, now: string): Promise<TaskUnit> {
+    const schedule = fields.spec.schedule;
+    const task: TaskRecord = {
+      ...fields,
+      name: fields.spec.name,
+      type: fields.spec.type,
+      status: 'execute',
+      ...startingState(turn.kind),
+      pinned: false,
+      cronExpression: schedule?.cron ?? null,
+      cronTimezone: schedule?.timezone ?? null,
+      cronNextRunAt: schedule ? this.nextRun(schedule) : null,
+      activeOutput: null,
+      creditsUsedMicros: 0,
+      lastEventSeq: 0,
+      currentTurnId: turn.id,
+      queuedCount: 0,
+      createdAt: now,
+      updatedAt: now,
+      deletedAt: null,
+    };
+    const unit = new TaskUnit(tx, task, now, this.config.workerId, true);
+    unit.control({ type: 'wake' });
+    unit.taskEvent('created', turn.id);
+    await unit.flush();
+    await tx.turns.insert(turn);
+    return unit;
   }
 
   private newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
@@ -705,19 +703,8 @@ export class TaskService {
     }
   }
 
-  private async hasCredits(tx: Repositories, accountId: string): Promise<boolean> {
-    const account = await tx.accounts.get(accountId);
-    // The exact balance the API shows: one that reads 0 is 0.
-    return (account?.balanceMicros ?? 0) > 0;
-  }
-
   private async requireCredits(tx: Repositories, accountId: string, extras: { task_id?: string; task_created?: false }): Promise<void> {
-    if (!(await this.hasCredits(tx, accountId))) {
-      throw new QuarryError('out_of_credits', 'The account has no credits left: add credits, then resend. No turn was started.', {
-        ...extras,
-        resolve: `${this.config.platformUrl}/credits`,
-      });
-    }
+    await requireCredits(tx, accountId, { platformUrl: this.config.platformUrl, notStarted: 'turn', extras });
   }
 
   /**
