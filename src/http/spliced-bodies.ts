@@ -21,6 +21,11 @@ export function outputPageBody(total: number, rows: Buffer[], output: OutputRef 
   return Buffer.concat(parts);
 }
 
+/** A page of a group's merged table: `{total, rows}`, each row as groups/group-view.ts spliced it. */
+export function groupRowsBody(total: number, rows: string[]): string {
+  return `{"total":${total},"rows":[${rows.join(',')}]}`;
+}
+
 function eventList(events: EventRecord[]): string {
   return `[${events.map((e) => e.data).join(',')}]`;
 }

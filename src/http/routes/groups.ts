@@ -3,12 +3,13 @@
  * group's stream is its stored events (under the group's id), replayed and then followed live
  * as a task's are.
  */
-import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { ROUTES } from '../../contract/index.js';
 import { mergedOutput } from '../../groups/group-view.js';
-import { exportContentType, exportMergedRows } from '../../outputs/export.js';
+import { exportMergedRows } from '../../outputs/export.js';
 import { contractRoute, typed } from '../contract-route.js';
+import { sendExport, wantedFormat } from '../exports.js';
+import { groupRowsBody } from '../spliced-bodies.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
 import { resumeSeq, streamTaskEvents } from '../sse.js';
@@ -51,16 +52,10 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
     ...contractRoute(ROUTES.getGroupRows),
     handler: async (request, reply) => {
       const group = await groups.find(request.accountId, request.params.group_id);
-      const format = request.query.format ?? (/\btext\/csv\b/.test(request.headers.accept ?? '') ? 'csv' : 'json');
-      if (format !== 'json') {
-        return reply
-          .type(exportContentType(format))
-          .header('Content-Disposition', `attachment; filename="${group.id}.${format}"`)
-          .send(Readable.from(exportMergedRows(mergedOutput(group.spec), groups.allRows(group), format)));
-      }
+      const format = wantedFormat(request, request.query.format);
+      if (format !== 'json') return sendExport(reply, format, `${group.id}.${format}`, exportMergedRows(mergedOutput(group.spec), groups.allRows(group), format));
       const page = await groups.rows(group, request.query.offset ?? 0, request.query.limit ?? 100);
-      // The rows are spliced in as made (groups/group-view.ts), not serialized again.
-      return reply.type('application/json; charset=utf-8').send(`{"total":${page.total},"rows":[${page.rows.join(',')}]}`);
+      return reply.type('application/json; charset=utf-8').send(groupRowsBody(page.total, page.rows));
     },
   });
 

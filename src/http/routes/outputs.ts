@@ -3,18 +3,13 @@
  * whole outputs streamed as CSV or JSONL, the list of a task's outputs, and the snapshots of
  * what the task read (its sources).
  */
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ROUTES, type ExportFormat, type OutputQuery } from '../../contract/index.js';
-import { exportContentType, exportFileName, exportRows } from '../../outputs/export.js';
+import { ROUTES, type OutputQuery } from '../../contract/index.js';
+import { exportFileName, exportRows } from '../../outputs/export.js';
 import type { SourceSnapshotInfo } from '../../store/store.js';
 import { contractRoute, typed } from '../contract-route.js';
+import { sendExport, wantedFormat } from '../exports.js';
 import { outputPageBody } from '../spliced-bodies.js';
-
-function wantedFormat(request: FastifyRequest, query: OutputQuery): ExportFormat {
-  if (query.format) return query.format;
-  return /\btext\/csv\b/.test(request.headers.accept ?? '') ? 'csv' : 'json';
-}
 
 export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
   const app = typed(fastify);
@@ -23,14 +18,8 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
   async function sendOutput(request: FastifyRequest, reply: FastifyReply, query: OutputQuery, taskId: string, outputId: string | undefined) {
     const { task, output } = await queries.output(request.accountId, taskId, outputId);
     if (!output) return reply.type('application/json; charset=utf-8').send(outputPageBody(0, [], null));
-    const format = wantedFormat(request, query);
-    if (format !== 'json') {
-      const body = Readable.from(exportRows(output, store.rows.iterate(task.id, output.id), format));
-      return reply
-        .type(exportContentType(format))
-        .header('Content-Disposition', `attachment; filename="${exportFileName(output, format)}"`)
-        .send(body);
-    }
+    const format = wantedFormat(request, query.format);
+    if (format !== 'json') return sendExport(reply, format, exportFileName(output, format), exportRows(output, store.rows.iterate(task.id, output.id), format));
     const { total, rows } = await queries.rows(task, output, query.offset ?? 0, query.limit ?? 100);
     return reply.type('application/json; charset=utf-8').send(outputPageBody(total, rows, { id: output.id, kind: output.kind, path: output.path }));
   }
