@@ -2,6 +2,7 @@
  * What every command gets: the process's streams and environment, the global flags, and clients
  * built from QUARRY_URL, QUARRY_API_KEY and QUARRY_ADMIN_KEY.
  */
+import { once } from 'node:events';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { QuarryClient } from '../../packages/client/src/index.js';
 import { ExitCode, HelpRequested, UsageError, type ExitCodeValue } from './exit-codes.js';
@@ -143,6 +144,37 @@ export async function listItems<T>(values: { limit?: string; all?: boolean }, li
     if (items.length >= limit) break;
   }
   return items;
+}
+
+/** `--limit N`, `--offset N`, `--csv` and `--jsonl`: the options of a command that shows rows (`task rows`, `group rows`). */
+export const ROWS_OPTIONS = {
+  limit: { type: 'string', short: 'n' }, offset: { type: 'string' }, csv: { type: 'boolean' }, jsonl: { type: 'boolean' },
+} as const satisfies OptionSpec;
+
+/**
+ * What a rows command was asked for: a whole export (`--csv` or `--jsonl`), or a page of the
+ * table view (`--limit`, default 20, or 100 with --json; `--offset`). `exported` names what an
+ * export holds, for the message that refuses paging one.
+ */
+export function rowsRequest(ctx: CliContext, values: { limit?: string; offset?: string; csv?: boolean; jsonl?: boolean }, opts: { maxLimit: number; exported: string }):
+  { export: 'csv' | 'jsonl' } | { limit: number; offset: number } {
+  if (values.csv && values.jsonl) throw new UsageError('choose one of --csv and --jsonl');
+  if (values.csv || values.jsonl) {
+    if (values.limit || values.offset) throw new UsageError(`--csv and --jsonl export ${opts.exported}; --limit and --offset apply to the table view`);
+    return { export: values.csv ? 'csv' : 'jsonl' };
+  }
+  return {
+    limit: intOption(values.limit, 'limit', { min: 1, max: opts.maxLimit }) ?? (ctx.json ? 100 : 20),
+    offset: intOption(values.offset, 'offset', { min: 0 }) ?? 0,
+  };
+}
+
+/** Writes an export to stdout as it arrives, waiting whenever stdout is full (a pipe to a slow reader). */
+export async function writeExport(ctx: CliContext, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+  const stdout = ctx.io.stdout;
+  for await (const chunk of chunks) {
+    if (!stdout.write(chunk)) await once(stdout, 'drain');
+  }
 }
 
 /**

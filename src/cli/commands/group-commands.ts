@@ -3,13 +3,12 @@
  * follow, stop, retry, add-inputs. `--follow` shows the group's progress from its stream until no
  * run is pending or running, and exits 0 only when every run completed.
  */
-import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   ConnectionError, QuarryError, type Group, type GroupDetail, type GroupInputFormat, type QuarryClient,
 } from '../../../packages/client/src/index.js';
-import { intOption, listCommand, numberArg, parseCommand, type CliContext, type Command } from '../context.js';
+import { intOption, listCommand, numberArg, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError, type ExitCodeValue } from '../exit-codes.js';
 import { fields, groupCounts, groupFields, groupsTable, inputCount, rowsTable } from '../format.js';
 import { GroupProgressView } from '../progress-view.js';
@@ -157,26 +156,15 @@ const follow: Command = async (ctx, args) => {
 };
 
 const rows: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, {
-    limit: { type: 'string', short: 'n' },
-    offset: { type: 'string' },
-    csv: { type: 'boolean' },
-    jsonl: { type: 'boolean' },
-  }, { min: 1, max: 1, names: 'ID' });
-  if (values.csv && values.jsonl) throw new UsageError('choose one of --csv and --jsonl');
+  const { values, positionals } = parseCommand(args, ROWS_OPTIONS, { min: 1, max: 1, names: 'ID' });
   const groupId = positionals[0]!;
   const client = ctx.client();
-  if (values.csv || values.jsonl) {
-    if (values.limit || values.offset) throw new UsageError('--csv and --jsonl export every merged row; --limit and --offset apply to the table view');
-    const file = await client.groups.export(groupId, values.csv ? 'csv' : 'jsonl');
-    const stdout = ctx.io.stdout;
-    for await (const chunk of file) {
-      if (!stdout.write(chunk)) await once(stdout, 'drain');
-    }
+  const asked = rowsRequest(ctx, values, { maxLimit: 10_000, exported: 'every merged row' });
+  if ('export' in asked) {
+    await writeExport(ctx, await client.groups.export(groupId, asked.export));
     return ExitCode.ok;
   }
-  const limit = intOption(values.limit, 'limit', { min: 1, max: 10_000 }) ?? (ctx.json ? 100 : 20);
-  const offset = intOption(values.offset, 'offset', { min: 0 }) ?? 0;
+  const { limit, offset } = asked;
   const page = await client.groups.rows(groupId, { limit, offset });
   if (ctx.json) {
     ctx.printJson(page);

@@ -1,10 +1,9 @@
 /**
  * `quarry task …`: create, list, show, follow, wait, continue, execute, stop, rm, outputs, rows.
  */
-import { once } from 'node:events';
 import fs from 'node:fs/promises';
 import type { Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { intOption, listCommand, parseCommand, type CliContext, type Command } from '../context.js';
+import { intOption, listCommand, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
@@ -159,27 +158,15 @@ const outputs: Command = async (ctx, args) => {
 };
 
 const rows: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, {
-    output: { type: 'string', short: 'o' },
-    limit: { type: 'string', short: 'n' },
-    offset: { type: 'string' },
-    csv: { type: 'boolean' },
-    jsonl: { type: 'boolean' },
-  }, { min: 1, max: 1, names: 'ID' });
-  if (values.csv && values.jsonl) throw new UsageError('choose one of --csv and --jsonl');
+  const { values, positionals } = parseCommand(args, { output: { type: 'string', short: 'o' }, ...ROWS_OPTIONS }, { min: 1, max: 1, names: 'ID' });
   const taskId = positionals[0]!;
   const client = ctx.client();
-  if (values.csv || values.jsonl) {
-    if (values.limit || values.offset) throw new UsageError('--csv and --jsonl export the whole output; --limit and --offset apply to the table view');
-    const file = await client.tasks.export(taskId, { output: values.output, format: values.csv ? 'csv' : 'jsonl' });
-    const stdout = ctx.io.stdout;
-    for await (const chunk of file) {
-      if (!stdout.write(chunk)) await once(stdout, 'drain');
-    }
+  const asked = rowsRequest(ctx, values, { maxLimit: 50_000, exported: 'the whole output' });
+  if ('export' in asked) {
+    await writeExport(ctx, await client.tasks.export(taskId, { output: values.output, format: asked.export }));
     return ExitCode.ok;
   }
-  const limit = intOption(values.limit, 'limit', { min: 1, max: 50_000 }) ?? (ctx.json ? 100 : 20);
-  const offset = intOption(values.offset, 'offset', { min: 0 }) ?? 0;
+  const { limit, offset } = asked;
   const page = await client.tasks.output(taskId, { output: values.output, limit, offset });
   if (ctx.json) {
     ctx.printJson(page);
