@@ -30,6 +30,7 @@ import type { EventBus } from '../events/event-bus.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { EventRecord, GroupInputRecord, GroupPatch, GroupRecord, Repositories, Store } from '../store/store.js';
+import { invalid } from '../tasks/spec.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import { claimKey, type EndedRun, type GroupRunHooks, type IdempotencyMark, type TaskService } from '../tasks/task-service.js';
 import type { Uploads } from '../uploads/uploads.js';
@@ -130,15 +131,19 @@ export class GroupService implements GroupRunHooks {
   private readonly bus: EventBus;
   private readonly config: Config;
   private readonly tasks: TaskService;
+  private readonly commands: TaskCommands;
+  private readonly uploads: Uploads;
   private readonly clock: () => Date;
   /** Called after a commit that queued webhook deliveries. */
   onDeliveriesQueued: () => void = () => {};
 
-  constructor(private readonly opts: GroupServiceOptions) {
+  constructor(opts: GroupServiceOptions) {
     this.store = opts.store;
     this.bus = opts.bus;
     this.config = opts.config;
     this.tasks = opts.tasks;
+    this.commands = opts.commands;
+    this.uploads = opts.uploads;
     this.clock = opts.clock ?? (() => new Date());
   }
 
@@ -390,12 +395,12 @@ export class GroupService implements GroupRunHooks {
     if (body.input_upload_id === undefined) {
       throw QuarryError.validation('inputs', 'inputs (up to 1,000 objects) or input_upload_id (a CSV or JSON Lines upload) is required', [{ type: 'missing', loc: ['body', 'inputs'], msg: 'is required' }]);
     }
-    const upload = await this.opts.uploads.findCompleted(accountId, body.input_upload_id);
+    const upload = await this.uploads.findCompleted(accountId, body.input_upload_id);
     if (!upload) {
       throw QuarryError.validation('input_upload_id', `input_upload_id "${body.input_upload_id}" is not a finished upload of this account`, [{ type: 'value_error', loc: ['body', 'input_upload_id'], msg: 'is not a finished upload of this account' }]);
     }
     const format = inputFileFormat(upload);
-    const file = await this.opts.uploads.localPath(upload);
+    const file = await this.uploads.localPath(upload);
     let records = 0;
     for await (const input of readInputFile(file, format, columns)) {
       void input;
@@ -407,15 +412,14 @@ export class GroupService implements GroupRunHooks {
 
   /** A group's spec: a task spec with input columns and exactly one table output, whose columns the input columns do not repeat. */
   private async groupSpec(accountId: string, input: GroupBody['task']): Promise<TaskSpec> {
-    const spec = await this.opts.commands.specOf(accountId, input, { forGroup: true });
-    const refuse = (param: string, msg: string) => QuarryError.validation(param, `${param} ${msg}`, [{ type: 'value_error', loc: ['body', ...param.split('.')], msg }]);
-    if (!spec.input_columns) throw refuse('task.input_columns', 'is required: the columns every input has');
+    const spec = await this.commands.specOf(accountId, input, { forGroup: true });
+    if (!spec.input_columns) throw invalid('task.input_columns', 'is required: the columns every input has');
     const tables = spec.outputs.filter((o) => o.kind === 'table');
-    if (spec.outputs.length !== 1 || tables.length !== 1) throw refuse('task.outputs', `must be exactly one table output (the merged table), got ${spec.outputs.length} output(s), ${tables.length} of them tables`);
-    if (spec.schedule) throw refuse('task.schedule', 'is not for a group: a group runs each input once');
+    if (spec.outputs.length !== 1 || tables.length !== 1) throw invalid('task.outputs', `must be exactly one table output (the merged table), got ${spec.outputs.length} output(s), ${tables.length} of them tables`);
+    if (spec.schedule) throw invalid('task.schedule', 'is not for a group: a group runs each input once');
     const outputColumns = new Set(tables[0]!.columns!.map((c) => c.name));
     const clash = spec.input_columns.findIndex((c) => outputColumns.has(c.name));
-    if (clash >= 0) throw refuse(`task.input_columns[${clash}].name`, `"${spec.input_columns[clash]!.name}" is also a column of the table: a merged row holds both, so name them apart`);
+    if (clash >= 0) throw invalid(`task.input_columns[${clash}].name`, `"${spec.input_columns[clash]!.name}" is also a column of the table: a merged row holds both, so name them apart`);
     return spec;
   }
 

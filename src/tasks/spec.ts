@@ -30,7 +30,7 @@ export const DEFAULT_TOOLS: ToolName[] = [...TOOL_NAMES];
 const EXTENSION: Record<OutputDecl['kind'], string> = { table: 'csv', report: 'md', records: 'jsonl' };
 
 /** Fails with a 422 naming `param`; `param` is a dotted path such as `task.outputs[1].id`. */
-function invalid(param: string, msg: string): QuarryError {
+export function invalid(param: string, msg: string): QuarryError {
   return QuarryError.validation(param, `${param} ${msg}`, [{ type: 'value_error', loc: toLoc(param), msg }]);
 }
 
