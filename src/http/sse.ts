@@ -1,5 +1,5 @@
 /**
- * Server-sent events for a task (decisions §10): replay stored events after a sequence number,
+ * Server-sent events of a task or a group (decisions §10, §15.2): replay stored events after a sequence number,
  * then go live without a gap or a duplicate; keep-alive comments; a client that falls too far
  * behind is disconnected rather than buffered without bound, and resumes with Last-Event-ID.
  */
@@ -27,7 +27,8 @@ setInterval(() => {
 export interface StreamOptions {
   store: Store;
   fanout: StreamFanout;
-  taskId: string;
+  /** Whose stored events: a task's id, or a group's (a group's events are stored under its id). */
+  streamId: string;
   /** Send stored events with a sequence number above this. */
   afterSeq: number;
   pingIntervalMs: number;
@@ -180,7 +181,7 @@ export function openStream(request: FastifyRequest, reply: FastifyReply): Server
   return raw;
 }
 
-export async function streamTaskEvents(request: FastifyRequest, reply: FastifyReply, opts: StreamOptions): Promise<void> {
+export async function streamEvents(request: FastifyRequest, reply: FastifyReply, opts: StreamOptions): Promise<void> {
   const raw = openStream(request, reply);
   const socket = raw.socket;
   // The client is already gone: there is nothing to stream to.
@@ -216,7 +217,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   // check is its backlog. A client too slow to keep up is cut off and resumes with Last-Event-ID.
   const checkBacklog = () => {
     if (ended || socket.writableLength <= opts.maxBufferBytes) return;
-    request.log.info({ task_id: opts.taskId, buffered: socket.writableLength }, 'slow SSE client disconnected');
+    request.log.info({ stream_id: opts.streamId, buffered: socket.writableLength }, 'slow SSE client disconnected');
     stop();
     raw.destroy();
   };
@@ -255,7 +256,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
   };
 
   // Follow before reading the store so nothing published meanwhile is missed.
-  const unsubscribe = opts.fanout.follow(opts.taskId, {
+  const unsubscribe = opts.fanout.follow(opts.streamId, {
     deliver(events) {
       if (live) send(events);
       else backlog.push(...events);
@@ -270,7 +271,7 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
       let more = false;
       try {
         if (ended) break;
-        const page = await opts.store.events.list(opts.taskId, lastSeq, REPLAY_PAGE);
+        const page = await opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE);
         send(page);
         more = page.length === REPLAY_PAGE;
       } finally {
@@ -288,9 +289,9 @@ export async function streamTaskEvents(request: FastifyRequest, reply: FastifyRe
     // No await between the backlog and this line, so no event can fall between backlog and live.
     live = true;
   } catch (err) {
-    request.log.warn({ err, task_id: opts.taskId }, 'event replay failed');
+    request.log.warn({ err, task_id: opts.streamId }, 'event replay failed');
     const failure = turnError('service_unavailable', 'Events cannot be read right now: reconnect with Last-Event-ID.');
-    write(unstoredFrame('error', opts.taskId, new Date().toISOString(), failure));
+    write(unstoredFrame('error', opts.streamId, new Date().toISOString(), failure));
     end();
   }
 }

@@ -12,7 +12,7 @@ import { sendExport, wantedFormat } from '../exports.js';
 import { groupRowsBody } from '../spliced-bodies.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
-import { resumeSeq, streamTaskEvents } from '../sse.js';
+import { resumeSeq, streamEvents } from '../sse.js';
 import { StreamFanout } from '../sse-fanout.js';
 
 export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
@@ -71,9 +71,9 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
       // A group with nothing to run: what was stored, up to its last event. Else until a `done`
       // still to come (an earlier one, followed by more inputs, is passed over).
       const openedAt = group.lastEventSeq;
-      await streamTaskEvents(request, reply, {
+      await streamEvents(request, reply, {
         store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
-        taskId: group.id, afterSeq,
+        streamId: group.id, afterSeq,
         isLast: idle ? (event) => event.seq >= openedAt : (event) => event.type === 'done' && event.seq >= openedAt,
       });
     },

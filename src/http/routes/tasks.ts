@@ -11,7 +11,7 @@ import { toTaskView } from '../../tasks/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
-import { frame, lastEventIdFrame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamTaskEvents, unstoredFrame } from '../sse.js';
+import { frame, lastEventIdFrame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamEvents, unstoredFrame } from '../sse.js';
 import { eventsBody, taskDetailBody } from '../spliced-bodies.js';
 import { StreamFanout } from '../sse-fanout.js';
 
@@ -62,8 +62,8 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
       throw err;
     }
     const turnId = result.turnId;
-    await streamTaskEvents(request, reply, {
-      ...streamOptions, taskId: result.task.task_id, afterSeq: result.fromSeq,
+    await streamEvents(request, reply, {
+      ...streamOptions, streamId: result.task.task_id, afterSeq: result.fromSeq,
       isLast: (event) => event.type === 'done' && event.turnId === turnId,
     });
   }
@@ -131,7 +131,7 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
         return reply.code(204).send(null);
       }
       if (task.currentTurnId) {
-        await streamTaskEvents(request, reply, { ...streamOptions, taskId: task.id, afterSeq, isLast: leavesTaskIdle });
+        await streamEvents(request, reply, { ...streamOptions, streamId: task.id, afterSeq, isLast: leavesTaskIdle });
         return;
       }
       // Idle: what was missed (when resuming), then the snapshot and a done, neither stored. A
@@ -140,8 +140,8 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
       // happens (a turn without a model fails at once), and clients take it as any stored event.
       const failure = afterSeq > 0 ? undefined : await queries.lastTurnError(task);
       const at = new Date().toISOString();
-      await streamTaskEvents(request, reply, {
-        ...streamOptions, taskId: task.id,
+      await streamEvents(request, reply, {
+        ...streamOptions, streamId: task.id,
         afterSeq: afterSeq > 0 ? afterSeq : task.lastEventSeq,
         isLast: () => false,
         closingFrames: [
