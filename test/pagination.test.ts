@@ -225,3 +225,45 @@ describe('GET /task paging with QUARRY_PUBLIC_URL', () => {
     assert.equal(rest.headers.get('link'), null);
   });
 });
+
+describe('GET /task after changes', () => {
+  /** An API-only node: tasks change only as the test changes them. */
+  const apiOnly = { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '100000' };
+  const names = (page: any[]) => page.map((t: any) => [t.task_id, t.name, t.pinned]);
+
+  it('each change of a task shows at the next read of the list, whatever was read before', async (t) => {
+    const h = await startHarness({ model: false, env: apiOnly });
+    t.after(() => h.close());
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await h.request('POST', '/task', { body: { prompt: `Changing task ${i}` } })).body.task_id);
+    const list = async () => (await get(h, '/task?limit=10')).body as any[];
+    assert.deepEqual(names(await list()), [[ids[2], null, false], [ids[1], null, false], [ids[0], null, false]]);
+
+    assert.equal((await h.request('PATCH', `/task/${ids[0]}`, { body: { name: 'renamed' } })).status, 200);
+    assert.deepEqual(names(await list()), [[ids[0], 'renamed', false], [ids[2], null, false], [ids[1], null, false]]);
+    assert.equal((await h.request('PATCH', `/task/${ids[1]}`, { body: { pinned: true } })).status, 200);
+    assert.deepEqual(names(await list()), [[ids[1], null, true], [ids[0], 'renamed', false], [ids[2], null, false]]);
+    assert.equal((await h.request('DELETE', `/task/${ids[0]}`)).status, 200);
+    const page = await list();
+    assert.deepEqual(names(page), [[ids[1], null, true], [ids[2], null, false]]);
+    // Each body is the task's own, as GET /task/{task_id} shows it (less the spec and events).
+    for (const task of page) {
+      const { spec: _spec, events: _events, ...detail } = (await h.request('GET', `/task/${task.task_id}`)).body;
+      assert.deepEqual(task, detail);
+    }
+  });
+
+  it('on PostgreSQL, a change made through another process shows at this one\'s next read', { skip: process.env.QUARRY_TEST_STORE !== 'postgres' && 'PostgreSQL only' }, async (t) => {
+    const a = await startHarness({ model: false, env: apiOnly });
+    t.after(() => a.close());
+    const { databaseUrl, databaseSchema } = a.quarry.config;
+    const b = await startHarness({ model: false, env: { ...apiOnly, QUARRY_DATABASE_URL: databaseUrl!, QUARRY_DATABASE_SCHEMA: databaseSchema! } });
+    t.after(() => b.close());
+    const id = (await a.request('POST', '/task', { body: { prompt: 'Shared task' } })).body.task_id;
+    const listOn = async (h: Harness) => names((await get(h, '/task?limit=10', a.key)).body as any[]);
+    assert.deepEqual(await listOn(a), [[id, null, false]]);
+    assert.deepEqual(await listOn(b), [[id, null, false]]);
+    assert.equal((await b.request('PATCH', `/task/${id}`, { key: a.key, body: { name: 'after' } })).status, 200);
+    assert.deepEqual(await listOn(a), [[id, 'after', false]], 'the process that did not make the change');
+  });
+});

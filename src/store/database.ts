@@ -53,6 +53,8 @@ export interface TasksTable {
   group_id: ColumnType<string | null, string | null | undefined, string | null>;
   group_input_idx: ColumnType<number | null, number | null | undefined, number | null>;
   group_input: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Raised by every change of the row: the list's cached views are of one version. */
+  version: ColumnType<number, number | undefined, number>;
 }
 
 export interface GroupsTable {

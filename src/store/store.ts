@@ -106,6 +106,11 @@ export interface TaskListCursor {
   id: string;
 }
 
+/** A task's place in the list and its row's version, which every change of the row raises. */
+export interface TaskListKey extends TaskListCursor {
+  version: number;
+}
+
 export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt' | 'group'>>;
 
 export interface TasksRepository {
@@ -115,10 +120,13 @@ export interface TasksRepository {
   /** The task's state and its current turn in one indexed read, without the spec (the /state poll). */
   getState(id: string): Promise<TaskStateRecord | undefined>;
   /**
-   * One page in list order (pinned first, then newest update), starting after `after`. Deleted
+   * One page of the list in its order (pinned first, then newest update), starting after
+   * `after`: each task's sort key and row version, read from the list's index alone. Deleted
    * tasks are left out; so are groups' runs, unless `groupId` names the group whose runs to list.
    */
-  list(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskRecord[]>;
+  listKeys(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListKey[]>;
+  /** The tasks with these ids that exist, in no particular order. */
+  getMany(ids: readonly string[]): Promise<TaskRecord[]>;
   /** Tasks in cron mode whose next run is due at `now`. */
   listDueCron(now: string, limit: number): Promise<TaskRecord[]>;
 }

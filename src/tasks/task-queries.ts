@@ -4,9 +4,10 @@
  */
 import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskRecord } from '../store/store.js';
+import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskListKey, TaskRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
 import { activeOutputOf, isVisibleTo } from './task-view.js';
+import { TaskViewCache } from './task-view-cache.js';
 
 
 /** The list cursor is opaque to clients: base64url of the last task's sort key. */
@@ -30,6 +31,8 @@ function decodeCursor(raw: string): TaskListCursor {
 }
 
 export class TaskQueries {
+  private readonly views = new TaskViewCache();
+
   constructor(private readonly store: Store, private readonly tasks: TaskService) {}
 
   /** A task of this account, else 404 task_not_found (503 when the store cannot answer). */
@@ -79,10 +82,38 @@ export class TaskQueries {
     };
   }
 
-  /** One page in list order (single tasks, or the runs of group `groupId`); `nextCursor` when more remain. */
+  /** One page in list order (single tasks, or the runs of group `groupId`), as records; `nextCursor` when more remain. */
   async list(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
-    const page = await this.tasks.listTasks(accountId, limit, cursor ? decodeCursor(cursor) : undefined, groupId);
-    return { tasks: page.tasks, ...(page.next ? { nextCursor: encodeCursor(page.next) } : {}) };
+    const { keys, nextCursor } = await this.listKeys(accountId, limit, cursor, groupId);
+    const byId = new Map((await this.store.tasks.getMany(keys.map((k) => k.id))).map((t) => [t.id, t]));
+    return { tasks: keys.flatMap((k) => byId.get(k.id) ?? []), nextCursor };
+  }
+
+  /**
+   * The same page as the Task bodies' JSON (GET /task): each task's view is built once per
+   * version of its row, and only the tasks whose view is not held are read in full.
+   */
+  async listViews(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ views: string[]; nextCursor?: string }> {
+    const { keys, nextCursor } = await this.listKeys(accountId, limit, cursor, groupId);
+    const held = keys.map((k) => this.views.get(k));
+    const missing = keys.filter((_, i) => held[i] === undefined).map((k) => k.id);
+    const read = new Map((await this.store.tasks.getMany(missing)).map((t) => [t.id, t]));
+    const now = Date.now();
+    const views = keys.flatMap((k, i) => {
+      const view = held[i];
+      if (view !== undefined) return [view];
+      // Deleted for good between the two reads: left out, as a later page would.
+      const task = read.get(k.id);
+      return task ? [this.views.put(task, k.version, now)] : [];
+    });
+    return { views, nextCursor };
+  }
+
+  private async listKeys(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ keys: TaskListKey[]; nextCursor?: string }> {
+    const keys = await this.store.tasks.listKeys(accountId, limit + 1, cursor ? decodeCursor(cursor) : undefined, groupId);
+    const page = keys.slice(0, limit);
+    const last = page[page.length - 1];
+    return { keys: page, ...(keys.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
   }
 
   /**

@@ -14,7 +14,7 @@ import { storeEvents } from '../events/store-events.js';
 import { crashPoint } from '../crash-points.js';
 import { newId } from '../ids.js';
 import type {
-  EventRecord, IdempotencyRecord, Repositories, Store, TaskActivity, TaskListCursor, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
+  EventRecord, IdempotencyRecord, Repositories, Store, TaskActivity, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
 } from '../store/store.js';
 import { nextCronRun, normalizeSchedule } from './spec.js';
 import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
@@ -223,13 +223,6 @@ export class TaskService {
   }
 
   // ---- reads ----------------------------------------------------------------------------------
-
-  async listTasks(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<{ tasks: TaskRecord[]; next?: TaskListCursor }> {
-    const rows = await this.store.tasks.list(accountId, limit + 1, after, groupId);
-    const tasks = rows.slice(0, limit);
-    const last = tasks[tasks.length - 1];
-    return { tasks, next: rows.length > limit && last ? { pinned: last.pinned, updatedAt: last.updatedAt, id: last.id } : undefined };
-  }
 
   /**
    * Resolves when the turn has ended, `timeoutMs` passed or `signal` aborted (the waiting client

@@ -19,6 +19,11 @@ function pollAfter(task: TaskRecord, now: number): number {
   return POLL_IDLE_S;
 }
 
+/** Whether the view changes with time alone (a cron task's poll_after_s counts down to its next run). */
+export function viewChangesWithTime(task: TaskRecord): boolean {
+  return task.status !== 'execute' && task.cronNextRunAt !== null;
+}
+
 export function activeOutputOf(task: TaskRecord): string | null {
   if (task.activeOutput && task.spec.outputs.some((o) => o.id === task.activeOutput)) return task.activeOutput;
   return task.spec.outputs[0]?.id ?? null;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
-import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
+import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskListKey, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -166,20 +166,37 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       }
       made.push(task(acct, { deletedAt: new Date().toISOString(), status: 'deleted' }));
       for (const t of made) await store.tasks.insert(t);
-      const seen: string[] = [];
+      const seen: TaskListKey[] = [];
       let cursor;
       for (let page = 0; page < 10; page++) {
-        const rows = await store.tasks.list(acct, 4, cursor);
-        seen.push(...rows.map((r) => r.id));
-        if (rows.length < 4) break;
-        const last = rows[rows.length - 1]!;
-        cursor = { pinned: last.pinned, updatedAt: last.updatedAt, id: last.id };
+        const keys = await store.tasks.listKeys(acct, 4, cursor);
+        seen.push(...keys);
+        if (keys.length < 4) break;
+        cursor = keys[keys.length - 1]!;
       }
       const expected = made
         .filter((t) => !t.deletedAt)
         .sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id))
-        .map((t) => t.id);
+        .map((t) => ({ id: t.id, pinned: t.pinned, updatedAt: t.updatedAt, version: 0 }));
       assert.deepEqual(seen, expected);
+    });
+
+    it('raises a task\'s version with every change of its row, and reads tasks by id', async () => {
+      const acct = uid('acct');
+      const [a, b] = [task(acct), task(acct)];
+      for (const t of [a, b]) await store.tasks.insert(t);
+      const versionOf = async (id: string) => (await store.tasks.listKeys(acct, 10)).find((k) => k.id === id)?.version;
+      assert.equal(await versionOf(a.id), 0);
+      await store.tasks.update(a.id, { activity: 'thinking' });
+      await store.transaction(async (tx) => tx.tasks.update(a.id, { queuedCount: 1, creditsUsedMicros: 5 }));
+      assert.equal(await versionOf(a.id), 2, 'one step per change, whatever it sets');
+      await store.tasks.update(a.id, {});
+      assert.equal(await versionOf(a.id), 2, 'a change that sets nothing runs nothing');
+      assert.equal(await versionOf(b.id), 0, 'other tasks keep theirs');
+      const read = await store.tasks.getMany([b.id, a.id, uid('tsk')]);
+      assert.deepEqual(read.map((t) => t.id).sort(), [a.id, b.id].sort(), 'unknown ids are left out');
+      assert.equal(read.find((t) => t.id === a.id)!.queuedCount, 1);
+      assert.deepEqual(await store.tasks.getMany([]), []);
     });
 
     it('claims pending turns oldest first and takes over expired leases', async () => {

@@ -3,7 +3,7 @@
  * dialect profile, and runCompiled, the one way to run a hot statement.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { Compilable, CompiledQuery, Kysely, QueryResult, Transaction, Updateable } from 'kysely';
+import { sql, type Compilable, type CompiledQuery, type Kysely, type QueryResult, type Transaction, type Updateable } from 'kysely';
 import type { Database } from '../database.js';
 import type { DialectProfile } from './dialect-profile.js';
 
@@ -47,16 +47,18 @@ export abstract class SqlRepository {
 
   /**
    * Sets the columns of `row` on the row `id` of `table` (a task or a turn, changed a few columns
-   * at a time): one compiled statement per set of columns. Nothing to set runs nothing.
+   * at a time): one compiled statement per set of columns. `raised` names a counter column the
+   * same statement adds one to (a task's version). Nothing to set runs nothing.
    */
-  protected async updateById<T extends 'tasks' | 'turns'>(table: T, id: string, row: Updateable<Database[T]>): Promise<void> {
+  protected async updateById<T extends 'tasks' | 'turns'>(table: T, id: string, row: Updateable<Database[T]>, raised?: 'version'): Promise<void> {
     const columns = Object.keys(row);
     if (columns.length === 0) return;
     // Kysely types a statement over one table known when it is written; the row was typed
     // against its own table by the caller, so the statement is typed as if on tasks.
     const sameShape = this.db as Kysely<Database>;
-    await this.runCompiled(`${table}.update:${columns}`, [...Object.values(row), id], () =>
-      sameShape.updateTable(table as 'tasks').set(row as Updateable<Database['tasks']>).where('id', '=', id),
-    );
+    await this.runCompiled(`${table}.update:${columns}${raised ? `:+${raised}` : ''}`, [...Object.values(row), id], () => {
+      const set = sameShape.updateTable(table as 'tasks').set(row as Updateable<Database['tasks']>);
+      return (raised ? set.set(raised, (eb) => eb(raised, '+', sql.lit(1))) : set).where('id', '=', id);
+    });
   }
 }

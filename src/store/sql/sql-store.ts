@@ -13,6 +13,7 @@ import * as m000004 from '../migrations/000004_last_error.js';
 import * as m000005 from '../migrations/000005_webhooks.js';
 import * as m000006 from '../migrations/000006_sources.js';
 import * as m000007 from '../migrations/000007_groups.js';
+import * as m000008 from '../migrations/000008_task_version.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink } from './cluster.js';
@@ -38,6 +39,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000005_webhooks': m000005,
   '000006_sources': m000006,
   '000007_groups': m000007,
+  '000008_task_version': m000008,
 };
 
 class StaticMigrations implements MigrationProvider {

@@ -2,7 +2,7 @@
 import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../accounts/credits.js';
 import type { TasksTable } from '../database.js';
-import type { TaskListCursor, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnError, TurnKind } from '../store.js';
+import type { TaskListCursor, TaskListKey, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnError, TurnKind } from '../store.js';
 import { SqlRepository, type SqlHandle } from './sql-repository.js';
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
@@ -108,6 +108,41 @@ export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateR
     .where('tasks.id', '=', taskId);
 }
 
+/** A row of taskListQuery. */
+export interface TaskListRow {
+  id: string;
+  pinned: number;
+  updated_at: string;
+  version: number;
+}
+
+export function toTaskListKey(r: TaskListRow): TaskListKey {
+  return { id: r.id, pinned: Number(r.pinned) === 1, updatedAt: r.updated_at, version: Number(r.version) };
+}
+
+/**
+ * A page of the list's keys: pinned first, then newest update, ties by id, all descending, so
+ * "after the cursor" is one row comparison, which both databases turn into a range of the list
+ * index (inside an OR neither would start the scan at the cursor). SQLite also runs it on its
+ * read connection (sqlite/sqlite-reads.ts).
+ */
+export function taskListQuery(db: SqlHandle, accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Compilable<TaskListRow> {
+  let q = db.selectFrom('tasks').select(['id', 'pinned', 'updated_at', 'version'])
+    .where('account_id', '=', accountId)
+    .where('group_id', groupId === undefined ? 'is' : '=', groupId ?? null)
+    .where('deleted_at', 'is', null);
+  if (after) q = q.where((eb) => eb(eb.refTuple('pinned', 'updated_at', 'id'), '<', eb.tuple(after.pinned ? 1 : 0, after.updatedAt, after.id)));
+  return q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit);
+}
+
+/** taskListQuery's statement name and the values it binds, in their order. */
+export function taskListShape(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): { shape: string; parameters: unknown[] } {
+  return {
+    shape: `tasks.listKeys:${groupId === undefined ? 'single' : 'group'}:${after ? 'after' : 'first'}`,
+    parameters: [accountId, ...(groupId === undefined ? [] : [groupId]), ...(after ? [after.pinned ? 1 : 0, after.updatedAt, after.id] : []), limit],
+  };
+}
+
 export class SqlTasks extends SqlRepository implements TasksRepository {
   async insert(t: TaskRecord): Promise<void> {
     const { id, accountId, createdAt, group, ...fields } = t;
@@ -128,7 +163,7 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
   }
 
   async update(id: string, patch: TaskPatch): Promise<void> {
-    await this.updateById('tasks', id, taskRow(patch));
+    await this.updateById('tasks', id, taskRow(patch), 'version');
   }
 
   async getState(id: string): Promise<TaskStateRecord | undefined> {
@@ -136,22 +171,15 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     return r && toTaskState(r);
   }
 
-  async list(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskRecord[]> {
-    let q = this.db.selectFrom('tasks').selectAll().where('account_id', '=', accountId)
-      .where('group_id', groupId === undefined ? 'is' : '=', groupId ?? null)
-      .where('deleted_at', 'is', null);
-    if (after) {
-      const pinned = after.pinned ? 1 : 0;
-      // Keyset pagination over (pinned desc, updated_at desc, id desc): rows strictly after the cursor.
-      q = q.where((eb) =>
-        eb.or([
-          eb('pinned', '<', pinned),
-          eb.and([eb('pinned', '=', pinned), eb('updated_at', '<', after.updatedAt)]),
-          eb.and([eb('pinned', '=', pinned), eb('updated_at', '=', after.updatedAt), eb('id', '<', after.id)]),
-        ]),
-      );
-    }
-    const rows = await q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  async listKeys(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListKey[]> {
+    const { shape, parameters } = taskListShape(accountId, limit, after, groupId);
+    const { rows } = await this.runCompiled(shape, parameters, () => taskListQuery(this.db, accountId, limit, after, groupId));
+    return rows.map(toTaskListKey);
+  }
+
+  async getMany(ids: readonly string[]): Promise<TaskRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.selectFrom('tasks').selectAll().where('id', 'in', ids).execute();
     return rows.map(toTask);
   }
 

@@ -1,6 +1,6 @@
 /**
- * SQLite only: the two hottest reads, the /state poll and output pages, run synchronously on a
- * second, read-only connection. PostgreSQL needs no such thing: its pool already reads beside
+ * SQLite only: the hottest reads (the /state poll, the list's keys and output pages) run
+ * synchronously on a second, read-only connection. PostgreSQL needs no such thing: its pool already reads beside
  * transactions in progress, and other processes write to it, so there is no commit this process
  * could count on to tell when a cached read goes stale.
  *
@@ -14,13 +14,14 @@
  * cache, so a cached row is never older than the last commit. Between commits, polls cost no
  * query at all.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../database.js';
 import type { DialectProfile } from '../sql/dialect-profile.js';
 import { rowsQuery, SqlRows } from '../sql/rows.js';
-import { SqlTasks, taskStateQuery, toTaskState, type StateRow } from '../sql/tasks.js';
-import type { TaskStateRecord } from '../store.js';
+import { SqlTasks, taskListQuery, taskListShape, taskStateQuery, toTaskListKey, toTaskState, type StateRow, type TaskListRow } from '../sql/tasks.js';
+import type { TaskListCursor, TaskListKey, TaskStateRecord } from '../store.js';
 
 /** How many /state rows are kept between writes. */
 const STATE_CACHE_SIZE = 10_000;
@@ -28,6 +29,8 @@ const STATE_CACHE_SIZE = 10_000;
 export class SqliteReads {
   private statements: { state: SQLite.Statement; rows: SQLite.Statement } | undefined;
   private readonly stateRows = new Map<string, StateRow | null>();
+  /** The list's statements by shape (first page or after a cursor; single tasks or a group's runs). */
+  private readonly listStatements = new Map<string, SQLite.Statement>();
 
   constructor(
     private readonly reader: SQLite.Database,
@@ -59,6 +62,18 @@ export class SqliteReads {
     return row ? toTaskState(row) : undefined;
   }
 
+  taskListKeys(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): TaskListKey[] {
+    const { shape, parameters } = taskListShape(accountId, limit, after, groupId);
+    let statement = this.listStatements.get(shape);
+    if (!statement) {
+      const compiled = taskListQuery(this.root, accountId, limit, after, groupId).compile();
+      if (!isDeepStrictEqual(compiled.parameters, parameters)) throw new Error(`statement "${shape}": its parameters are not the values it binds`);
+      statement = this.reader.prepare(compiled.sql);
+      this.listStatements.set(shape, statement);
+    }
+    return (statement.all(...parameters) as TaskListRow[]).map(toTaskListKey);
+  }
+
   rows(taskId: string, outputId: string, offset: number, limit: number): Buffer[] {
     return this.prepared().rows.all(taskId, outputId, offset, offset + limit) as Buffer[];
   }
@@ -68,7 +83,7 @@ export class SqliteReads {
   }
 }
 
-/** `store.tasks` outside transactions: the /state poll from the read connection. */
+/** `store.tasks` outside transactions: the /state poll and the list's keys from the read connection. */
 export class SqliteTasks extends SqlTasks {
   constructor(private readonly reads: SqliteReads) {
     super(reads.root, reads.profile);
@@ -76,6 +91,10 @@ export class SqliteTasks extends SqlTasks {
 
   override async getState(id: string): Promise<TaskStateRecord | undefined> {
     return this.reads.taskState(id);
+  }
+
+  override async listKeys(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListKey[]> {
+    return this.reads.taskListKeys(accountId, limit, after, groupId);
   }
 }
 
