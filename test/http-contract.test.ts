@@ -819,7 +819,7 @@ describe('store failures: 500 internal_error and 503 service_unavailable / auth_
   });
 
   it('a task list that cannot be read is 503 service_unavailable (interface §7: list returns 401, 422, 503)', async () => {
-    const res = await failing('tasks.listKeys', busy, () => h.request('GET', '/task'));
+    const res = await failing('tasks.listPage', busy, () => h.request('GET', '/task'));
     expectError(res, 503, 'service_unavailable', true);
     assert.ok(!res.text.includes('SECRET-INTERNALS'));
   });

@@ -136,7 +136,7 @@ describe('Idempotency-Key under concurrency', () => {
     // one group commit on SQLite: either way only the database's unique key can tell them apart.
     const createKey = { key: `create-${uid()}`, requestHash: 'create' };
     await settle(Array.from({ length: 5 }, () => tasks.create(accountId, { spec: emptySpec(PROMPT), kind: 'plan' }, createKey)));
-    const listed = await h.quarry.store.tasks.listKeys(accountId, 10);
+    const listed = (await h.quarry.store.tasks.listPage(accountId, 10)).tasks;
     assert.equal(listed.length, 1);
     const taskId = listed[0]!.id;
 

@@ -106,9 +106,16 @@ export interface TaskListCursor {
   id: string;
 }
 
-/** A task's place in the list and its row's version, which every change of the row raises. */
-export interface TaskListKey extends TaskListCursor {
+/** A task in a page of the list, and its row's version, which every change of the row raises. */
+export interface TaskListEntry {
+  id: string;
   version: number;
+}
+
+export interface TaskListPage {
+  tasks: TaskListEntry[];
+  /** Where the next page starts; absent on the last page. */
+  next?: TaskListCursor;
 }
 
 export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt' | 'group'>>;
@@ -121,10 +128,10 @@ export interface TasksRepository {
   getState(id: string): Promise<TaskStateRecord | undefined>;
   /**
    * One page of the list in its order (pinned first, then newest update), starting after
-   * `after`: each task's sort key and row version, read from the list's index alone. Deleted
-   * tasks are left out; so are groups' runs, unless `groupId` names the group whose runs to list.
+   * `after`: each task's id and row version, read from the list's index alone. Deleted tasks
+   * are left out; so are groups' runs, unless `groupId` names the group whose runs to list.
    */
-  listKeys(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListKey[]>;
+  listPage(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListPage>;
   /** The tasks with these ids that exist, in no particular order. */
   getMany(ids: readonly string[]): Promise<TaskRecord[]>;
   /** Tasks in cron mode whose next run is due at `now`. */

@@ -4,7 +4,7 @@
  */
 import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskListKey, TaskRecord } from '../store/store.js';
+import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskListPage, TaskRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
 import { activeOutputOf, isVisibleTo } from './task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
@@ -84,9 +84,9 @@ export class TaskQueries {
 
   /** One page in list order (single tasks, or the runs of group `groupId`), as records; `nextCursor` when more remain. */
   async list(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
-    const { keys, nextCursor } = await this.listKeys(accountId, limit, cursor, groupId);
-    const byId = new Map((await this.store.tasks.getMany(keys.map((k) => k.id))).map((t) => [t.id, t]));
-    return { tasks: keys.flatMap((k) => byId.get(k.id) ?? []), nextCursor };
+    const { tasks, next } = await this.listPage(accountId, limit, cursor, groupId);
+    const byId = new Map((await this.store.tasks.getMany(tasks.map((t) => t.id))).map((t) => [t.id, t]));
+    return { tasks: tasks.flatMap((t) => byId.get(t.id) ?? []), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
   }
 
   /**
@@ -94,26 +94,23 @@ export class TaskQueries {
    * version of its row, and only the tasks whose view is not held are read in full.
    */
   async listViews(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ views: string[]; nextCursor?: string }> {
-    const { keys, nextCursor } = await this.listKeys(accountId, limit, cursor, groupId);
-    const held = keys.map((k) => this.views.get(k));
-    const missing = keys.filter((_, i) => held[i] === undefined).map((k) => k.id);
+    const { tasks, next } = await this.listPage(accountId, limit, cursor, groupId);
+    const held = tasks.map((t) => this.views.get(t));
+    const missing = tasks.filter((_, i) => held[i] === undefined).map((t) => t.id);
     const read = new Map((await this.store.tasks.getMany(missing)).map((t) => [t.id, t]));
     const now = Date.now();
-    const views = keys.flatMap((k, i) => {
+    const views = tasks.flatMap((t, i) => {
       const view = held[i];
       if (view !== undefined) return [view];
       // Deleted for good between the two reads: left out, as a later page would.
-      const task = read.get(k.id);
-      return task ? [this.views.put(task, k.version, now)] : [];
+      const task = read.get(t.id);
+      return task ? [this.views.put(task, t.version, now)] : [];
     });
-    return { views, nextCursor };
+    return { views, ...(next ? { nextCursor: encodeCursor(next) } : {}) };
   }
 
-  private async listKeys(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ keys: TaskListKey[]; nextCursor?: string }> {
-    const keys = await this.store.tasks.listKeys(accountId, limit + 1, cursor ? decodeCursor(cursor) : undefined, groupId);
-    const page = keys.slice(0, limit);
-    const last = page[page.length - 1];
-    return { keys: page, ...(keys.length > limit && last ? { nextCursor: encodeCursor(last) } : {}) };
+  private listPage(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<TaskListPage> {
+    return this.store.tasks.listPage(accountId, limit, cursor ? decodeCursor(cursor) : undefined, groupId);
   }
 
   /**

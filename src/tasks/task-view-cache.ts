@@ -6,7 +6,7 @@
  * keeps its own; the version read from the store is what says a view is current, so a change
  * made by another process of a cluster is seen at the next read.
  */
-import type { TaskListKey, TaskRecord } from '../store/store.js';
+import type { TaskListEntry, TaskRecord } from '../store/store.js';
 import { toTaskView, viewChangesWithTime } from './task-view.js';
 
 /** How many views are kept; past it the cache starts again empty (a page refills what it needs). */
@@ -15,15 +15,15 @@ const TASK_VIEWS_MAX = 10_000;
 export class TaskViewCache {
   private readonly views = new Map<string, { version: number; json: string }>();
 
-  /** The view of the task at this key's version, when it is held. */
-  get(key: TaskListKey): string | undefined {
-    const held = this.views.get(key.id);
-    return held?.version === key.version ? held.json : undefined;
+  /** The view of the task at this entry's version, when it is held. */
+  get(entry: TaskListEntry): string | undefined {
+    const held = this.views.get(entry.id);
+    return held?.version === entry.version ? held.json : undefined;
   }
 
   /**
    * Builds the view of `task`, read at `version` or later, and keeps it under `version`: a view
-   * newer than its key is never wrong, and the next change's higher version replaces it. A view
+   * newer than its entry is never wrong, and the next change's higher version replaces it. A view
    * that changes with time alone is built for each page and not kept.
    */
   put(task: TaskRecord, version: number, now: number): string {

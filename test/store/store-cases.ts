@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
-import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskListKey, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
+import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -166,26 +166,28 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       }
       made.push(task(acct, { deletedAt: new Date().toISOString(), status: 'deleted' }));
       for (const t of made) await store.tasks.insert(t);
-      const seen: TaskListKey[] = [];
+      const seen: TaskListEntry[] = [];
       let cursor;
-      for (let page = 0; page < 10; page++) {
-        const keys = await store.tasks.listKeys(acct, 4, cursor);
-        seen.push(...keys);
-        if (keys.length < 4) break;
-        cursor = keys[keys.length - 1]!;
+      for (let pages = 0; pages < 10; pages++) {
+        const page = await store.tasks.listPage(acct, 4, cursor);
+        seen.push(...page.tasks);
+        cursor = page.next;
+        if (!cursor) break;
+        assert.deepEqual(cursor.id, page.tasks[3]!.id, 'the next page starts after the last task of this one');
       }
       const expected = made
         .filter((t) => !t.deletedAt)
         .sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id))
-        .map((t) => ({ id: t.id, pinned: t.pinned, updatedAt: t.updatedAt, version: 0 }));
+        .map((t) => ({ id: t.id, version: 0 }));
       assert.deepEqual(seen, expected);
+      assert.equal((await store.tasks.listPage(acct, expected.length)).next, undefined, 'a page that ends the list has no next');
     });
 
     it('raises a task\'s version with every change of its row, and reads tasks by id', async () => {
       const acct = uid('acct');
       const [a, b] = [task(acct), task(acct)];
       for (const t of [a, b]) await store.tasks.insert(t);
-      const versionOf = async (id: string) => (await store.tasks.listKeys(acct, 10)).find((k) => k.id === id)?.version;
+      const versionOf = async (id: string) => (await store.tasks.listPage(acct, 10)).tasks.find((k) => k.id === id)?.version;
       assert.equal(await versionOf(a.id), 0);
       await store.tasks.update(a.id, { activity: 'thinking' });
       await store.transaction(async (tx) => tx.tasks.update(a.id, { queuedCount: 1, creditsUsedMicros: 5 }));

@@ -2,7 +2,7 @@
 import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../accounts/credits.js';
 import type { TasksTable } from '../database.js';
-import type { TaskListCursor, TaskListKey, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnError, TurnKind } from '../store.js';
+import type { TaskListCursor, TaskListPage, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnError, TurnKind } from '../store.js';
 import { SqlRepository, type SqlHandle } from './sql-repository.js';
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {
@@ -111,23 +111,28 @@ export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateR
 /** A row of taskListQuery. */
 export interface TaskListRow {
   id: string;
+  version: number;
   pinned: number;
   updated_at: string;
-  version: number;
 }
 
-export function toTaskListKey(r: TaskListRow): TaskListKey {
-  return { id: r.id, pinned: Number(r.pinned) === 1, updatedAt: r.updated_at, version: Number(r.version) };
+/** A page from the `limit + 1` rows read for it: the extra row only says that more remain. */
+export function toTaskListPage(rows: TaskListRow[], limit: number): TaskListPage {
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    tasks: page.map((r) => ({ id: r.id, version: Number(r.version) })),
+    ...(rows.length > limit && last ? { next: { pinned: Number(last.pinned) === 1, updatedAt: last.updated_at, id: last.id } } : {}),
+  };
 }
 
 /**
- * A page of the list's keys: pinned first, then newest update, ties by id, all descending, so
- * "after the cursor" is one row comparison, which both databases turn into a range of the list
- * index (inside an OR neither would start the scan at the cursor). SQLite also runs it on its
- * read connection (sqlite/sqlite-reads.ts).
+ * The list's rows: pinned first, then newest update, ties by id, all descending, so "after the
+ * cursor" is one row comparison, which both databases turn into a range of the list index
+ * (inside an OR neither would start the scan at the cursor).
  */
-export function taskListQuery(db: SqlHandle, accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Compilable<TaskListRow> {
-  let q = db.selectFrom('tasks').select(['id', 'pinned', 'updated_at', 'version'])
+export function taskListQuery(db: SqlHandle, accountId: string, limit: number, after?: TaskListCursor, groupId?: string) {
+  let q = db.selectFrom('tasks')
     .where('account_id', '=', accountId)
     .where('group_id', groupId === undefined ? 'is' : '=', groupId ?? null)
     .where('deleted_at', 'is', null);
@@ -138,7 +143,7 @@ export function taskListQuery(db: SqlHandle, accountId: string, limit: number, a
 /** taskListQuery's statement name and the values it binds, in their order. */
 export function taskListShape(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): { shape: string; parameters: unknown[] } {
   return {
-    shape: `tasks.listKeys:${groupId === undefined ? 'single' : 'group'}:${after ? 'after' : 'first'}`,
+    shape: `tasks.list:${groupId === undefined ? 'single' : 'group'}:${after ? 'after' : 'first'}`,
     parameters: [accountId, ...(groupId === undefined ? [] : [groupId]), ...(after ? [after.pinned ? 1 : 0, after.updatedAt, after.id] : []), limit],
   };
 }
@@ -171,10 +176,11 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     return r && toTaskState(r);
   }
 
-  async listKeys(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListKey[]> {
-    const { shape, parameters } = taskListShape(accountId, limit, after, groupId);
-    const { rows } = await this.runCompiled(shape, parameters, () => taskListQuery(this.db, accountId, limit, after, groupId));
-    return rows.map(toTaskListKey);
+  async listPage(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListPage> {
+    const { shape, parameters } = taskListShape(accountId, limit + 1, after, groupId);
+    const { rows } = await this.runCompiled(shape, parameters, () =>
+      taskListQuery(this.db, accountId, limit + 1, after, groupId).select(['id', 'version', 'pinned', 'updated_at']));
+    return toTaskListPage(rows, limit);
   }
 
   async getMany(ids: readonly string[]): Promise<TaskRecord[]> {
