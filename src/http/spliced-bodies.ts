@@ -30,11 +30,6 @@ function eventList(events: EventRecord[]): string {
   return `[${events.map((e) => e.data).join(',')}]`;
 }
 
-/** GET /task: the Task bodies of a page, each as task-view-cache.ts keeps it. */
-export function taskListBody(views: string[]): string {
-  return `[${views.join(',')}]`;
-}
-
 /** GET /task/{task_id}: the task, its spec and its last events. */
 export function taskDetailBody(task: TaskRecord, events: EventRecord[]): string {
   const view = JSON.stringify({ ...toTaskView(task), spec: task.spec });

@@ -90,23 +90,14 @@ export class TaskQueries {
   }
 
   /**
-   * The same page as the Task bodies' JSON (GET /task): each task's view is built once per
-   * version of its row, and only the tasks whose view is not held are read in full.
+   * The same page as the body of GET /task: each task's view is built once per version of its
+   * row, and only the tasks whose view is not held are read in full (task-view-cache.ts).
    */
-  async listViews(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ views: string[]; nextCursor?: string }> {
+  async listBody(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ body: Buffer; nextCursor?: string }> {
     const { tasks, next } = await this.listPage(accountId, limit, cursor, groupId);
-    const held = tasks.map((t) => this.views.get(t));
-    const missing = tasks.filter((_, i) => held[i] === undefined).map((t) => t.id);
-    const read = new Map((await this.store.tasks.getMany(missing)).map((t) => [t.id, t]));
-    const now = Date.now();
-    const views = tasks.flatMap((t, i) => {
-      const view = held[i];
-      if (view !== undefined) return [view];
-      // Deleted for good between the two reads: left out, as a later page would.
-      const task = read.get(t.id);
-      return task ? [this.views.put(task, t.version, now)] : [];
-    });
-    return { views, ...(next ? { nextCursor: encodeCursor(next) } : {}) };
+    const request = `${accountId} ${limit} ${cursor ?? ''} ${groupId ?? ''}`;
+    const body = await this.views.pageBody(request, tasks, (ids) => this.store.tasks.getMany(ids));
+    return { body, ...(next ? { nextCursor: encodeCursor(next) } : {}) };
   }
 
   private listPage(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<TaskListPage> {

@@ -12,7 +12,7 @@ import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
 import { frame, lastEventIdFrame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamEvents, unstoredFrame } from '../sse.js';
-import { eventsBody, taskDetailBody, taskListBody } from '../spliced-bodies.js';
+import { eventsBody, taskDetailBody } from '../spliced-bodies.js';
 import { StreamFanout } from '../sse-fanout.js';
 
 /** Refusals that come from the task's state travel inside an opened stream (decisions §13). */
@@ -93,13 +93,13 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
     handler: async (request, reply) => {
       const limit = request.query.limit ?? 50;
       const { group_id: groupId } = request.query;
-      const page = await queries.listViews(request.accountId, limit, request.query.cursor, groupId);
+      const page = await queries.listBody(request.accountId, limit, request.query.cursor, groupId);
       if (page.nextCursor) {
         reply.header('X-Next-Cursor', page.nextCursor);
         const group = groupId === undefined ? '' : `&group_id=${encodeURIComponent(groupId)}`;
         reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/task?limit=${limit}&cursor=${page.nextCursor}${group}>; rel="next"`);
       }
-      return reply.type('application/json; charset=utf-8').send(taskListBody(page.views));
+      return reply.type('application/json; charset=utf-8').send(page.body);
     },
   });
 

@@ -109,7 +109,7 @@ export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateR
 }
 
 /** A row of taskListQuery. */
-export interface TaskListRow {
+interface TaskListRow {
   id: string;
   version: number;
   pinned: number;
@@ -117,7 +117,7 @@ export interface TaskListRow {
 }
 
 /** A page from the `limit + 1` rows read for it: the extra row only says that more remain. */
-export function toTaskListPage(rows: TaskListRow[], limit: number): TaskListPage {
+function toTaskListPage(rows: TaskListRow[], limit: number): TaskListPage {
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {

@@ -20,8 +20,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../database.js';
 import type { DialectProfile } from '../sql/dialect-profile.js';
 import { rowsQuery, SqlRows } from '../sql/rows.js';
-import { SqlTasks, taskListQuery, taskListShape, taskStateQuery, toTaskListPage, toTaskState, type StateRow, type TaskListRow } from '../sql/tasks.js';
-import type { TaskListCursor, TaskListPage, TaskStateRecord } from '../store.js';
+import { SqlTasks, taskListQuery, taskListShape, taskStateQuery, toTaskState, type StateRow } from '../sql/tasks.js';
+import type { TaskListCursor, TaskListEntry, TaskListPage, TaskStateRecord } from '../store.js';
 
 /** How many /state rows are kept between writes. */
 const STATE_CACHE_SIZE = 10_000;
@@ -77,7 +77,10 @@ export class SqliteReads {
       statement = this.reader.prepare(compiled.sql).pluck();
       this.listStatements.set(shape, statement);
     }
-    return toTaskListPage((statement.all(...parameters) as string[]).map(unpackListRow), limit);
+    const packed = statement.all(...parameters) as string[];
+    const page = packed.length > limit ? packed.slice(0, limit) : packed;
+    const last = page[page.length - 1];
+    return { tasks: page.map(entryOf), ...(packed.length > limit && last ? { next: cursorOf(last) } : {}) };
   }
 
   rows(taskId: string, outputId: string, offset: number, limit: number): Buffer[] {
@@ -89,9 +92,15 @@ export class SqliteReads {
   }
 }
 
-function unpackListRow(packed: string): TaskListRow {
-  const [version, pinned, updatedAt, id] = packed.split(' ');
-  return { id: id!, version: Number(version), pinned: Number(pinned), updated_at: updatedAt! };
+/** A packed list row's id and version (`version pinned updated_at id`). */
+function entryOf(packed: string): TaskListEntry {
+  return { id: packed.slice(packed.lastIndexOf(' ') + 1), version: Number(packed.slice(0, packed.indexOf(' '))) };
+}
+
+/** Where the page after a packed list row starts. */
+function cursorOf(packed: string): TaskListCursor {
+  const [, pinned, updatedAt, id] = packed.split(' ');
+  return { pinned: pinned === '1', updatedAt: updatedAt!, id: id! };
 }
 
 /** `store.tasks` outside transactions: the /state poll and the list's pages from the read connection. */
