@@ -26,6 +26,8 @@ export class PrometheusMetrics implements ScrapableMetrics {
   private readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly requestSeconds: Histogram<'method' | 'route'>;
+  /** The request series by method, route and status (route templates only, so a bounded set). */
+  private readonly requestSeries = new Map<string, { count: { inc(): void }; seconds: { observe(value: number): void } }>();
   private readonly streams: Gauge<'route'>;
   private readonly turns: Counter<'outcome'>;
   private readonly turnSeconds: Histogram<'outcome'>;
@@ -88,9 +90,16 @@ export class PrometheusMetrics implements ScrapableMetrics {
   }
 
   httpRequest(request: { method: string; route: string; status: number; seconds: number | null }): void {
-    const { method, route } = request;
-    this.requests.inc({ method, route, status: String(request.status) });
-    if (request.seconds !== null) this.requestSeconds.observe({ method, route }, request.seconds);
+    const { method, route, status } = request;
+    // prom-client hashes a label object at every call; the series of one route are few and hot.
+    const key = `${method} ${route} ${status}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      series = { count: this.requests.labels({ method, route, status: String(status) }), seconds: this.requestSeconds.labels({ method, route }) };
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    if (request.seconds !== null) series.seconds.observe(request.seconds);
   }
 
   streamOpened(route: string): () => void {

@@ -106,14 +106,14 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   app.route({
     ...contractRoute(ROUTES.getTask),
     handler: async (request, reply) => {
-      const { task, events } = await queries.detail(request.accountId, request.params.task_id, request.query.wait, clientGone(reply));
+      const { task, events } = await queries.detail(request.accountId, request.params.task_id, request.query.wait, request.query.wait ? clientGone(reply) : undefined);
       return reply.type('application/json; charset=utf-8').send(taskDetailBody(task, events));
     },
   });
 
   app.route({
     ...contractRoute(ROUTES.getTaskState),
-    handler: async (request, reply) => queries.state(request.accountId, request.params.task_id, request.query.wait, clientGone(reply)),
+    handler: async (request, reply) => queries.state(request.accountId, request.params.task_id, request.query.wait, request.query.wait ? clientGone(reply) : undefined),
   });
 
   app.route({

@@ -9,10 +9,10 @@
  * transaction in progress nor sees one's uncommitted writes, and it skips Kysely's per-query
  * promises.
  *
- * /state rows are also kept in memory until the next change: this process is the only writer of
- * an embedded database, and every commit (and every write outside a transaction) empties the
- * cache, so a cached row is never older than the last commit. Between commits, polls cost no
- * query at all.
+ * /state records are also kept in memory (the last error parsed) until the next change: this
+ * process is the only writer of an embedded database, and every commit (and every write outside
+ * a transaction) empties the cache, so a cached record is never older than the last commit.
+ * Between commits, polls cost no query and no parse at all.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type SQLite from 'better-sqlite3';
@@ -28,7 +28,7 @@ const STATE_CACHE_SIZE = 10_000;
 
 export class SqliteReads {
   private statements: { state: SQLite.Statement; rows: SQLite.Statement } | undefined;
-  private readonly stateRows = new Map<string, StateRow | null>();
+  private readonly states = new Map<string, TaskStateRecord | null>();
   /** The list's statements by shape (first page or after a cursor; single tasks or a group's runs). */
   private readonly listStatements = new Map<string, SQLite.Statement>();
 
@@ -41,7 +41,7 @@ export class SqliteReads {
 
   /** Called whenever a change may have become visible to the read connection. */
   forget(): void {
-    if (this.stateRows.size > 0) this.stateRows.clear();
+    if (this.states.size > 0) this.states.clear();
   }
 
   /** Prepared on first use: the tables exist only once migrations ran. The SQL is the repositories' own. */
@@ -52,14 +52,16 @@ export class SqliteReads {
     });
   }
 
-  taskState(id: string): TaskStateRecord | undefined {
-    let row = this.stateRows.get(id);
-    if (row === undefined) {
-      row = (this.prepared().state.get(id) as StateRow | undefined) ?? null;
-      if (this.stateRows.size >= STATE_CACHE_SIZE) this.stateRows.clear();
-      this.stateRows.set(id, row);
+  /** The state as read at the last commit: shared between polls, so read, never changed. */
+  taskState(id: string): Readonly<TaskStateRecord> | undefined {
+    let state = this.states.get(id);
+    if (state === undefined) {
+      const row = this.prepared().state.get(id) as StateRow | undefined;
+      state = row ? toTaskState(row) : null;
+      if (this.states.size >= STATE_CACHE_SIZE) this.states.clear();
+      this.states.set(id, state);
     }
-    return row ? toTaskState(row) : undefined;
+    return state ?? undefined;
   }
 
   /**
