@@ -95,6 +95,42 @@ async function sql<T extends pg.QueryResultRow = pg.QueryResultRow>(text: string
   return (await db.query<T>(text, params)).rows;
 }
 
+/**
+ * What a batch costs PostgreSQL besides CPU: write transactions (each takes a transaction id, so
+ * the id counter moves by exactly their number, unlike pg_stat_database, whose counts backends
+ * report up to seconds late) and the notifications Quarry sends, counted by listening to its
+ * channels, with the notices they carry (one per line).
+ */
+interface DbActivity {
+  write_transactions: number;
+  notifications: number;
+  notices: number;
+}
+
+async function dbActivityWindow(): Promise<{ stop(): Promise<DbActivity> }> {
+  const listener = new pg.Client({ connectionString: DATABASE_URL, application_name: `${RUN_TAG} notify counter` });
+  await listener.connect();
+  let notifications = 0;
+  let notices = 0;
+  listener.on('notification', (msg) => {
+    notifications++;
+    notices += (msg.payload ?? '').split('\n').length;
+  });
+  for (const channel of ['quarry_events', 'quarry_control']) await listener.query(`LISTEN ${channel}`);
+  const xid = async () => Number((await sql<{ xid: string }>('select pg_current_xact_id()::text as xid'))[0]!.xid);
+  const first = await xid();
+  return {
+    async stop() {
+      // Notifications sent just before the end are delivered within moments.
+      await sleep(200);
+      // The second read takes an id of its own.
+      const writes = (await xid()) - first - 1;
+      await listener.end();
+      return { write_transactions: writes, notifications, notices };
+    },
+  };
+}
+
 const liveSchemas = new Set<string>();
 
 function newSchema(label: string): string {
@@ -482,6 +518,9 @@ interface BatchResult {
   /** The same per turn, in ms. */
   cpu_ms_per_turn: CpuByGroup;
   usage: Usage;
+  db: DbActivity;
+  /** db per turn. */
+  db_per_turn: { write_transactions: number; notifications: number; notices: number };
 }
 
 interface CpuByGroup {
@@ -501,7 +540,7 @@ function perTurnMs(cpuS: CpuByGroup, turns: number): CpuByGroup {
 }
 
 /** A batch's figures; each acknowledged create is one turn. */
-function batchResult(ms: number, creates: Submitted, usage: Usage, nodes: QNode[]): BatchResult {
+function batchResult(ms: number, creates: Submitted, usage: Usage, db: DbActivity, nodes: QNode[]): BatchResult {
   const turns = creates.acknowledged;
   if (turns === 0) throw new Error(`no create was acknowledged: ${JSON.stringify(creates.failed)}`);
   const nodeCpu = (workers: boolean) => nodes.filter((n) => (n.role === 'worker') === workers).reduce((s, n) => s + (usage.cpu_s[n.name] ?? 0), 0);
@@ -512,7 +551,11 @@ function batchResult(ms: number, creates: Submitted, usage: Usage, nodes: QNode[
     harness: usage.cpu_s.harness ?? 0,
     all: Object.entries(usage.cpu_s).filter(([k]) => k !== 'postgres_other_clients').reduce((sum, [, v]) => sum + v, 0),
   };
-  return { turns, ms, turns_per_s: round((turns * 1000) / ms, 1), creates, cpu_s: cpuS, cpu_ms_per_turn: perTurnMs(cpuS, turns), usage };
+  return { turns, ms, turns_per_s: round((turns * 1000) / ms, 1), creates, cpu_s: cpuS, cpu_ms_per_turn: perTurnMs(cpuS, turns), usage, db, db_per_turn: dbPerTurn(db, turns) };
+}
+
+function dbPerTurn(db: DbActivity, turns: number): BatchResult['db_per_turn'] {
+  return { write_transactions: round(db.write_transactions / turns, 2), notifications: round(db.notifications / turns, 2), notices: round(db.notices / turns, 2) };
 }
 
 interface Verification {
@@ -609,12 +652,13 @@ async function benchTurns(workers: number, roundNo: number): Promise<TurnsRun> {
 
     log(`turns: ${workers} worker(s): end-to-end, ${BATCH} creates at ${CONCURRENCY} in flight while the workers run`);
     let usage = await usageWindow(nodes);
+    let activity = await dbActivityWindow();
     const t0 = Date.now();
     const e2eCreates = await submit(api, keys, BATCH, 'e2e');
     acknowledged += e2eCreates.acknowledged;
     let last = await waitTurnsEnded(schema, acknowledged, BATCH_TIMEOUT_MS);
     assertAlive(nodes);
-    const e2e = batchResult(last - t0, e2eCreates, await usage.stop(), nodes);
+    const e2e = batchResult(last - t0, e2eCreates, await usage.stop(), await activity.stop(), nodes);
     log(`turns: ${workers} worker(s): end-to-end ${e2e.turns_per_s} turns/s (creates ${e2eCreates.creates_per_s}/s)`);
 
     let backlog: BatchResult | undefined;
@@ -629,13 +673,14 @@ async function benchTurns(workers: number, roundNo: number): Promise<TurnsRun> {
         acknowledged += blCreates.acknowledged;
         await sleep(300);
         usage = await usageWindow(nodes);
+        activity = await dbActivityWindow();
       } finally {
         for (const w of workerNodes) resume(w);
       }
       const t1 = Date.now();
       last = await waitTurnsEnded(schema, acknowledged, BATCH_TIMEOUT_MS);
       assertAlive(nodes);
-      backlog = batchResult(last - t1, blCreates, await usage.stop(), nodes);
+      backlog = batchResult(last - t1, blCreates, await usage.stop(), await activity.stop(), nodes);
       log(`turns: ${workers} worker(s): backlog drained at ${backlog.turns_per_s} turns/s (creates alone: ${blCreates.creates_per_s}/s)`);
     }
 
@@ -658,6 +703,7 @@ interface BatchSummary {
   turns_per_s: number;
   creates_per_s: number;
   cpu_ms_per_turn: BatchResult['cpu_ms_per_turn'];
+  db_per_turn: BatchResult['db_per_turn'];
   /**
    * Turns per CPU-second of everything the benchmark runs (nodes, harness, PostgreSQL's share):
    * on a CPU-bound machine, throughput ≈ free cores × this, so it compares layouts even when
@@ -692,6 +738,11 @@ function summarizeBatches(batches: BatchResult[]): BatchSummary {
     turns_per_s: round((turns * 1000) / ms, 1),
     creates_per_s: round((turns * 1000) / createMs, 1),
     cpu_ms_per_turn: cpuMsPerTurn,
+    db_per_turn: dbPerTurn({
+      write_transactions: batches.reduce((s, b) => s + b.db.write_transactions, 0),
+      notifications: batches.reduce((s, b) => s + b.db.notifications, 0),
+      notices: batches.reduce((s, b) => s + b.db.notices, 0),
+    }, turns),
     turns_per_cpu_s: round(turns / cpuS.all, 1),
     cores: { machine: weighted('machine_cores'), postgres: weighted('postgres_cores'), foreign: weighted('foreign_cores') },
   };
@@ -952,6 +1003,7 @@ function printTurns(runs: TurnsRun[], summaries: TurnsSummary[]): void {
     rows.push([label, ...summaries.map((r) => String(f(r) ?? '—')), ...(compare ? [withRatio ? ratio(f(two), f(one)) : ''] : [])]);
   };
   const text = (label: string, f: (r: TurnsSummary) => string) => rows.push([label, ...summaries.map(f), ...(compare ? [''] : [])]);
+  const perTurn = (b: BatchSummary | null) => (b ? `${b.db_per_turn.write_transactions} / ${b.db_per_turn.notifications} / ${b.db_per_turn.notices}` : '—');
   const cores = (b: BatchSummary | null) => (b ? `${b.cores.machine} / ${b.cores.postgres} / ${b.cores.foreign}` : '—');
   figure('end-to-end turns/s', (r) => r.end_to_end.turns_per_s);
   figure('  creates/s meanwhile', (r) => r.end_to_end.creates_per_s, false);
@@ -962,6 +1014,7 @@ function printTurns(runs: TurnsRun[], summaries: TurnsSummary[]): void {
   figure('  all CPU per turn (ms)', (r) => r.end_to_end.cpu_ms_per_turn.all, false);
   figure('  turns per CPU-second', (r) => r.end_to_end.turns_per_cpu_s);
   text('  cores: machine / postgres / foreign', (r) => cores(r.end_to_end));
+  text('  per turn: write transactions / notifications / notices', (r) => perTurn(r.end_to_end));
   if (BACKLOG) {
     figure('backlog drain turns/s', (r) => r.backlog?.turns_per_s);
     figure('  creates/s, workers paused', (r) => r.backlog?.creates_per_s, false);
@@ -970,6 +1023,7 @@ function printTurns(runs: TurnsRun[], summaries: TurnsSummary[]): void {
     figure('  all CPU per turn (ms)', (r) => r.backlog?.cpu_ms_per_turn.all, false);
     figure('  turns per CPU-second', (r) => r.backlog?.turns_per_cpu_s);
     text('  cores: machine / postgres / foreign', (r) => cores(r.backlog));
+    text('  per turn: write transactions / notifications / notices', (r) => perTurn(r.backlog));
   }
   text('turns verified / anomalies', (r) => `${r.turns_verified} / ${r.anomalies}`);
   process.stdout.write(`\n${table(rows)}\n`);

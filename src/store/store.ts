@@ -215,6 +215,8 @@ export interface EventsRepository {
   insert(events: EventRecord[]): Promise<void>;
   list(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
   last(taskId: string, count: number): Promise<EventRecord[]>;
+  /** The seq of the last stored event of each of these streams (tasks or groups) that has any. */
+  lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>>;
 }
 
 // ---- rows: the outputs' rows ------------------------------------------------------------------

@@ -3,12 +3,46 @@
  * processes sharing one PostgreSQL database. Each needs a connection of its own that stays open:
  * notifications arrive on the listening connection, and an advisory lock lives exactly as long
  * as the connection that took it, so a dead process frees its locks without anyone cleaning up.
+ *
+ * Notices are sent after the transactions that stored what they announce have committed, never
+ * from inside them: PostgreSQL commits every transaction that sent NOTIFY under one lock for the
+ * whole database, so notifying writers queue on each other, and with many workers most of their
+ * time went to that queue. Here one connection per process sends the notices of an event-loop
+ * turn with one statement, packing a channel's notices into one notification per 7,900 bytes
+ * (lines of its payload). A notice is a hint: what it announces is in the store already, and a
+ * reader that misses one (this process died between the commit and the send, or the connection
+ * dropped) catches up from the store (events/cluster-relay.ts sweeps, the turn runner polls).
  */
 import pg from 'pg';
 import type { HeldLock } from '../store.js';
-import type { ClusterLink } from '../sql/cluster.js';
+import type { ClusterLink, Notice } from '../sql/cluster.js';
 
 const RECONNECT_MS = 1000;
+/** NOTIFY takes payloads of less than 8,000 bytes. */
+const MAX_PAYLOAD_BYTES = 7_900;
+
+/** The notices as (channel, payload) columns: each channel's notices in order, joined by lines. */
+export function packNotices(notices: readonly Notice[]): { channels: string[]; payloads: string[] } {
+  const channels: string[] = [];
+  const payloads: string[] = [];
+  const open = new Map<string, { index: number; bytes: number; seen: Set<string> }>();
+  for (const { channel, payload } of notices) {
+    const bytes = Buffer.byteLength(payload);
+    const current = open.get(channel);
+    // The same notice twice in one send (a wake) says nothing more.
+    if (current?.seen.has(payload)) continue;
+    if (current && current.bytes + 1 + bytes <= MAX_PAYLOAD_BYTES) {
+      payloads[current.index] += `\n${payload}`;
+      current.bytes += 1 + bytes;
+      current.seen.add(payload);
+    } else {
+      open.set(channel, { index: payloads.length, bytes, seen: new Set([payload]) });
+      channels.push(channel);
+      payloads.push(payload);
+    }
+  }
+  return { channels, payloads };
+}
 
 export class PostgresLink implements ClusterLink {
   private listener: pg.Client | undefined;
@@ -19,6 +53,10 @@ export class PostgresLink implements ClusterLink {
   private lostListener = false;
   private readonly locks = new Set<pg.Client>();
   private closed = false;
+  /** Notices waiting for the next send, the send under way, and its connection. */
+  private unsent: Notice[] = [];
+  private sending: Promise<void> | undefined;
+  private sender: pg.Client | undefined;
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -28,6 +66,41 @@ export class PostgresLink implements ClusterLink {
      */
     private readonly schema: string,
   ) {}
+
+  notify(notices: readonly Notice[]): void {
+    if (this.closed || notices.length === 0) return;
+    this.unsent.push(...notices);
+    this.sending ??= this.send().finally(() => {
+      this.sending = undefined;
+    });
+  }
+
+  /** Sends what waits, after the current event-loop turn (so its commits' notices go together), until nothing does. */
+  private async send(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.unsent.length > 0) {
+      const { channels, payloads } = packNotices(this.unsent);
+      this.unsent = [];
+      try {
+        this.sender ??= await this.connectSender();
+        await this.sender.query('select pg_notify(n.channel, n.payload) from unnest($1::text[], $2::text[]) as n(channel, payload)', [channels, payloads]);
+      } catch {
+        // Dropped: readers catch up from the store. The next send connects again.
+        const broken = this.sender;
+        this.sender = undefined;
+        await broken?.end().catch(() => {});
+      }
+    }
+  }
+
+  private async connectSender(): Promise<pg.Client> {
+    const client = new pg.Client(this.clientConfig);
+    client.on('error', () => {
+      if (this.sender === client) this.sender = undefined;
+    });
+    await client.connect();
+    return client;
+  }
 
   async listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
     let set = this.handlers.get(channel);
@@ -54,7 +127,10 @@ export class PostgresLink implements ClusterLink {
     this.connecting ??= (async () => {
       const client = new pg.Client(this.clientConfig);
       client.on('notification', (msg) => {
-        for (const handler of this.handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
+        const handlers = this.handlers.get(msg.channel);
+        if (!handlers) return;
+        // One notice per line (packNotices).
+        for (const notice of (msg.payload ?? '').split('\n')) for (const handler of handlers) handler(notice);
       });
       const lost = () => {
         if (this.listener !== client) return;
@@ -118,6 +194,10 @@ export class PostgresLink implements ClusterLink {
 
   async close(): Promise<void> {
     this.closed = true;
+    // What was committed before the close is still announced.
+    await this.sending;
+    await this.sender?.end().catch(() => {});
+    this.sender = undefined;
     const listener = this.listener;
     this.listener = undefined;
     await listener?.end().catch(() => {});

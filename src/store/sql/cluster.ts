@@ -12,7 +12,18 @@ import { SqlRepository, type SqlHandle } from './sql-repository.js';
  * Cross-process signals, each adapter's own (sqlite/sqlite-link.ts, postgres/postgres-link.ts):
  * LISTEN/NOTIFY and session locks on a shared database, nothing to do on an embedded one.
  */
+/** One notification to the processes sharing the store. */
+export interface Notice {
+  channel: string;
+  payload: string;
+}
+
 export interface ClusterLink {
+  /**
+   * Sends notices soon, outside any transaction: those of one event-loop turn go out together,
+   * as few notifications as their size allows (postgres/postgres-link.ts says why).
+   */
+  notify(notices: readonly Notice[]): void;
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>>;
   onResume(handler: () => void): () => void;
   tryLock(name: string): Promise<HeldLock | null>;
@@ -22,16 +33,21 @@ export interface ClusterLink {
 export class SqlCluster extends SqlRepository implements StoreCluster {
   // Assigned by hand, as in SqlRepository: built for every transaction.
   private declare readonly link: ClusterLink;
+  /** In a transaction: its notices, which SqlStore hands to the link once it has committed. */
+  private declare readonly notices: Notice[] | undefined;
 
-  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink) {
+  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, notices?: Notice[]) {
     super(db, profile);
     this.link = link;
+    this.notices = notices;
   }
 
   async notify(channel: string, payload: string): Promise<void> {
     if (!this.profile.shared) return;
-    // pg_notify inside the transaction is delivered on commit and dropped on rollback.
-    await sql`select pg_notify(${channel}, ${payload})`.execute(this.db);
+    // Sent after the commit, never inside it (a rollback sends nothing): PostgreSQL commits a
+    // transaction that notified under one lock for the whole database.
+    if (this.notices) this.notices.push({ channel, payload });
+    else this.link.notify([{ channel, payload }]);
   }
 
   async hitRateWindow(keyId: string, windowStart: string): Promise<number> {

@@ -24,4 +24,13 @@ export class SqlEvents extends SqlRepository implements EventsRepository {
     const rows = await this.db.selectFrom('events').selectAll().where('task_id', '=', taskId).orderBy('seq', 'desc').limit(count).execute();
     return rows.reverse().map(toEvent);
   }
+
+  async lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>> {
+    const seqs = new Map<string, number>();
+    if (streamIds.length === 0) return seqs;
+    const rows = await this.db.selectFrom('events').select(['task_id', (eb) => eb.fn.max('seq').as('seq')])
+      .where('task_id', 'in', streamIds).groupBy('task_id').execute();
+    for (const r of rows) seqs.set(r.task_id, Number(r.seq));
+    return seqs;
+  }
 }

@@ -16,7 +16,7 @@ import * as m000007 from '../migrations/000007_groups.js';
 import * as m000008 from '../migrations/000008_task_version.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
-import { SqlCluster, type ClusterLink } from './cluster.js';
+import { SqlCluster, type ClusterLink, type Notice } from './cluster.js';
 import type { DialectProfile } from './dialect-profile.js';
 import { runTransaction } from './run-transaction.js';
 import { SqlEvents } from './events.js';
@@ -69,7 +69,7 @@ export class SqlRepositories implements Repositories {
   readonly groups: SqlGroups;
   readonly cluster: SqlCluster;
 
-  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}) {
+  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}, notices?: Notice[]) {
     this.accounts = new SqlAccounts(db, profile);
     this.tasks = own.tasks ?? new SqlTasks(db, profile);
     this.turns = new SqlTurns(db, profile);
@@ -81,7 +81,7 @@ export class SqlRepositories implements Repositories {
     this.webhooks = new SqlWebhooks(db, profile);
     this.sources = new SqlSources(db, profile);
     this.groups = new SqlGroups(db, profile);
-    this.cluster = new SqlCluster(db, profile, link);
+    this.cluster = new SqlCluster(db, profile, link, notices);
   }
 }
 
@@ -117,8 +117,11 @@ export class SqlStore extends SqlRepositories implements Store {
   }
 
   async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
-    const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link));
-    return this.commits ? this.commits.run(body) : runTransaction(this.root, body);
+    const notices: Notice[] = [];
+    const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link, {}, notices));
+    const result = await (this.commits ? this.commits.run(body) : runTransaction(this.root, body));
+    if (notices.length > 0) this.opts.link.notify(notices);
+    return result;
   }
 
   async close(): Promise<void> {

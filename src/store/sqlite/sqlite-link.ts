@@ -6,6 +6,7 @@
 import type { ClusterLink } from '../sql/cluster.js';
 
 export const SQLITE_LINK: ClusterLink = {
+  notify: () => {},
   listen: async () => async () => {},
   onResume: () => () => {},
   tryLock: async () => ({ held: true, release: async () => {} }),
