@@ -82,6 +82,16 @@ export async function startBaseline(): Promise<{ url: string; child: Child }> {
   return { url, child };
 }
 
+/**
+ * The `turns` benchmark's model (bench/instant-model.ts) in its own process: every
+ * chat-completions call is answered at once with a final answer. `url` is its base URL.
+ */
+export async function startInstantModel(): Promise<{ url: string; child: Child }> {
+  const child = spawnNode('bench/instant-model.ts', [], { name: 'instant-model', raiseFdLimit: true });
+  const url = (await child.waitForLine(/^instant model listening on (http:\/\/\S+)/, 30_000))[1]!;
+  return { url, child };
+}
+
 /** One request with fetch that must succeed (for set-up and checks, not for measuring). */
 export async function expectOk(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<TestResponse> {
   const res = await fetchJson(method, url, opts);

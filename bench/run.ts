@@ -9,13 +9,16 @@
  *              serializing the same 50 tasks from memory per request.
  *   2. creates POST /task creates/s, each stored before it is answered; then kill -9, restart
  *              over the same data dir, and check that every acknowledged task_id is there.
+ *   2b. turns  the same, each create's turn really run: Quarry calls a model in its own process
+ *              (bench/instant-model.ts) that answers at once with a final answer; creates/s and
+ *              turns completed/s, and every turn must complete.
  *   3. output  GET /task/{id}/output?limit=50000 of a 50,000 × 10 table: ms per request vs the
  *              bare server sending a pre-built body of the same bytes.
  *   4. sse     5,000 concurrent GET /task/{id}/stream clients: latency from an event's stored
  *              `at` to its arrival, vs the bare server pushing the same frames at the same times.
  *
  * Results: a table on stdout and .bench/latest.json. Environment knobs (all optional):
- *   BENCH_ONLY=state,list,creates,output,sse   run a subset
+ *   BENCH_ONLY=state,list,creates,turns,output,sse   run a subset
  *   BENCH_ROUNDS=3 BENCH_ROUND_S=5        autocannon: rounds per server (alternating), seconds each
  *   BENCH_SSE_WINDOW_S=10                 how long the SSE benchmark's turn emits events
  *   BENCH_CONNECTIONS=50                  autocannon connections
@@ -34,13 +37,13 @@ import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
   OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
-  percentile, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startQuarry, startWatchdog, table,
+  percentile, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startInstantModel, startQuarry, startWatchdog, table,
   timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
 } from './lib.js';
 import { within } from '../test/helpers/bounded-waits.js';
 import { fetchJson } from '../test/helpers/http.js';
 
-const ALL = ['state', 'list', 'creates', 'output', 'sse'] as const;
+const ALL = ['state', 'list', 'creates', 'turns', 'output', 'sse'] as const;
 type BenchName = (typeof ALL)[number];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -244,26 +247,61 @@ async function benchList(): Promise<void> {
   }
 }
 
-// ---- 2. POST /task ----------------------------------------------------------------------------
+// ---- 2. POST /task, 2b. with a real turn each ------------------------------------------------
 
-/** Turns of the creates benchmark that have not ended yet, read from Quarry's SQLite file. */
-function turnBacklog(dataDir: string): () => number {
+/** A creates benchmark's turns, read from Quarry's SQLite file. */
+function turnCounts(dataDir: string) {
   const db = new Database(path.join(dataDir, 'quarry.db'), { readonly: true, fileMustExist: true });
-  const count = db.prepare("select count(*) from turns where status in ('pending', 'running')").pluck();
-  return () => count.get() as number;
+  const backlog = db.prepare("select count(*) from turns where status in ('pending', 'running')").pluck();
+  const completed = db.prepare("select count(*) from turns where status = 'completed'").pluck();
+  const byStatus = db.prepare('select status, count(*) as n from turns group by status');
+  return {
+    /** Turns that have not ended yet. */
+    backlog: () => backlog.get() as number,
+    completed: () => completed.get() as number,
+    byStatus: () => Object.fromEntries((byStatus.all() as { status: string; n: number }[]).map((r) => [r.status, r.n])) as Record<string, number>,
+  };
 }
 
-async function benchCreates(): Promise<void> {
-  const dataDir = freshDataDir('creates');
-  // Turns do run: no model is configured, so each create's turn is claimed, started and fails at
-  // once with an `error` event (decisions §4) — the cheapest honest setup; every create still
-  // stores its task, its turn and its events before it is answered. Such turns end at once, so
-  // the default of 32 turns at a time (sized for turns that wait on a model) would leave the
-  // worker short of work to group; 256 lets it keep up.
-  const quarryEnv = { QUARRY_MAX_CONCURRENT_TURNS: '256' };
-  let q: QuarryProcess = await startQuarry({ dataDir, label: 'quarry-creates', env: quarryEnv, nodeArgs: profArgs('creates') });
+/** What differs between the two POST /task benchmarks; the measuring is the same. */
+const CREATE_MODES = {
+  creates: {
+    metric: 'POST /task (stored before answered), with every turn ended',
+    target: '≥ 2,000 creates/s; every 200 survives kill -9',
+    turns: 'run; no model is configured, so each turn is claimed, started and fails at once with an error event',
+  },
+  turns: {
+    metric: 'POST /task (stored before answered), with every turn run and completed',
+    target: '≥ 30% of baseline, no refusals, turns keep up',
+    turns: 'run through the agent loop: one call to a model in its own process that answers at once with a final text answer (no tool calls), events stored, turn completed',
+  },
+} as const;
+
+/**
+ * POST /task creates/s, the turns they start included, against the bare server answering the
+ * same body. `creates`: no model is configured, so each create's turn is claimed, started and
+ * fails at once with an `error` event (decisions §4) — the cheapest honest setup; every create
+ * still stores its task, its turn and its events before it is answered. `turns`: Quarry calls a
+ * model (bench/instant-model.ts, in its own process so that its CPU is neither Quarry's nor the
+ * load generator's) that answers every call at once with a final answer, so each turn really runs:
+ * a model call over HTTP, its events stored, the turn completed, the task idle again.
+ */
+async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
+  const mode = CREATE_MODES[bench];
+  const dataDir = freshDataDir(bench);
+  const model = bench === 'turns' ? await startInstantModel() : undefined;
+  // Either way turns end at once, so the default of 32 turns at a time (sized for turns that wait
+  // on a model) would leave the worker short of work to group; 256 lets it keep up.
+  const quarryEnv: Record<string, string> = {
+    QUARRY_MAX_CONCURRENT_TURNS: '256',
+    ...(model ? { QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL: 'fake-model' } : {}),
+  };
+  let q: QuarryProcess = await startQuarry({ dataDir, label: `quarry-${bench}`, env: quarryEnv, nodeArgs: profArgs(bench) });
   const key = q.key;
-  const backlog = turnBacklog(dataDir);
+  const turns = turnCounts(dataDir);
+  const turnsEnded = (what: string) => within((async () => {
+    while (turns.backlog() > 0) await sleep(20);
+  })(), 120_000, `${bench}: ${what}`);
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
   const body = JSON.stringify({ prompt: 'Find every company making Li-ion cells in the EU, with plant location and capacity.' });
   const acknowledged: string[] = [];
@@ -291,45 +329,50 @@ async function benchCreates(): Promise<void> {
   });
   // After each Quarry round: how many turns were still to run, and how long (and how much
   // Quarry CPU) finishing them took. The round's figures include that drain, so a server that
-  // answers creates while its turns fall behind gains nothing.
-  const drains: { backlog: number; ms: number; cpuS: number }[] = [];
+  // answers creates while its turns fall behind gains nothing. `completed` is the count of
+  // completed turns once they have all ended.
+  const drains: { backlog: number; ms: number; cpuS: number; completed: number }[] = [];
   const drain = async () => {
     const cpu = processCpu(q.child.proc.pid);
     const t = Date.now();
-    const left = backlog();
-    await within((async () => {
-      while (backlog() > 0) await sleep(20);
-    })(), 120_000, 'creates: turns to finish');
-    drains.push({ backlog: left, ms: Date.now() - t, cpuS: cpu.stop() });
+    const left = turns.backlog();
+    await turnsEnded('turns to finish');
+    drains.push({ backlog: left, ms: Date.now() - t, cpuS: cpu.stop(), completed: turns.completed() });
   };
   let checked = 0;
   let missing = 0;
   let killedAfter = 0;
   let backlogAtKill = 0;
   const statuses: Record<string, number> = {};
+  let turnStatusAtEnd: Record<string, number> = {};
   try {
     b = await startBaseline();
-    log(`creates: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${CONNECTIONS} connections`);
+    log(`${bench}: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${CONNECTIONS} connections`);
     await cannon({ ...opts(q.url, true), duration: WARMUP_S });
     await drain();
+    const completedBefore = drains[0]!.completed;
     drains.length = 0;
     await expectOk('POST', `${b.url}/_bench/config`, { body: { createBody } });
     await cannon({ ...opts(b.url, false), duration: WARMUP_S });
+    // The model is idle during the baseline rounds (every turn ended in the drain before), so its
+    // CPU over the whole run is its CPU for the Quarry rounds' turns.
+    const modelCpu = processCpu(model?.child.proc.pid);
     const run = await alternate({ opts: opts(q.url, true), pid: q.child.proc.pid }, { opts: opts(b.url, false), pid: b.child.proc.pid }, drain);
+    const modelCpuS = modelCpu.stop();
     if (CPU_PROF) {
       // Node writes a profile as it exits and SIGKILL leaves none: the profiled process ends
       // normally, and a fresh one over the same data takes the durability round.
       await q.child.stop('SIGTERM');
-      q = await startQuarry({ dataDir, key, label: 'quarry-creates-durability', env: quarryEnv });
+      q = await startQuarry({ dataDir, key, label: `quarry-${bench}-durability`, env: quarryEnv });
     }
     // Durability: one more round, then kill -9 right after its last answer, turns still running.
-    log(`creates: a last ${ROUND_S} s round, then SIGKILL`);
+    log(`${bench}: a last ${ROUND_S} s round, then SIGKILL`);
     await cannon({ ...opts(q.url, true), duration: ROUND_S });
-    backlogAtKill = backlog();
+    backlogAtKill = turns.backlog();
     await q.child.stop('SIGKILL');
     killedAfter = acknowledged.length;
-    log(`creates: Quarry was killed with SIGKILL after ${killedAfter} acknowledged creates (${backlogAtKill} turns not ended); restarting over the same data dir`);
-    q = await startQuarry({ dataDir, key, label: 'quarry-creates-restart', env: quarryEnv });
+    log(`${bench}: Quarry was killed with SIGKILL after ${killedAfter} acknowledged creates (${backlogAtKill} turns not ended); restarting over the same data dir`);
+    q = await startQuarry({ dataDir, key, label: `quarry-${bench}-restart`, env: quarryEnv });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
     const restarted = q;
     await within(
@@ -343,29 +386,59 @@ async function benchCreates(): Promise<void> {
       'durability check',
     );
     agent.destroy();
+    if (model) {
+      // The restarted Quarry takes up the turns the kill cut short; once they have ended, every
+      // turn of the run, warm-up and durability round included, must have completed.
+      await turnsEnded('turns left by the kill to finish');
+      turnStatusAtEnd = turns.byStatus();
+    }
 
     const created = run.quarry.runs.reduce((n, r) => n + r['2xx'], 0);
     const seconds = run.quarry.runs.reduce((n, r) => n + r.duration, 0) + drains.reduce((n, d) => n + d.ms / 1000, 0);
     const serverCpuS = run.quarry.serverCpuS.reduce((n, c) => n + c, 0) + drains.reduce((n, d) => n + d.cpuS, 0);
     const sustained = created / seconds;
     const baseline = sideRate(run.baseline);
+    const clean = sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0);
+    const durable = missing === 0 && checked === acknowledged.length;
+    // Turns keep up when each round ends with less than one second's worth of its creates still
+    // to run: a worker that falls behind ends a round with a backlog that grows with its length.
+    const keepUp = drains.every((d, i) => d.backlog < rate(run.quarry.runs[i]!));
+    const completed = drains.at(-1)!.completed - completedBefore;
+    const notCompleted = Object.entries(turnStatusAtEnd).filter(([status]) => status !== 'completed');
+    const met = bench === 'creates'
+      ? sustained >= 2000 && durable && clean
+      : sustained / baseline >= 0.3 && durable && clean && keepUp && notCompleted.length === 0;
     results.push({
-      bench: 'creates',
-      metric: 'POST /task (stored before answered), with every turn ended',
+      bench,
+      metric: mode.metric,
       unit: 'creates/s',
       quarry: sustained,
       baseline,
       ratio: sustained / baseline,
-      target: '≥ 2,000 creates/s; every 200 survives kill -9',
-      met: sustained >= 2000 && missing === 0 && checked === acknowledged.length && sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0),
+      target: mode.target,
+      met,
       details: {
-        turns: 'run; no model is configured, so each turn is claimed, started and fails at once with an error event',
+        turns: mode.turns,
         quarry_env: quarryEnv,
         connections: CONNECTIONS,
         sustained_creates_per_s: round(sustained),
+        ...(model ? { turns_completed_per_s: round(completed / seconds) } : {}),
         answered_creates_per_s: round(sideRate(run.quarry)),
         server_cpu_us_per_create_with_its_turn: round((serverCpuS * 1e6) / created),
-        drains_after_rounds: drains.map((d) => ({ turns_left: d.backlog, ms: d.ms, quarry_cpu_s: round(d.cpuS, 2) })),
+        ...(model ? {
+          model_cpu_us_per_turn: round((modelCpuS * 1e6) / completed),
+          non_2xx: run.quarry.runs.reduce((n, r) => n + r.non2xx, 0),
+          errors: sideErrors(run.quarry),
+          backlog_after_rounds: drains.map((d) => d.backlog),
+          turns_keep_up: keepUp,
+          turn_status_at_end: turnStatusAtEnd,
+        } : {}),
+        drains_after_rounds: drains.map((d, i) => ({
+          turns_left: d.backlog,
+          ms: d.ms,
+          quarry_cpu_s: round(d.cpuS, 2),
+          ...(model ? { turns_completed_in_round_and_drain: d.completed - (i > 0 ? drains[i - 1]!.completed : completedBefore) } : {}),
+        })),
         per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
         cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
         quarry: sideSummary(run.quarry),
@@ -380,9 +453,11 @@ async function benchCreates(): Promise<void> {
         },
       },
     });
+    if (notCompleted.length > 0) throw new Error(`${bench}: not every turn completed: ${JSON.stringify(turnStatusAtEnd)}`);
   } finally {
     await q.child.stop('SIGTERM');
     await b?.child.stop('SIGTERM');
+    await model?.child.stop('SIGTERM');
   }
 }
 
@@ -731,7 +806,7 @@ function printTable(): void {
   for (const r of results) {
     const foreign = r.details.foreign_cores_before_start;
     if (typeof foreign === 'number' && foreign > 0.5) process.stdout.write(`${r.bench}: other processes were using ${foreign} of ${os.cpus().length} cores when it started: figures are skewed (see cpu_* in the JSON)\n`);
-    if (r.bench === 'state' || r.bench === 'creates') {
+    if (r.bench === 'state' || r.bench === 'creates' || r.bench === 'turns') {
       const d = r.details as { quarry: { server_cpu_us_per_request: number }; baseline: { server_cpu_us_per_request: number } };
       process.stdout.write(`${r.bench}: server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs\n`);
     }
@@ -740,6 +815,14 @@ function printTable(): void {
       const c = r.details as { answered_creates_per_s: number; server_cpu_us_per_create_with_its_turn: number };
       process.stdout.write(`creates: ${c.answered_creates_per_s}/s answered during the rounds; ${c.server_cpu_us_per_create_with_its_turn} µs server CPU per create with its turn\n`);
       process.stdout.write(`creates: ${d.acknowledged} acknowledged, ${d.checked_after_kill_9} checked after kill -9 + restart, ${d.missing} missing\n`);
+    }
+    if (r.bench === 'turns') {
+      const c = r.details as {
+        sustained_creates_per_s: number; turns_completed_per_s: number; backlog_after_rounds: number[]; non_2xx: number; errors: number;
+        server_cpu_us_per_create_with_its_turn: number; model_cpu_us_per_turn: number; turn_status_at_end: Record<string, number>;
+      };
+      process.stdout.write(`turns: ${c.sustained_creates_per_s} creates/s and ${c.turns_completed_per_s} turns completed/s sustained; turns left after each round: ${c.backlog_after_rounds.join(', ')}; ${c.non_2xx} non-2xx, ${c.errors} errors\n`);
+      process.stdout.write(`turns: ${c.server_cpu_us_per_create_with_its_turn} µs Quarry CPU per create with its turn, ${c.model_cpu_us_per_turn} µs model CPU per turn; turns at the end: ${JSON.stringify(c.turn_status_at_end)}\n`);
     }
     if (r.bench === 'output') {
       const d = r.details as { quarry_ms: { median: number; p95: number }; baseline_ms: { median: number; p95: number }; body_bytes: number };
@@ -762,7 +845,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const loadAtStart = loadAverage();
   noteLoad(loadAtStart);
-  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, list: benchList, creates: benchCreates, output: benchOutput, sse: benchSse };
+  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, list: benchList, creates: () => benchCreates('creates'), turns: () => benchCreates('turns'), output: benchOutput, sse: benchSse };
   for (const name of ALL) {
     if (!ONLY.has(name)) continue;
     const quiet = await waitForQuiet(name, 0.5, QUIET_WAIT_S * 1000);

@@ -99,6 +99,9 @@ export class PostgresLink implements ClusterLink {
       if (this.sender === client) this.sender = undefined;
     });
     await client.connect();
+    // A send is a transaction of its own, and a notice is no data to keep: its commit need not
+    // wait for the WAL to reach the disk (it is delivered at commit either way).
+    await client.query('set synchronous_commit = off');
     return client;
   }
 
