@@ -101,6 +101,8 @@ export async function postToProvider<T>(
         }, endpoint.timeoutMs)
       : undefined;
   const heard = () => silence?.refresh();
+  /** The answer's body was read to its end: the connection is free again without an abort. */
+  let readToEnd = false;
 
   /** The error to reject with when fetch, or reading the answer, fails. */
   const ioFailure = (err: unknown): Error => {
@@ -130,7 +132,10 @@ export async function postToProvider<T>(
         const { done, value } = await reader.read().catch((err: unknown) => {
           throw ioFailure(err);
         });
-        if (done) return;
+        if (done) {
+          readToEnd = true;
+          return;
+        }
         heard();
         yield value;
       }
@@ -161,8 +166,9 @@ export async function postToProvider<T>(
     clearTimeout(timer);
     clearTimeout(silence);
     signal.removeEventListener('abort', onAbort);
-    // A no-op once the answer was read in full; otherwise it releases the connection.
-    http.abort();
+    // Stopped reading early: the abort releases the connection. (An abort builds an error with
+    // its stack, which showed in profiles of every model call, so a body read in full skips it.)
+    if (!readToEnd) http.abort();
   }
 }
 
