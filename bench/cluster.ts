@@ -19,6 +19,9 @@
  *             of client processes, all on node A of the same cluster, for a second task driven the
  *             same way. Latency = client receive time − the event's stored `at`.
  *
+ * Per batch, the database's side besides CPU: write transactions (the transaction-id counter) and
+ * the notifications and notices Quarry sent (a connection listening on its channels).
+ *
  * CPU is accounted from /proc, sampled every 200 ms: each Quarry process, each SSE client process,
  * the harness (load generator and fake model), PostgreSQL working for this run (its nodes' and the
  * harness's backends, by application_name, plus the server's background processes), and the rest
