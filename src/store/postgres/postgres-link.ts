@@ -70,8 +70,15 @@ export class PostgresLink implements ClusterLink {
   notify(notices: readonly Notice[]): void {
     if (this.closed || notices.length === 0) return;
     this.unsent.push(...notices);
-    this.sending ??= this.send().finally(() => {
+    this.startSending();
+  }
+
+  private startSending(): void {
+    if (this.sending) return;
+    this.sending = this.send().finally(() => {
       this.sending = undefined;
+      // Notices that came after the last look but before this callback ran.
+      if (this.unsent.length > 0) this.startSending();
     });
   }
 
@@ -198,7 +205,7 @@ export class PostgresLink implements ClusterLink {
   async close(): Promise<void> {
     this.closed = true;
     // What was committed before the close is still announced.
-    await this.sending;
+    while (this.sending) await this.sending;
     await this.sender?.end().catch(() => {});
     this.sender = undefined;
     const listener = this.listener;
