@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
 import { until } from './helpers/bounded-waits.js';
 import { fetchJson, httpClient, waitIdle } from './helpers/http.js';
@@ -108,6 +109,8 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
       const limited = account.body.api_key as string;
       const startedIn = minute(Date.now());
       const allowed = await Promise.all(Array.from({ length: 600 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
+      // Each node adds its count to the store's every 50 ms (http/rate-limiter.ts): past that, every node knows of the other's.
+      await sleep(200);
       const over = await Promise.all(Array.from({ length: 20 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
       if (minute(Date.now()) !== startedIn) {
         assert.ok(attempt < 3, 'a new minute began during each of three runs');

@@ -17,6 +17,7 @@ import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import type { EventRecord, Store } from '../src/store/store.js';
 import { ClusterRelay } from '../src/events/cluster-relay.js';
+import { StoreRateLimiter } from '../src/http/rate-limiter.js';
 import { until } from './helpers/bounded-waits.js';
 import { connectClient, dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
 import { makeDataDir, removeDataDir } from './helpers/process.js';
@@ -300,5 +301,35 @@ test('events whose notice was lost still reach this process\'s listeners: the re
     await relay.stop();
     await store.close();
     await dropSchemas(relaySchema);
+  }
+});
+
+test('a shared rate limit counts requests in the store in batches, and decides on the store\'s total at the limit or after a pause', { skip }, async () => {
+  const limitSchema = `t_limit_${process.pid}_${Date.now()}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: limitSchema });
+  const count = () => store.cluster.hitRateWindow('key_1', '2030-01-01T00:00:00.000Z', 0);
+  try {
+    await store.migrate();
+    // Every request below falls in one window of the limiters' clock.
+    let now = Date.parse('2030-01-01T00:00:30.000Z');
+    const node = new StoreRateLimiter(store, 5, () => now);
+    const other = new StoreRateLimiter(store, 5, () => now);
+    assert.equal(await node.take('key_1'), 0, 'knowing nothing yet: counted in the store first');
+    assert.deepEqual([node.take('key_1'), node.take('key_1')], [0, 0], 'then, under the limit, let through at once (no promise)');
+    await until('the node\'s batch written', async () => (await count()) === 3);
+    now += 1000;
+    // The other node knows nothing yet: its first request is counted in the store, its second
+    // (the fifth across both nodes) let through at once and written in its batch.
+    assert.equal(await other.take('key_1'), 0);
+    assert.equal(other.take('key_1'), 0, 'the fifth request, across two nodes');
+    await until('the other node\'s batch written', async () => (await count()) === 5);
+    // A second later, what the first node knows (3) is stale: its request is decided on the store's total.
+    now += 1000;
+    assert.equal(await node.take('key_1'), 28, 'the sixth: refused until the next minute');
+    assert.equal(await other.take('key_1'), 28);
+    assert.equal(await count(), 7, 'every request counted once');
+  } finally {
+    await store.close();
+    await dropSchemas(limitSchema);
   }
 });

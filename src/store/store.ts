@@ -471,10 +471,10 @@ export interface GroupsRepository {
  * signing secret) and, outside transactions, listening and named locks (StoreCluster).
  */
 export interface ClusterRepository {
-  /** Sends `payload` to every process listening on `channel`, when (and only if) the transaction commits. No-op where one process owns the store. */
+  /** Sends `payload` to every process listening on `channel`, once (and only if) the transaction commits. No-op where one process owns the store. */
   notify(channel: string, payload: string): Promise<void>;
-  /** Counts one request of `keyId` in the window starting at `windowStart`; returns the window's count so far. */
-  hitRateWindow(keyId: string, windowStart: string): Promise<number>;
+  /** Counts `hits` requests (default 1) of `keyId` in the window starting at `windowStart`; returns the window's count so far. */
+  hitRateWindow(keyId: string, windowStart: string, hits?: number): Promise<number>;
   getSetting(key: string): Promise<string | undefined>;
   setSetting(key: string, value: string): Promise<void>;
 }

@@ -50,11 +50,11 @@ export class SqlCluster extends SqlRepository implements StoreCluster {
     else this.link.notify([{ channel, payload }]);
   }
 
-  async hitRateWindow(keyId: string, windowStart: string): Promise<number> {
+  async hitRateWindow(keyId: string, windowStart: string, hits = 1): Promise<number> {
     const r = await this.db
       .insertInto('rate_windows')
-      .values({ key_id: keyId, window_start: windowStart, hits: 1 })
-      .onConflict((oc) => oc.columns(['key_id', 'window_start']).doUpdateSet({ hits: sql<number>`rate_windows.hits + 1` }))
+      .values({ key_id: keyId, window_start: windowStart, hits })
+      .onConflict((oc) => oc.columns(['key_id', 'window_start']).doUpdateSet({ hits: sql<number>`rate_windows.hits + ${hits}` }))
       .returning('hits')
       .executeTakeFirstOrThrow();
     return Number(r.hits);
