@@ -350,5 +350,11 @@ describe('task groups', () => {
     assert.ok(cursor);
     const page2 = await h.request('GET', `/group?limit=2&cursor=${cursor}`);
     assert.ok(page2.body.every((g: Json) => g.group_id < page1.body[1].group_id));
+    // A cursor is a group id this server issued: anything else would start a page anywhere.
+    for (const bad of ['zzz', 'grp_1', 'tsk_01M88GN8AZ0HKC907QD2AZB9JF']) {
+      const res = await h.request('GET', `/group?cursor=${encodeURIComponent(bad)}`);
+      assert.equal(res.status, 422, `${bad}: ${res.text}`);
+      assert.equal(res.body.param, 'cursor', res.text);
+    }
   });
 });

@@ -592,6 +592,10 @@ describe('webhook deliveries', () => {
     }
     assert.deepEqual(seen, all.map((d: Json) => d.delivery_id), 'the pages together are the whole log, in order, once each');
     for (const limit of ['0', '201', 'x']) expect422(await h.request('GET', `/webhooks/${endpoint.webhook_id}/deliveries?limit=${limit}`, { key }), 'limit', `limit=${limit}`);
+    // A cursor is a delivery id this server issued: anything else would start a page anywhere.
+    for (const cursor of ['zzz', 'msg_1', endpoint.webhook_id]) {
+      expect422(await h.request('GET', `/webhooks/${endpoint.webhook_id}/deliveries?cursor=${encodeURIComponent(cursor)}`, { key }), 'cursor', `cursor=${cursor}`);
+    }
   });
 });
 

@@ -66,6 +66,13 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 /** A string of any characters but NUL (see NO_NUL_PATTERN); `pattern` given here replaces it and must exclude NUL too. */
 export const Str = (options: TStringOptions = {}) => Type.String({ pattern: NO_NUL_PATTERN, ...options });
 
+/**
+ * A keyset cursor that is the last id of the previous page (`prefix_` and a ULID): anything else
+ * is a 422 naming `cursor`, not a page that starts somewhere arbitrary.
+ */
+export const IdCursor = (prefix: string) =>
+  Type.String({ pattern: `^${prefix}_[0-9A-HJKMNP-TV-Z]{26}$`, description: 'X-Next-Cursor of the previous page.' });
+
 /** Non-blank text; its length and NUL are checked after trimming (tasks/spec.ts checkedText; the schema sees it untrimmed). */
 export const Text = (description: string) => Type.String({ minLength: 1, pattern: '\\S', description });
 

@@ -3,7 +3,7 @@
  * run), merged into one table.
  */
 import { Type, type Static } from 'typebox';
-import { component, MAX_CREDITS, MAX_EVENT_SEQ, Nullable, Str, StringEnum, Timestamp } from './common.js';
+import { component, IdCursor, MAX_CREDITS, MAX_EVENT_SEQ, Nullable, Str, StringEnum, Timestamp } from './common.js';
 import { TaskSpec, TaskSpecInput } from './spec.js';
 import { EXPORT_FORMATS } from './outputs.js';
 
@@ -75,7 +75,7 @@ export const GroupParams = Type.Object({ group_id: Str({ minLength: 1, maxLength
 
 export const GroupListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Str({ maxLength: 200, description: 'X-Next-Cursor of the previous page.' })),
+  cursor: Type.Optional(IdCursor('grp')),
 });
 
 export const GroupRowsQuery = Type.Object({

@@ -1,6 +1,6 @@
 /** Webhooks: endpoints, their deliveries, and the body Quarry POSTs (decisions §15.3). */
 import { Type, type Static } from 'typebox';
-import { component, Nullable, Str, StringEnum, Timestamp } from './common.js';
+import { component, IdCursor, Nullable, Str, StringEnum, Timestamp } from './common.js';
 import { Task } from './task.js';
 import { Group } from './groups.js';
 
@@ -65,7 +65,7 @@ export const DeliveryList = Type.Object({ deliveries: Type.Array(Delivery) });
 
 export const DeliveriesQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Str({ maxLength: 200, description: 'X-Next-Cursor of the previous page.' })),
+  cursor: Type.Optional(IdCursor('msg')),
 });
 
 /** What a task's webhook carries in `data`. */
