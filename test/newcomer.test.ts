@@ -4,7 +4,11 @@
  * written while the port is busy, then the README's way out (another QUARRY_PORT), then a plain
  * restart. The starter key must appear exactly once, work, and survive the failed first start;
  * a restart must not compile again. Runs once (it is not about the store): skipped on the
- * PostgreSQL pass. It installs the packages for real (npm's cache makes that local).
+ * PostgreSQL pass. It installs the packages for real (npm's cache makes that local). The one
+ * native addon, better-sqlite3, is what a newcomer's `npm ci` downloads prebuilt for their Node.js;
+ * with no network here it would compile SQLite from source (about a minute of one core), so the
+ * addon this checkout already built is offered as that download (`prebuiltSqlite`): the install
+ * still runs better-sqlite3's own install script, which unpacks it.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +21,7 @@ import { freePort, ROOT, tempDataDir } from './helpers/process.js';
 
 const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
 const started: ChildProcess[] = [];
+let prebuilds = '';
 after(() => {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
 });
@@ -40,6 +45,21 @@ function freshCopy(): string {
   return dir;
 }
 
+/**
+ * A directory holding better-sqlite3's prebuilt binary for the running Node.js, named as its
+ * install script (prebuild-install) looks for a download: `<name>-v<version>-node-v<abi>-<platform>-<arch>.tar.gz`
+ * with `build/Release/better_sqlite3.node` inside. Made from the addon this checkout built.
+ */
+function prebuiltSqlite(): string {
+  const addon = path.join(ROOT, 'node_modules', 'better-sqlite3');
+  const { version } = JSON.parse(fs.readFileSync(path.join(addon, 'package.json'), 'utf8')) as { version: string };
+  const dir = tempDataDir('quarry-prebuilds-');
+  const file = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  const tar = spawnSync('tar', ['-czf', path.join(dir, file), '-C', addon, 'build/Release/better_sqlite3.node'], { encoding: 'utf8' });
+  assert.equal(tar.status, 0, tar.stderr);
+  return dir;
+}
+
 interface Shell {
   child: ChildProcess;
   output: () => string;
@@ -49,7 +69,7 @@ interface Shell {
 /** Runs a README command line in `cwd` as a newcomer's shell would, with none of our QUARRY_* settings. */
 function shell(command: string, cwd: string, env: Record<string, string>): Shell {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('QUARRY_')));
-  const child = spawn('bash', ['-c', command], { cwd, detached: true, env: { ...base, npm_config_prefer_offline: 'true', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('bash', ['-c', command], { cwd, detached: true, env: { ...base, npm_config_prefer_offline: 'true', npm_config_better_sqlite3_local_prebuilds: prebuilds, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
@@ -79,6 +99,7 @@ describe('a newcomer following the README', { skip: onPostgres && 'runs on the S
     assert.ok(installAndStart, 'README: a shell block under "## Run it"');
     assert.ok(otherPort, 'README: a `QUARRY_PORT=… npm start` way out of a busy port');
     const repo = freshCopy();
+    prebuilds = prebuiltSqlite();
 
     const busy = net.createServer();
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
