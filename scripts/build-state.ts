@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
-/** The built CLI (the server and the command line), from tsconfig.build.json. */
+/** The built CLI (the server and the command line), from scripts/build-server.ts. */
 export const QUARRY_BUILD = path.join(ROOT, 'dist', 'src', 'cli', 'quarry.js');
 /** The built client package (packages/client), from its own tsconfig. */
 const CLIENT_BUILD = path.join(ROOT, 'packages', 'client', 'dist', 'index.js');

@@ -140,7 +140,9 @@ for (const subject of PROVIDERS) {
 
       assert.deepEqual(await runTurn({ QUARRY_MODEL_TIMEOUT_S: '0.3' }), { outcome: 'completed' });
       assert.equal(arrivals.length, 2);
-      assert.ok(arrivals[1]! - arrivals[0]! >= 290, 'the second try came after the limit');
+      // Arrivals are noted by this process's fake server, which a busy host can make note the
+      // first one late: the margin keeps that from reading as an early retry.
+      assert.ok(arrivals[1]! - arrivals[0]! >= 250, 'the second try came after the limit');
     });
 
     it('ends with a retryable bad_gateway, not limit_reached, when the model never answers', async () => {

@@ -5,6 +5,9 @@
  * service at QUARRY_URL (see `quarry --help` and docs/client.md). Each side is loaded only when
  * used, so client commands start without the server's dependencies.
  */
+// The build is a bundle (scripts/build-server.ts): stack traces name our source files, not its lines.
+process.setSourceMapsEnabled(true);
+
 const [command, ...rest] = process.argv.slice(2);
 
 if (command === 'serve') {
