@@ -1,13 +1,17 @@
 /**
  * Summarizes a V8 .cpuprofile (from `BENCH_CPU_PROF=1 npm run bench`): self time by function and
  * by file, and inclusive time of the project's own functions, so a bottleneck can be named.
+ * Frames in the bundled build (dist/src/cli/) are named by the source file and line their source
+ * map gives.
  *   node --import tsx bench/profile-summary.ts .bench/prof/quarry-state.cpuprofile [top]
  */
 import fs from 'node:fs';
+import { SourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 interface Profile {
@@ -25,6 +29,27 @@ if (!file) {
 }
 const top = Number(process.argv[3] ?? 25);
 const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+
+/** The source map beside a bundled file (`<file>.map`), read once per file; null when there is none. */
+const sourceMaps = new Map<string, SourceMap | null>();
+function sourceMapOf(url: string): SourceMap | null {
+  if (!url.startsWith('file:')) return null;
+  let map = sourceMaps.get(url);
+  if (map === undefined) {
+    const mapFile = `${fileURLToPath(url)}.map`;
+    map = fs.existsSync(mapFile) ? new SourceMap(JSON.parse(fs.readFileSync(mapFile, 'utf8'))) : null;
+    sourceMaps.set(url, map);
+  }
+  return map;
+}
+// Name each bundled frame by the original file and line (the function name V8 saw stays).
+for (const n of profile.nodes) {
+  const entry = sourceMapOf(n.callFrame.url)?.findEntry(n.callFrame.lineNumber, n.callFrame.columnNumber);
+  if (entry && 'originalSource' in entry && entry.originalSource) {
+    n.callFrame.url = entry.originalSource;
+    n.callFrame.lineNumber = entry.originalLine;
+  }
+}
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
