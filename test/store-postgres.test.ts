@@ -15,6 +15,7 @@ import { TurnRunner } from '../src/tasks/turn-runner.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
+import { PreparingClient } from '../src/store/postgres/prepared-statements.js';
 import type { EventRecord, Store } from '../src/store/store.js';
 import { ClusterRelay } from '../src/events/cluster-relay.js';
 import { StoreRateLimiter } from '../src/http/rate-limiter.js';
@@ -40,6 +41,43 @@ test('installs in two schemas of one database each hold their own named lock (ea
   } finally {
     for (const store of stores) await store.close();
     await dropSchemas(...schemas);
+  }
+});
+
+test('statements run prepared; when another process changes a table under them, one statement fails at most, then they prepare again', { skip }, async () => {
+  const own = `t_prep_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: own });
+  const other = await connectClient();
+  try {
+    await store.migrate();
+    const id = 'acct_prepared';
+    await store.accounts.insert({ id, name: 'p', balanceMicros: 5_000_000, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
+    for (let i = 0; i < 3; i++) assert.equal((await store.accounts.get(id))?.balanceMicros, 5_000_000);
+    // What the store's connections do, on a connection of the same kind: a statement with bound
+    // values is prepared once, under a name, and run by name from then on.
+    const client = new PreparingClient({ connectionString: TEST_DATABASE_URL });
+    await client.connect();
+    try {
+      for (let i = 0; i < 2; i++) assert.equal((await client.query('select $1::int + 1 as n', [i])).rows[0].n, i + 1);
+      const named = await client.query(`select name, statement from pg_prepared_statements`);
+      assert.deepEqual(named.rows.map((r) => r.statement), ['select $1::int + 1 as n']);
+      assert.match(named.rows[0].name, /^quarry_/);
+    } finally {
+      await client.end();
+    }
+
+    // Another version of Quarry migrating the schema: the prepared `select *` no longer fits.
+    await other.query(`alter table "${own}".accounts add column extra int`);
+    const outcomes: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      outcomes.push(await store.accounts.get(id).then((a) => String(a?.balanceMicros), (err: Error) => `failed: ${err.message}`));
+    }
+    assert.ok(outcomes.filter((o) => o.startsWith('failed')).length <= 1, outcomes.join('\n'));
+    assert.deepEqual(outcomes.slice(1), ['5000000', '5000000', '5000000']);
+  } finally {
+    await other.end();
+    await store.close();
+    await dropSchemas(own);
   }
 });
 

@@ -6,6 +6,7 @@ import pg from 'pg';
 import { Kysely } from 'kysely';
 import type { Database } from '../database.js';
 import { OwnSchemaDialect } from './own-schema-dialect.js';
+import { PreparingClient } from './prepared-statements.js';
 
 export interface PostgresStoreOptions {
   connectionString: string;
@@ -33,7 +34,7 @@ export async function openPostgresConnections(opts: PostgresStoreOptions): Promi
     application_name: opts.applicationName ?? 'quarry',
     ...(schema ? { options: `-c search_path="${schema}"` } : {}),
   };
-  const pool = new pg.Pool({ ...clientConfig, max: opts.maxConnections ?? 10 });
+  const pool = new pg.Pool({ ...clientConfig, max: opts.maxConnections ?? 10, Client: PreparingClient });
   // A lost connection (the server restarted, the network dropped) is emitted as 'error' by the
   // pool when the client was idle, and by the client itself when it was checked out; without a
   // listener either one ends the process. The pool drops a broken client on its own and the query
