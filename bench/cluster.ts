@@ -46,11 +46,15 @@
  *                                         processes to use < 0.5 core
  *   BENCH_CLUSTER_KEEP_SCHEMAS=1          keep the PostgreSQL schemas (default: dropped on exit)
  *   BENCH_KEEP_DATA=1                     keep the nodes' temporary data dirs
+ *   BENCH_CPU_PROF=1                      run every node with --cpu-prof: one profile per node and
+ *                                         layout in .bench/prof/cluster/<schema>-<node>/ (written
+ *                                         as the node stops); summarize with bench/profile-summary.ts
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import pg from 'pg';
 import { isAlive } from '../src/sandbox/cgroups.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
@@ -368,6 +372,7 @@ async function startNode(schema: string, role: Role, name: string, modelUrl: str
   const q = await startQuarry({
     // A worker caches uploads here; nothing else is written to disk in cluster mode.
     dataDir: freshDataDir(`cluster-${name}`),
+    nodeArgs: process.env.BENCH_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(ROOT, '.bench', 'prof', 'cluster', `${schema}-${name}`)}`] : [],
     modelUrl,
     role,
     label: name,

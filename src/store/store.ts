@@ -166,6 +166,16 @@ export interface TurnsRepository {
   insert(turn: TurnRecord): Promise<void>;
   get(id: string): Promise<TurnRecord | undefined>;
   update(id: string, patch: TurnPatch): Promise<void>;
+  /**
+   * Adds a step's usage to the turn's totals in one statement; returns the turn's credits used
+   * afterwards, in micro-credits (undefined when there is no such turn).
+   */
+  addUsage(id: string, usage: { creditsMicros: number; tokensIn: number; tokensOut: number; toolCalls: number }): Promise<number | undefined>;
+  /**
+   * Ends a turn: its outcome, end time and error, its lease dropped, in one statement; returns
+   * the turn's credits used, in micro-credits (undefined when there is no such turn).
+   */
+  end(id: string, end: { status: 'completed' | 'failed' | 'stopped'; endedAt: string; error: TurnError | null }): Promise<number | undefined>;
   /** The oldest queued turn of a task (the next message to take). */
   nextQueued(taskId: string): Promise<TurnRecord | undefined>;
   /** Marks every queued turn of the task cancelled; returns how many. */

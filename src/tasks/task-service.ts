@@ -502,25 +502,20 @@ export class TaskService {
   }
 
   /**
-   * Stores a completed agent step and charges what it used, atomically: a step is charged once,
+   * Stores a completed agent step and charges what it used, atomically, with `text` (what the
+   * model streamed since the last text event) as a text event: a step is charged once,
    * however often the turn is replayed. Returns the account balance after the charge and what
    * the turn has used, in credits: the exact micro-credit amounts as the API shows them, so
    * `balance <= 0` holds exactly when the balance reads 0. Null when the turn no longer runs or
    * the step was stored already (another worker got there first).
    */
-  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage): Promise<Charge | null> {
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, text = ''): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: Charge | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
       if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) return;
-      const current = (await unit.tx.turns.get(turn.id))!;
-      const turnMicros = current.creditsUsedMicros + costMicros;
-      await unit.tx.turns.update(turn.id, {
-        creditsUsedMicros: turnMicros,
-        tokensIn: current.tokensIn + usage.tokensIn,
-        tokensOut: current.tokensOut + usage.tokensOut,
-        toolCalls: current.toolCalls + usage.toolCalls,
-      });
+      if (text) unit.event('text', turn.id, { text });
+      const turnMicros = (await unit.tx.turns.addUsage(turn.id, { creditsMicros: costMicros, ...usage }))!;
       const balanceMicros = costMicros > 0
         ? await unit.tx.accounts.charge(turn.accountId, costMicros)
         : ((await unit.tx.accounts.get(turn.accountId))?.balanceMicros ?? 0);
@@ -611,8 +606,7 @@ export class TaskService {
    * task to the next queued message (as any turn's end does). Returns the next turn's id.
    */
   private async endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutcome, error: TurnError | null, opts: { promote?: boolean } = {}): Promise<string | null> {
-    const turn = await unit.tx.turns.get(turnId);
-    await unit.tx.turns.update(turnId, { status: outcome, endedAt: unit.now, error, leaseOwner: null, leaseExpiresAt: null });
+    const creditsUsedMicros = (await unit.tx.turns.end(turnId, { status: outcome, endedAt: unit.now, error })) ?? 0;
     if (error) unit.event('error', turnId, { ...error });
     // The /state poll and an idle task's stream show this turn's error until the next turn ends.
     if (error || unit.task.lastErrorSeq != null) unit.set({ lastErrorSeq: error ? unit.task.lastEventSeq : null });
@@ -626,7 +620,7 @@ export class TaskService {
       unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
     }
     unit.taskEvent('turn_ended', turnId);
-    const creditsUsed = fromMicros(turn?.creditsUsedMicros ?? 0);
+    const creditsUsed = fromMicros(creditsUsedMicros);
     const outputCount = unit.task.spec.outputs.length;
     unit.event('done', turnId, {
       outcome,
@@ -638,7 +632,7 @@ export class TaskService {
     unit.turnsEnded.push({ turnId, outcome, outputCount, creditsUsed });
     const { group } = unit.task;
     if (group && this.groupRuns) {
-      const run = { groupId: group.id, inputIndex: group.inputIndex, taskId: unit.task.id, turnId, outcome, creditsUsedMicros: turn?.creditsUsedMicros ?? 0 };
+      const run = { groupId: group.id, inputIndex: group.inputIndex, taskId: unit.task.id, turnId, outcome, creditsUsedMicros };
       const after = await this.groupRuns.runEnded(unit.tx, run, unit.now);
       if (after) unit.afterCommit.push(after);
     }

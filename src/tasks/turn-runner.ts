@@ -370,6 +370,8 @@ export class TaskTurnPort implements TurnPort {
   }
 
   async rowCounts(): Promise<Map<string, number>> {
+    // No outputs declared, no rows to count (rows are only written to declared outputs).
+    if (this.currentSpec.outputs.length === 0) return new Map();
     return new Map((await this.durable(() => this.deps.store.rows.stats(this.turn.taskId))).map((o) => [o.outputId, o.rowCount]));
   }
 
@@ -439,8 +441,10 @@ export class TaskTurnPort implements TurnPort {
   }
 
   async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
-    await this.flushText();
-    const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage));
+    // The text streamed since the last flush goes into the checkpoint's own transaction (a model
+    // step's text is stored with the step): one transaction fewer, and never one without the other.
+    const text = await this.takeText();
+    const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage, text));
     if (!charged) throw new TurnAbort('stopped');
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
     this.metrics.modelTokens(usage.tokensIn, usage.tokensOut);
@@ -465,6 +469,16 @@ export class TaskTurnPort implements TurnPort {
     });
     this.textWrite = write;
     return write;
+  }
+
+  /** Waits for the text writes under way and hands over the text not yet stored, which the caller stores. */
+  private async takeText(): Promise<string> {
+    clearTimeout(this.textTimer);
+    this.textTimer = undefined;
+    await this.textWrite.catch(() => {});
+    const text = this.textBuffer;
+    this.textBuffer = '';
+    return text;
   }
 
   /** The turn's work is over: text still buffered is dropped with its timer. */

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
+import { turnError } from '../../src/errors.js';
 import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
@@ -133,6 +134,31 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       await store.turns.update(r.id, { creditsUsedMicros: 2 });
       assert.equal((await store.tasks.get(t.id))!.creditsUsedMicros, 300_001);
       assert.equal((await store.turns.get(r.id))!.creditsUsedMicros, 2);
+    });
+
+    it("adds a step's usage to a turn's totals and returns its credits used", async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const r = turn(t.id, accountId, { status: 'completed', creditsUsedMicros: 5, tokensIn: 10, tokensOut: 20, toolCalls: 1 });
+      await store.turns.insert(r);
+      assert.equal(await store.turns.addUsage(r.id, { creditsMicros: 3_000_000, tokensIn: 1000, tokensOut: 2000, toolCalls: 0 }), 3_000_005);
+      assert.equal(await store.turns.addUsage(r.id, { creditsMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 2 }), 3_000_005);
+      const stored = (await store.turns.get(r.id))!;
+      assert.deepEqual([stored.creditsUsedMicros, stored.tokensIn, stored.tokensOut, stored.toolCalls], [3_000_005, 1010, 2020, 3]);
+      assert.equal(await store.turns.addUsage('turn_missing', { creditsMicros: 1, tokensIn: 0, tokensOut: 0, toolCalls: 0 }), undefined);
+    });
+
+    it('ends a turn: outcome, end time and error set, lease dropped, credits used returned', async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      // Held by a worker that is not claiming: the claim cases of the shared store take only expired or pending turns.
+      const r = turn(t.id, accountId, { status: 'running', leaseOwner: 'w-end', leaseExpiresAt: '2999-01-01T00:00:00.000Z', creditsUsedMicros: 7_500_000 });
+      await store.turns.insert(r);
+      const error = turnError('limit_reached', 'The turn reached its limit.');
+      assert.equal(await store.turns.end(r.id, { status: 'failed', endedAt: '2030-01-01T00:00:00.000Z', error }), 7_500_000);
+      const ended = (await store.turns.get(r.id))!;
+      assert.deepEqual([ended.status, ended.endedAt, ended.error, ended.leaseOwner, ended.leaseExpiresAt], ['failed', '2030-01-01T00:00:00.000Z', error, null, null]);
+      assert.equal(await store.turns.end('turn_missing', { status: 'completed', endedAt: '2030-01-01T00:00:00.000Z', error: null }), undefined);
     });
 
     it('finds keys by hash and revokes them', async () => {

@@ -7,10 +7,10 @@
  * between two workers, and the loser's UPDATE matches nothing. SQLite writes one transaction at a
  * time, so there the write itself is the lock.
  */
-import type { ExpressionOrFactory, Insertable, Selectable, SqlBool, Updateable } from 'kysely';
+import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../accounts/credits.js';
 import type { Database, TurnsTable } from '../database.js';
-import type { TurnPatch, TurnRecord, TurnsRepository } from '../store.js';
+import type { TurnError, TurnPatch, TurnRecord, TurnsRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {
@@ -69,6 +69,33 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
   /** By id, under the task's row lock: the task service changes a turn only while it holds its task. */
   async update(id: string, patch: TurnPatch): Promise<void> {
     await this.updateById('turns', id, turnRow(patch));
+  }
+
+  /** Under the task's row lock, like update. */
+  async addUsage(id: string, usage: { creditsMicros: number; tokensIn: number; tokensOut: number; toolCalls: number }): Promise<number | undefined> {
+    const { creditsMicros, tokensIn, tokensOut, toolCalls } = usage;
+    const [r] = (await this.runCompiled('turns.addUsage', [creditsMicros, tokensIn, tokensOut, toolCalls, id], () => this.db
+      .updateTable('turns')
+      .set({
+        credits_used_micros: sql<number>`credits_used_micros + ${creditsMicros}`,
+        tokens_in: sql<number>`tokens_in + ${tokensIn}`,
+        tokens_out: sql<number>`tokens_out + ${tokensOut}`,
+        tool_calls: sql<number>`tool_calls + ${toolCalls}`,
+      })
+      .where('id', '=', id)
+      .returning('credits_used_micros'))).rows;
+    return r && fromStoredMicros(r.credits_used_micros);
+  }
+
+  /** Under the task's row lock, like update. */
+  async end(id: string, end: { status: 'completed' | 'failed' | 'stopped'; endedAt: string; error: TurnError | null }): Promise<number | undefined> {
+    const row = turnRow({ ...end, leaseOwner: null, leaseExpiresAt: null });
+    const [r] = (await this.runCompiled('turns.end', [...Object.values(row), id], () => this.db
+      .updateTable('turns')
+      .set(row)
+      .where('id', '=', id)
+      .returning('credits_used_micros'))).rows;
+    return r && fromStoredMicros(r.credits_used_micros);
   }
 
   /** No row lock: only a holder of the task's row lock queues or promotes its turns, and the caller holds it. */
