@@ -173,16 +173,16 @@ function slowedDown<T extends object>(target: T, method: keyof T & string): T {
 
 /**
  * Starts a worker on `store` with one of the store's methods slowed down (the scheduler lock, or
- * every transaction), stops it at once, and waits for the slowed call to finish: the state the
+ * the claim of turns), stops it at once, and waits for the slowed call to finish: the state the
  * worker leaves behind is then final.
  */
 async function stopWhileBusy(
   store: Store,
-  slowed: 'cluster.tryLock' | 'transaction',
+  slowed: 'cluster.tryLock' | 'turns.claim',
   opts: { cronIntervalMs: number; agent?: Agent },
 ): Promise<void> {
-  const slowStore = slowed === 'transaction'
-    ? slowedDown(store, 'transaction')
+  const slowStore = slowed === 'turns.claim'
+    ? Object.assign(Object.create(store) as Store, { turns: slowedDown(store.turns, 'claim') })
     : Object.assign(Object.create(store) as Store, { cluster: slowedDown(store.cluster, 'tryLock') });
   const dataDir = makeDataDir('quarry-stop-');
   try {
@@ -234,7 +234,7 @@ test('a worker that stops while it is claiming turns starts none of them and lea
     const created = await service.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
     let agentCalls = 0;
     const agent = { runTurn: async () => { agentCalls++; return { outcome: 'completed' }; } } as unknown as Agent;
-    await stopWhileBusy(store, 'transaction', { cronIntervalMs: 0, agent });
+    await stopWhileBusy(store, 'turns.claim', { cronIntervalMs: 0, agent });
     const turn = await store.turns.get(created.turnId!);
     assert.equal(turn?.status, 'pending', 'the claimed turn was handed back');
     assert.equal(turn?.startedAt, null, 'and never started');

@@ -205,7 +205,9 @@ export class TurnRunner {
       const leaseUntil = new Date(now.getTime() + config.leaseSeconds * 1000).toISOString();
       const takeOverExpired = this.expiredDue;
       this.expiredDue = false;
-      const turns = await store.transaction((tx) => tx.turns.claim(config.workerId, free, now.toISOString(), leaseUntil, { takeOverExpired }));
+      // No transaction around it: each of a claim's statements takes its turns atomically on its
+      // own, and most claims of a busy cluster find nothing (every worker is woken).
+      const turns = await store.turns.claim(config.workerId, free, now.toISOString(), leaseUntil, { takeOverExpired });
       // Stopped meanwhile: shutdown hands these back with the rest of this worker's leases.
       if (this.stopped) return;
       for (const turn of turns) this.launch(turn);
