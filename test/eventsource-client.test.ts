@@ -50,7 +50,8 @@ async function follow(h: Harness, path: string, quietMs = 4500): Promise<Followe
   return { events, connections, source };
 }
 
-describe('a standard EventSource on a task stream', () => {
+// Each case waits out EventSource's reconnection delay (3 s) on a harness of its own: side by side.
+describe('a standard EventSource on a task stream', { concurrency: true }, () => {
   it('follows a turn to done, reconnects once, gets 204 and stops', async (t) => {
     const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont.' } });

@@ -149,7 +149,8 @@ describe('OPTIONS, TRACE and HEAD on a known path are 405 with Allow', () => {
 
 // ---- request timeout ---------------------------------------------------------------------------
 
-describe('requests that never finish arriving are cut (QUARRY_REQUEST_TIMEOUT_S=1)', () => {
+// Each case waits for the 1 s limit on a connection of its own: side by side.
+describe('requests that never finish arriving are cut (QUARRY_REQUEST_TIMEOUT_S=1)', { concurrency: true }, () => {
   let h: Harness;
   before(async () => {
     h = await startHarness({ env: { QUARRY_REQUEST_TIMEOUT_S: '1', QUARRY_SSE_PING_MS: '200' } });
