@@ -76,20 +76,24 @@ export async function startQuarry(opts: QuarryStartOptions): Promise<QuarryProce
 }
 
 /** The bare node:http baseline server (bench/baseline-server.ts) in its own process. */
-export async function startBaseline(): Promise<{ url: string; child: Child }> {
-  const child = spawnNode('bench/baseline-server.ts', [], { name: 'baseline', raiseFdLimit: true });
+export async function startBaseline(apiKey: string): Promise<{ url: string; child: Child }> {
+  const child = spawnNode('bench/baseline-server.ts', [apiKey], { name: 'baseline', raiseFdLimit: true });
   const url = (await child.waitForLine(/^baseline listening on (http:\/\/\S+)/, 30_000))[1]!;
   return { url, child };
 }
 
 /**
  * The `turns` benchmark's model (bench/instant-model.ts) in its own process: every
- * chat-completions call is answered at once with a final answer. `url` is its base URL.
+ * chat-completions call is answered at once with a final answer. `url` is its base URL;
+ * `requestFile` holds the body of the first call it answered (Quarry's), for the baseline to send.
  */
-export async function startInstantModel(): Promise<{ url: string; child: Child }> {
-  const child = spawnNode('bench/instant-model.ts', [], { name: 'instant-model', raiseFdLimit: true });
+export async function startInstantModel(): Promise<{ url: string; child: Child; requestFile: string }> {
+  const requestFile = path.join(OUT_DIR, 'instant-model-request.json');
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  fs.rmSync(requestFile, { force: true });
+  const child = spawnNode('bench/instant-model.ts', [requestFile], { name: 'instant-model', raiseFdLimit: true });
   const url = (await child.waitForLine(/^instant model listening on (http:\/\/\S+)/, 30_000))[1]!;
-  return { url, child };
+  return { url, child, requestFile };
 }
 
 /** One request with fetch that must succeed (for set-up and checks, not for measuring). */

@@ -99,28 +99,41 @@ function rate(r: autocannon.Result): number {
 interface Side {
   runs: autocannon.Result[];
   cpu: CpuUse[];
-  /** CPU seconds the server process itself used in each round. */
+  /** CPU seconds the server process itself used in each round, its `after` included. */
   serverCpuS: number[];
+  /** How long each round's `after` took (ms): a creates round waits there for its turns to end. */
+  afterMs: number[];
+  /** CPU seconds of the watched process (the model) in each round, its `after` included. */
+  watchedCpuS: number[];
+}
+
+interface SideTarget {
+  opts: autocannon.Options;
+  pid: number | undefined;
+  /** Runs after each of this side's rounds, as part of the round (its time and CPU count). */
+  after?: () => Promise<void>;
 }
 
 /**
  * Runs autocannon against Quarry and the baseline in alternating rounds (Q, B, Q, B, …), so that
- * whatever else the machine is doing weighs on both alike. `afterQuarry` runs after each Quarry round.
+ * whatever else the machine is doing weighs on both alike. `watchPid`: a process whose CPU is
+ * counted per round too (the model both sides call).
  */
-async function alternate(
-  quarry: { opts: autocannon.Options; pid: number | undefined },
-  baseline: { opts: autocannon.Options; pid: number | undefined },
-  afterQuarry?: (round: number) => Promise<void>,
-): Promise<{ quarry: Side; baseline: Side }> {
-  const out = { quarry: { runs: [], cpu: [], serverCpuS: [] } as Side, baseline: { runs: [], cpu: [], serverCpuS: [] } as Side };
+async function alternate(quarry: SideTarget, baseline: SideTarget, watchPid?: number): Promise<{ quarry: Side; baseline: Side }> {
+  const emptySide = (): Side => ({ runs: [], cpu: [], serverCpuS: [], afterMs: [], watchedCpuS: [] });
+  const out = { quarry: emptySide(), baseline: emptySide() };
   for (let round = 0; round < ROUNDS; round++) {
     for (const [side, target] of [['quarry', quarry], ['baseline', baseline]] as const) {
       const cpu = cpuWindow();
       const server = processCpu(target.pid);
+      const watched = processCpu(watchPid);
       out[side].runs.push(await cannon({ ...target.opts, duration: ROUND_S }));
+      const afterStart = Date.now();
+      await target.after?.();
+      out[side].afterMs.push(Date.now() - afterStart);
       out[side].serverCpuS.push(server.stop());
+      out[side].watchedCpuS.push(watched.stop());
       out[side].cpu.push(cpu.stop());
-      if (side === 'quarry') await afterQuarry?.(round);
     }
   }
   return out;
@@ -130,6 +143,15 @@ async function alternate(
 function cpuPerRequestUs(side: Side): number {
   const ok = side.runs.reduce((n, r) => n + r['2xx'], 0);
   return (side.serverCpuS.reduce((n, s) => n + s, 0) * 1e6) / ok;
+}
+
+/** Requests per second, each round's `after` (the wait for its turns to end) counted in its time. */
+function sustainedRate(side: Side): number {
+  return side.runs.reduce((n, r) => n + r['2xx'], 0) / sustainedSeconds(side);
+}
+
+function sustainedSeconds(side: Side): number {
+  return side.runs.reduce((n, r) => n + r.duration, 0) + side.afterMs.reduce((n, ms) => n + ms / 1000, 0);
 }
 
 function sideRate(side: Side): number {
@@ -169,7 +191,7 @@ async function compareGet(q: QuarryProcess, b: Awaited<ReturnType<typeof startBa
   bench: BenchName; metric: string; path: string; body: string; baselineConfig: Record<string, unknown>; connections: number; details?: Record<string, unknown>;
 }): Promise<void> {
   await expectOk('POST', `${b.url}/_bench/config`, { body: spec.baselineConfig });
-  if ((await expectOk('GET', b.url + spec.path)).text !== spec.body) throw new Error(`the baseline's ${spec.path} body differs from Quarry’s`);
+  if ((await expectOk('GET', b.url + spec.path, { key: q.key })).text !== spec.body) throw new Error(`the baseline's ${spec.path} body differs from Quarry’s`);
   const quarryOpts = { url: q.url + spec.path, connections: spec.connections, headers: { 'x-api-key': q.key } };
   const baseOpts = { url: b.url + spec.path, connections: spec.connections, headers: { 'x-api-key': q.key } };
   log(`${spec.bench}: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${spec.connections} connections`);
@@ -204,7 +226,7 @@ async function benchState(): Promise<void> {
   const q = await startQuarry({ dataDir: freshDataDir('state'), nodeArgs: profArgs('state'), label: 'quarry-state' });
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
   try {
-    b = await startBaseline();
+    b = await startBaseline(q.key);
     const created = await expectOk('POST', `${q.url}/task`, { key: q.key, body: { prompt: 'Benchmark the state route.' } });
     const id = created.body.task_id as string;
     await waitIdle(q, id, 15_000);
@@ -226,7 +248,7 @@ async function benchList(): Promise<void> {
   const q = await startQuarry({ dataDir: freshDataDir('list'), nodeArgs: profArgs('list'), label: 'quarry-list' });
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
   try {
-    b = await startBaseline();
+    b = await startBaseline(q.key);
     // Tasks with a spec of a realistic size (a table of six columns), each with its turn ended.
     const spec = {
       prompt: 'Find every company making Li-ion cells in the EU, with plant location, capacity in GWh a year and the year it opened.',
@@ -327,17 +349,28 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
       ...(collect ? { onResponse } : {}),
     }],
   });
-  // After each Quarry round: how many turns were still to run, and how long (and how much
-  // Quarry CPU) finishing them took. The round's figures include that drain, so a server that
-  // answers creates while its turns fall behind gains nothing. `completed` is the count of
-  // completed turns once they have all ended.
-  const drains: { backlog: number; ms: number; cpuS: number; completed: number }[] = [];
+  // After each round: how many turns were still to run, and how long finishing them took (the
+  // round's time and CPU include it, see alternate). A server that answers creates while its
+  // turns fall behind gains nothing. `completed` is the count of completed turns once they have
+  // all ended. The baseline's turns are read from the baseline itself.
+  const drains: { backlog: number; completed: number }[] = [];
   const drain = async () => {
-    const cpu = processCpu(q.child.proc.pid);
-    const t = Date.now();
     const left = turns.backlog();
     await turnsEnded('turns to finish');
-    drains.push({ backlog: left, ms: Date.now() - t, cpuS: cpu.stop(), completed: turns.completed() });
+    drains.push({ backlog: left, completed: turns.completed() });
+  };
+  const baselineDrains: { backlog: number; completed: number }[] = [];
+  const baselineTurns = async () => (await expectOk('GET', `${b!.url}/_bench/turns`)).body as { backlog: number; completed: number };
+  const baselineDrain = async () => {
+    const left = (await baselineTurns()).backlog;
+    const counts = await within((async () => {
+      for (;;) {
+        const now = await baselineTurns();
+        if (now.backlog === 0) return now;
+        await sleep(20);
+      }
+    })(), 120_000, `${bench}: the baseline's turns to finish`);
+    baselineDrains.push({ backlog: left, completed: counts.completed });
   };
   let checked = 0;
   let missing = 0;
@@ -346,19 +379,30 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
   const statuses: Record<string, number> = {};
   let turnStatusAtEnd: Record<string, number> = {};
   try {
-    b = await startBaseline();
+    b = await startBaseline(q.key);
     log(`${bench}: warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${CONNECTIONS} connections`);
     await cannon({ ...opts(q.url, true), duration: WARMUP_S });
     await drain();
     const completedBefore = drains[0]!.completed;
     drains.length = 0;
-    await expectOk('POST', `${b.url}/_bench/config`, { body: { createBody } });
+    // The baseline answers with Quarry's create answer and, for `turns`, sends the model the very
+    // request Quarry sent it, with as many turns at a time as Quarry runs.
+    await expectOk('POST', `${b.url}/_bench/config`, {
+      body: {
+        createBody,
+        maxConcurrentTurns: Number(quarryEnv.QUARRY_MAX_CONCURRENT_TURNS),
+        ...(model ? { modelUrl: model.url, modelRequestBody: fs.readFileSync(model.requestFile, 'utf8') } : {}),
+      },
+    });
     await cannon({ ...opts(b.url, false), duration: WARMUP_S });
-    // The model is idle during the baseline rounds (every turn ended in the drain before), so its
-    // CPU over the whole run is its CPU for the Quarry rounds' turns.
-    const modelCpu = processCpu(model?.child.proc.pid);
-    const run = await alternate({ opts: opts(q.url, true), pid: q.child.proc.pid }, { opts: opts(b.url, false), pid: b.child.proc.pid }, drain);
-    const modelCpuS = modelCpu.stop();
+    await baselineDrain();
+    const baselineCompletedBefore = baselineDrains[0]!.completed;
+    baselineDrains.length = 0;
+    const run = await alternate(
+      { opts: opts(q.url, true), pid: q.child.proc.pid, after: drain },
+      { opts: opts(b.url, false), pid: b.child.proc.pid, after: baselineDrain },
+      model?.child.proc.pid,
+    );
     if (CPU_PROF) {
       // Node writes a profile as it exits and SIGKILL leaves none: the profiled process ends
       // normally, and a fresh one over the same data takes the durability round.
@@ -393,21 +437,21 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
       turnStatusAtEnd = turns.byStatus();
     }
 
-    const created = run.quarry.runs.reduce((n, r) => n + r['2xx'], 0);
-    const seconds = run.quarry.runs.reduce((n, r) => n + r.duration, 0) + drains.reduce((n, d) => n + d.ms / 1000, 0);
-    const serverCpuS = run.quarry.serverCpuS.reduce((n, c) => n + c, 0) + drains.reduce((n, d) => n + d.cpuS, 0);
-    const sustained = created / seconds;
-    const baseline = sideRate(run.baseline);
+    const seconds = sustainedSeconds(run.quarry);
+    const sustained = sustainedRate(run.quarry);
+    const baseline = sustainedRate(run.baseline);
     const clean = sideErrors(run.quarry) === 0 && run.quarry.runs.every((r) => r.non2xx === 0);
     const durable = missing === 0 && checked === acknowledged.length;
     // Turns keep up when each round ends with less than one second's worth of its creates still
     // to run: a worker that falls behind ends a round with a backlog that grows with its length.
     const keepUp = drains.every((d, i) => d.backlog < rate(run.quarry.runs[i]!));
     const completed = drains.at(-1)!.completed - completedBefore;
+    const baselineCompleted = baselineDrains.at(-1)!.completed - baselineCompletedBefore;
     const notCompleted = Object.entries(turnStatusAtEnd).filter(([status]) => status !== 'completed');
     const met = bench === 'creates'
       ? sustained >= 2000 && durable && clean
       : sustained / baseline >= 0.3 && durable && clean && keepUp && notCompleted.length === 0;
+    const sumOf = (xs: number[]) => xs.reduce((n, x) => n + x, 0);
     results.push({
       bench,
       metric: mode.metric,
@@ -424,22 +468,30 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
         sustained_creates_per_s: round(sustained),
         ...(model ? { turns_completed_per_s: round(completed / seconds) } : {}),
         answered_creates_per_s: round(sideRate(run.quarry)),
-        server_cpu_us_per_create_with_its_turn: round((serverCpuS * 1e6) / created),
+        baseline_sustained_creates_per_s: round(baseline),
+        ...(model ? { baseline_turns_completed_per_s: round(baselineCompleted / sustainedSeconds(run.baseline)) } : {}),
+        baseline_answered_creates_per_s: round(sideRate(run.baseline)),
+        server_cpu_us_per_create_with_its_turn: round(cpuPerRequestUs(run.quarry)),
+        baseline_cpu_us_per_create_with_its_turn: round(cpuPerRequestUs(run.baseline)),
         ...(model ? {
-          model_cpu_us_per_turn: round((modelCpuS * 1e6) / completed),
+          model_cpu_us_per_turn: round((sumOf(run.quarry.watchedCpuS) * 1e6) / completed),
+          baseline_model_cpu_us_per_turn: round((sumOf(run.baseline.watchedCpuS) * 1e6) / baselineCompleted),
           non_2xx: run.quarry.runs.reduce((n, r) => n + r.non2xx, 0),
           errors: sideErrors(run.quarry),
           backlog_after_rounds: drains.map((d) => d.backlog),
+          baseline_backlog_after_rounds: baselineDrains.map((d) => d.backlog),
           turns_keep_up: keepUp,
           turn_status_at_end: turnStatusAtEnd,
         } : {}),
         drains_after_rounds: drains.map((d, i) => ({
           turns_left: d.backlog,
-          ms: d.ms,
-          quarry_cpu_s: round(d.cpuS, 2),
+          ms: run.quarry.afterMs[i],
           ...(model ? { turns_completed_in_round_and_drain: d.completed - (i > 0 ? drains[i - 1]!.completed : completedBefore) } : {}),
         })),
-        per_round_ratio: run.quarry.runs.map((r, i) => round(rate(r) / rate(run.baseline.runs[i]!), 3)),
+        per_round_ratio: run.quarry.runs.map((r, i) => {
+          const sustainedOf = (side: Side, x: autocannon.Result) => x['2xx'] / (x.duration + side.afterMs[i]! / 1000);
+          return round(sustainedOf(run.quarry, r) / sustainedOf(run.baseline, run.baseline.runs[i]!), 3);
+        }),
         cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
         quarry: sideSummary(run.quarry),
         baseline: sideSummary(run.baseline),
@@ -532,7 +584,7 @@ async function benchOutput(): Promise<void> {
   const qAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const bAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   try {
-    b = await startBaseline();
+    b = await startBaseline(q.key);
     const spec = {
       name: 'EU battery plants (benchmark)',
       prompt: 'Write the plant table.',
@@ -735,11 +787,11 @@ async function benchSse(): Promise<void> {
     await fake.close();
   }
 
-  const b = await startBaseline();
+  const b = await startBaseline(q.key);
   let baseRun: SseRun;
   try {
     log(`sse: opening ${SSE_CLIENTS} streams to the baseline; replaying the same ${frames.length} frames at the same times`);
-    const procs = await connectClients(`${b.url}/task/${encodeURIComponent(taskId)}/stream`, '', 0);
+    const procs = await connectClients(`${b.url}/task/${encodeURIComponent(taskId)}/stream`, q.key, 0);
     await sleep(500);
     const cpu = cpuWindow();
     const serverCpu = processCpu(b.child.proc.pid);
@@ -820,9 +872,12 @@ function printTable(): void {
       const c = r.details as {
         sustained_creates_per_s: number; turns_completed_per_s: number; backlog_after_rounds: number[]; non_2xx: number; errors: number;
         server_cpu_us_per_create_with_its_turn: number; model_cpu_us_per_turn: number; turn_status_at_end: Record<string, number>;
+        baseline_sustained_creates_per_s: number; baseline_turns_completed_per_s: number; baseline_answered_creates_per_s: number;
+        baseline_cpu_us_per_create_with_its_turn: number; baseline_model_cpu_us_per_turn: number;
       };
       process.stdout.write(`turns: ${c.sustained_creates_per_s} creates/s and ${c.turns_completed_per_s} turns completed/s sustained; turns left after each round: ${c.backlog_after_rounds.join(', ')}; ${c.non_2xx} non-2xx, ${c.errors} errors\n`);
       process.stdout.write(`turns: ${c.server_cpu_us_per_create_with_its_turn} µs Quarry CPU per create with its turn, ${c.model_cpu_us_per_turn} µs model CPU per turn; turns at the end: ${JSON.stringify(c.turn_status_at_end)}\n`);
+      process.stdout.write(`turns: baseline ${c.baseline_sustained_creates_per_s} creates/s and ${c.baseline_turns_completed_per_s} turns/s sustained (${c.baseline_answered_creates_per_s}/s answered during its rounds); ${c.baseline_cpu_us_per_create_with_its_turn} µs CPU per create with its turn, ${c.baseline_model_cpu_us_per_turn} µs model CPU per turn\n`);
     }
     if (r.bench === 'output') {
       const d = r.details as { quarry_ms: { median: number; p95: number }; baseline_ms: { median: number; p95: number }; body_bytes: number };
