@@ -1,17 +1,22 @@
 /**
  * `npm run bench`: measures Quarry against a bare node:http baseline measured in the same run on
- * the same machine, and prints the ratios. Quarry (`quarry serve`), the baseline server and the
- * SSE load generators each run in their own process; everything talks over 127.0.0.1 only.
- * Every loop is bounded in count and time, and a watchdog ends the run if anything hangs.
+ * the same machine, and prints the ratios. The baseline (bench/baseline-server.ts) does each
+ * route's work in memory (key check, task look-up, a create's task stored and its turn run) and
+ * sends Quarry's own bytes. Quarry (`quarry serve`), the baseline server and the SSE load
+ * generators each run in their own process; everything talks over 127.0.0.1 only. Every loop is
+ * bounded in count and time, and a watchdog ends the run if anything hangs.
  *
- *   1. state   GET /task/{id}/state requests/s (autocannon) vs the same JSON from a bare server.
+ *   1. state   GET /task/{id}/state requests/s (autocannon) vs the baseline serializing the same
+ *              state from memory.
  *   1b. list  GET /task?limit=50 requests/s over 200 tasks (32 connections) vs a bare server
  *              serializing the same 50 tasks from memory per request.
- *   2. creates POST /task creates/s, each stored before it is answered; then kill -9, restart
- *              over the same data dir, and check that every acknowledged task_id is there.
+ *   2. creates POST /task creates/s, each stored before it is answered and its turn ended (no
+ *              model: it fails at once); then kill -9, restart over the same data dir, and check
+ *              that every acknowledged task_id is there.
  *   2b. turns  the same, each create's turn really run: Quarry calls a model in its own process
  *              (bench/instant-model.ts) that answers at once with a final answer; creates/s and
- *              turns completed/s, and every turn must complete.
+ *              turns completed/s, and every turn must complete. The baseline's turns call the
+ *              same model with the request Quarry sent; both rates include the drain.
  *   3. output  GET /task/{id}/output?limit=50000 of a 50,000 × 10 table: ms per request vs the
  *              bare server sending a pre-built body of the same bytes.
  *   4. sse     5,000 concurrent GET /task/{id}/stream clients: latency from an event's stored
