@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAnthropicProvider, type AnthropicOptions } from '../src/agent/providers/anthropic.js';
 import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
+import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
 
 const MODEL = 'claude-fake-1';
 
@@ -176,7 +176,7 @@ describe('anthropic provider', () => {
     const pieces = Array.from(all, (_, i) => all.subarray(i, i + 1));
     const deltas: string[] = [];
 
-    const response = await provider({ fetch: fetchAnswering(pieces, 'text/event-stream') }).generate(request({ onTextDelta: (d) => deltas.push(d) }));
+    const response = await provider({ post: postAnswering(pieces, 'text/event-stream') }).generate(request({ onTextDelta: (d) => deltas.push(d) }));
 
     assert.deepEqual(deltas, ['Grès ', '€ 5']);
     assert.deepEqual(response, {
@@ -209,7 +209,7 @@ describe('anthropic provider', () => {
       usage: { input_tokens: 5, output_tokens: 6 },
     });
 
-    const response = await provider({ fetch: fetchAnswering(bytes(message), 'application/json') }).generate(request());
+    const response = await provider({ post: postAnswering(bytes(message), 'application/json') }).generate(request());
 
     assert.deepEqual(response.toolCalls, [{ id: 'toolu_q', name: 'web_search', arguments: '{"query":"q"}' }]);
     assert.equal(response.finishReason, 'tool_calls');
@@ -222,7 +222,7 @@ describe('anthropic provider', () => {
       { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hal' } },
     ]);
     await assert.rejects(
-      provider({ fetch: fetchAnswering(bytes(cut), 'text/event-stream') }).generate(request()),
+      provider({ post: postAnswering(bytes(cut), 'text/event-stream') }).generate(request()),
       isProviderError({ retryable: true, message: /ended before the answer was complete/ }),
     );
   });
@@ -247,10 +247,10 @@ describe('anthropic provider', () => {
   abortAndFailureCases(subject, { chunkDelayMs: 300 });
 
   malformedAnswerCase(subject, [
-    ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
-    ['a stream event that is not JSON', fetchAnswering(bytes('event: message_start\ndata: {"type": \n\n'), 'text/event-stream'), true],
-    ['a message without content', fetchAnswering(bytes('{"type":"message"}'), 'application/json'), false],
-    ['a tool_use without a name', fetchAnswering(bytes('{"type":"message","content":[{"type":"tool_use","id":"t","input":{}}]}'), 'application/json'), false],
+    ['a body that is not JSON', postAnswering(bytes('<html>oops</html>'), 'text/html'), false],
+    ['a stream event that is not JSON', postAnswering(bytes('event: message_start\ndata: {"type": \n\n'), 'text/event-stream'), true],
+    ['a message without content', postAnswering(bytes('{"type":"message"}'), 'application/json'), false],
+    ['a tool_use without a name', postAnswering(bytes('{"type":"message","content":[{"type":"tool_use","id":"t","input":{}}]}'), 'application/json'), false],
   ], '{"type":"message","role":"assistant"}');
 
   retryAfterCases(subject);

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '../src/agent/providers/openai-compatible.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
-import { abortAndFailureCases, bytes, fetchAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
+import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
 
 const MODEL = 'fake-model-1';
 
@@ -143,7 +143,7 @@ describe('openai-compatible provider', () => {
     const pieces = Array.from(all, (_, i) => all.subarray(i, i + 1));
     const deltas: string[] = [];
 
-    const response = await provider({ fetch: fetchAnswering(pieces, 'text/event-stream') }).generate(
+    const response = await provider({ post: postAnswering(pieces, 'text/event-stream') }).generate(
       request({ onTextDelta: (d) => deltas.push(d) }),
     );
 
@@ -169,7 +169,7 @@ describe('openai-compatible provider', () => {
       ],
     });
 
-    const response = await provider({ fetch: fetchAnswering(bytes(completion), 'application/json') }).generate(request());
+    const response = await provider({ post: postAnswering(bytes(completion), 'application/json') }).generate(request());
 
     assert.equal(response.text, '');
     assert.equal(response.toolCalls.length, 1);
@@ -184,7 +184,7 @@ describe('openai-compatible provider', () => {
     ];
     for (const [what, sse, message] of cases) {
       await assert.rejects(
-        provider({ fetch: fetchAnswering(bytes(sse), 'text/event-stream') }).generate(request()),
+        provider({ post: postAnswering(bytes(sse), 'text/event-stream') }).generate(request()),
         isProviderError({ retryable: true, message }),
         what,
       );
@@ -202,9 +202,9 @@ describe('openai-compatible provider', () => {
   abortAndFailureCases(subject, { chunkDelayMs: 400 });
 
   malformedAnswerCase(subject, [
-    ['a body that is not JSON', fetchAnswering(bytes('<html>oops</html>'), 'text/html'), false],
-    ['a stream event that is not JSON', fetchAnswering(bytes('data: {"choices": [\n\n'), 'text/event-stream'), true],
-    ['a completion without choices', fetchAnswering(bytes('{"object":"chat.completion"}'), 'application/json'), false],
+    ['a body that is not JSON', postAnswering(bytes('<html>oops</html>'), 'text/html'), false],
+    ['a stream event that is not JSON', postAnswering(bytes('data: {"choices": [\n\n'), 'text/event-stream'), true],
+    ['a completion without choices', postAnswering(bytes('{"object":"chat.completion"}'), 'application/json'), false],
   ], '{"object":"chat.completion","choices":[]}');
 
   retryAfterCases(subject);

@@ -5,7 +5,7 @@
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ModelProviderError, type ModelProvider, type ModelRequest } from '../../src/agent/providers/model-provider.js';
-import type { HttpProviderOptions } from '../../src/agent/providers/provider-http.js';
+import type { HttpProviderOptions, ModelPost } from '../../src/agent/providers/provider-http.js';
 import type { FakeModelReply, FakeModelServer } from '../fake-model/fake-model-server.js';
 import { until, within } from './bounded-waits.js';
 
@@ -15,17 +15,15 @@ export function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
 }
 
 /** A fetch that answers every call with this body, given as byte pieces to cut events anywhere. */
-export function fetchAnswering(pieces: Uint8Array[], contentType: string): typeof fetch {
-  return async () =>
-    new Response(
-      new ReadableStream<Uint8Array>({
-        start(controller) {
-          for (const piece of pieces) controller.enqueue(piece);
-          controller.close();
-        },
-      }),
-      { status: 200, headers: { 'content-type': contentType } },
-    );
+/** A provider's POST answered with 200 and `pieces` as the body's chunks, one by one. */
+export function postAnswering(pieces: Uint8Array[], contentType: string): ModelPost {
+  return async () => ({
+    statusCode: 200,
+    headers: { 'content-type': contentType },
+    body: (async function* () {
+      yield* pieces;
+    })(),
+  });
 }
 
 export function bytes(text: string): Uint8Array[] {
@@ -66,7 +64,7 @@ export interface ProviderUnderTest {
  */
 export function tokenEstimateCase(subject: ProviderUnderTest, stream: string): void {
   it('estimates tokens as ceil(chars / 4) when the server reports no usage', async () => {
-    const response = await subject.provider({ fetch: fetchAnswering(bytes(stream), 'text/event-stream') }).generate(
+    const response = await subject.provider({ post: postAnswering(bytes(stream), 'text/event-stream') }).generate(
       request({ messages: [{ role: 'system', content: 'x'.repeat(6) }, { role: 'user', content: 'y'.repeat(7) }] }),
     );
 
@@ -190,10 +188,10 @@ export function abortAndFailureCases(subject: ProviderUnderTest, { chunkDelayMs 
  * is asked for]; `emptyAnswer` is a 200 JSON body of the provider's answer shape with nothing in
  * it (OpenAI's `choices: []`).
  */
-export function malformedAnswerCase(subject: ProviderUnderTest, cases: [string, typeof fetch, boolean][], emptyAnswer: string): void {
+export function malformedAnswerCase(subject: ProviderUnderTest, cases: [string, ModelPost, boolean][], emptyAnswer: string): void {
   it('reports a malformed answer as a retryable ModelProviderError (a gateway failing for a moment)', async () => {
-    for (const [what, fetchImpl, stream] of cases) {
-      await assert.rejects(subject.provider({ fetch: fetchImpl, stream }).generate(request()), isProviderError({ retryable: true, message: /malformed answer/ }), what);
+    for (const [what, post, stream] of cases) {
+      await assert.rejects(subject.provider({ post, stream }).generate(request()), isProviderError({ retryable: true, message: /malformed answer/ }), what);
     }
   });
 
