@@ -11,9 +11,14 @@
  * A group starts at the end of the current turn of the event loop, so it takes every transaction
  * that arrived in that turn plus those that queued up while the previous group was written.
  */
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './database.js';
 import { runTransaction } from './sql/run-transaction.js';
+
+/** Each member's savepoint statements, compiled once: they run for every member of every group. */
+const SAVEPOINT = CompiledQuery.raw('savepoint member');
+const RELEASE = CompiledQuery.raw('release savepoint member');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint member');
 
 /** The most members one commit takes, so that one group never holds the connection for long. */
 const MAX_GROUP = 100;
@@ -63,16 +68,16 @@ export class GroupCommit {
             return;
           }
           for (const member of group) {
-            await sql`savepoint member`.execute(trx);
+            await trx.executeQuery(SAVEPOINT);
             try {
               outcomes.push({ ok: true, value: await member.run(trx) });
-              await sql`release savepoint member`.execute(trx);
+              await trx.executeQuery(RELEASE);
             } catch (err) {
               fatal = err;
               // Fails too when the database already dropped the whole transaction (disk full,
               // I/O error): then the group fails as one, with the member's error.
-              await sql`rollback to savepoint member`.execute(trx);
-              await sql`release savepoint member`.execute(trx);
+              await trx.executeQuery(ROLLBACK_TO);
+              await trx.executeQuery(RELEASE);
               fatal = undefined;
               outcomes.push({ ok: false, err });
             }

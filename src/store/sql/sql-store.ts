@@ -22,7 +22,7 @@ import { runTransaction } from './run-transaction.js';
 import { SqlEvents } from './events.js';
 import { SqlIdempotency } from './idempotency.js';
 import { SqlRows } from './rows.js';
-import type { SqlHandle } from './sql-repository.js';
+import type { RunInTransaction, SqlHandle } from './sql-repository.js';
 import { SqlSources } from './sources.js';
 import { SqlGroups } from './groups.js';
 import { SqlSteps } from './steps.js';
@@ -69,18 +69,24 @@ export class SqlRepositories implements Repositories {
   readonly groups: SqlGroups;
   readonly cluster: SqlCluster;
 
-  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, own: OwnRepositories = {}, notices?: Notice[]) {
-    this.accounts = new SqlAccounts(db, profile);
-    this.tasks = own.tasks ?? new SqlTasks(db, profile);
-    this.turns = new SqlTurns(db, profile);
-    this.steps = new SqlSteps(db, profile);
-    this.events = new SqlEvents(db, profile);
-    this.rows = own.rows ?? new SqlRows(db, profile);
-    this.uploads = new SqlUploads(db, profile);
-    this.idempotency = new SqlIdempotency(db, profile);
-    this.webhooks = new SqlWebhooks(db, profile);
-    this.sources = new SqlSources(db, profile);
-    this.groups = new SqlGroups(db, profile);
+  /**
+   * `own` and `run` are for the root and for a transaction respectively: the adapter's own
+   * repositories outside transactions, and how a transaction's hot statements run (see
+   * RunInTransaction).
+   */
+  constructor(db: SqlHandle, profile: DialectProfile, link: ClusterLink, opts: { own?: OwnRepositories; notices?: Notice[]; run?: RunInTransaction } = {}) {
+    const { own = {}, notices, run } = opts;
+    this.accounts = new SqlAccounts(db, profile, run);
+    this.tasks = own.tasks ?? new SqlTasks(db, profile, run);
+    this.turns = new SqlTurns(db, profile, run);
+    this.steps = new SqlSteps(db, profile, run);
+    this.events = new SqlEvents(db, profile, run);
+    this.rows = own.rows ?? new SqlRows(db, profile, run);
+    this.uploads = new SqlUploads(db, profile, run);
+    this.idempotency = new SqlIdempotency(db, profile, run);
+    this.webhooks = new SqlWebhooks(db, profile, run);
+    this.sources = new SqlSources(db, profile, run);
+    this.groups = new SqlGroups(db, profile, run);
     this.cluster = new SqlCluster(db, profile, link, notices);
   }
 }
@@ -91,6 +97,8 @@ export interface SqlStoreOptions {
   /** Where the migration bookkeeping tables live (PostgreSQL schema); the database default when unset. */
   migrationSchema?: string;
   own?: OwnRepositories;
+  /** How a transaction's hot statements run, where they may skip Kysely's executor (SQLite). */
+  runInTransaction?: RunInTransaction;
   /** Closes what the adapter opened besides the Kysely handle and the link (SQLite's read connection). */
   close?: () => void | Promise<void>;
 }
@@ -104,7 +112,7 @@ export class SqlStore extends SqlRepositories implements Store {
     private readonly root: Kysely<Database>,
     private readonly opts: SqlStoreOptions,
   ) {
-    super(root, opts.profile, opts.link, opts.own);
+    super(root, opts.profile, opts.link, { own: opts.own });
     this.kind = opts.profile.kind;
     this.shared = opts.profile.shared;
     this.commits = opts.profile.groupCommit ? new GroupCommit(root) : undefined;
@@ -118,7 +126,7 @@ export class SqlStore extends SqlRepositories implements Store {
 
   async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
     const notices: Notice[] = [];
-    const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link, {}, notices));
+    const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link, { notices, run: this.opts.runInTransaction }));
     const result = await (this.commits ? this.commits.run(body) : runTransaction(this.root, body));
     if (notices.length > 0) this.opts.link.notify(notices);
     return result;

@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, SqliteDialect, type QueryResult, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import type { Database } from '../database.js';
+import type { RunInTransaction } from '../sql/sql-repository.js';
 
 /** Distinct SQL texts are few (one per query shape), so a small cache holds them all. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -58,12 +59,26 @@ function withStatementCache(db: SQLite.Database, afterChange: () => void): Sqlit
 }
 
 /**
+ * Runs a statement on the writer the way Kysely's SQLite driver does (all rows of a statement
+ * that returns rows, else the count of changed rows), without Kysely's executor around it.
+ */
+function runnerOn(db: SqliteDatabase): RunInTransaction {
+  return <R>(sql: string, parameters: readonly unknown[]): QueryResult<R> => {
+    const stmt = db.prepare(sql);
+    if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
+    const { changes, lastInsertRowid } = stmt.run(parameters);
+    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+  };
+}
+
+/**
  * Opens (creating if needed) `fileName` in `dataDir`. WAL with synchronous=NORMAL: a commit is in
  * the OS before the call returns, so it survives the process being killed; only a power loss can
  * take the last few commits. `afterChange` is told whenever a change may have become visible to
- * the read-only connection.
+ * the read-only connection. `runInTransaction` runs a statement on the writer straight away: for
+ * transactions only, which hold the writer (see RunInTransaction).
  */
-export function openSqliteConnections(dataDir: string, fileName: string, afterChange: () => void): { db: Kysely<Database>; reader: SQLite.Database } {
+export function openSqliteConnections(dataDir: string, fileName: string, afterChange: () => void): { db: Kysely<Database>; reader: SQLite.Database; runInTransaction: RunInTransaction } {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, fileName);
   const writer = new SQLite(file);
@@ -75,5 +90,6 @@ export function openSqliteConnections(dataDir: string, fileName: string, afterCh
   const reader = new SQLite(file, { readonly: true });
   reader.pragma('busy_timeout = 5000');
   reader.pragma('cache_size = -65536');
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(writer, afterChange) }) }), reader };
+  const database = withStatementCache(writer, afterChange);
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), reader, runInTransaction: runnerOn(database) };
 }

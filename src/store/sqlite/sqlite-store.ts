@@ -17,12 +17,13 @@ export const SQLITE_FILE = 'quarry.db';
 export function openSqliteStore(dataDir: string): Store {
   const profile = DIALECT_PROFILES.sqlite;
   // Changes are reported once statements run, by then `reads` is set.
-  const { db, reader } = openSqliteConnections(dataDir, SQLITE_FILE, () => reads.forget());
+  const { db, reader, runInTransaction } = openSqliteConnections(dataDir, SQLITE_FILE, () => reads.forget());
   const reads = new SqliteReads(reader, db, profile);
   return new SqlStore(db, {
     profile,
     link: SQLITE_LINK,
     own: { tasks: new SqliteTasks(reads), rows: new SqliteRows(reads) },
+    runInTransaction,
     close: () => reads.close(),
   });
 }
