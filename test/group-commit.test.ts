@@ -9,16 +9,18 @@ import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import type { Database } from '../src/store/database.js';
 import { GroupCommit } from '../src/store/group-commit.js';
+import { statementRunner } from '../src/store/sqlite/sqlite-connection.js';
 import { tempDataDir } from './helpers/process.js';
 
 
-function openDatabase(): { file: string; raw: SQLite.Database; db: Kysely<Database> } {
+function openDatabase(): { file: string; raw: SQLite.Database; db: Kysely<Database>; commits: GroupCommit } {
   const dir = tempDataDir('quarry-group-commit-');
   const file = path.join(dir, 'test.db');
   const raw = new SQLite(file);
   raw.pragma('journal_mode = WAL');
   raw.exec('create table notes (id integer primary key, body text not null)');
-  return { file, raw, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) }) };
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
+  return { file, raw, db, commits: new GroupCommit(db, statementRunner(raw)) };
 }
 
 function insertNote(id: number, body = 'x') {
@@ -26,8 +28,7 @@ function insertNote(id: number, body = 'x') {
 }
 
 test('transactions that arrive together are all stored, and each is readable by another connection when it resolves', async () => {
-  const { file, db } = openDatabase();
-  const commits = new GroupCommit(db);
+  const { file, db, commits } = openDatabase();
   const reader = new SQLite(file, { readonly: true });
   const seenAtResolve: boolean[] = [];
   await Promise.all(
@@ -47,8 +48,7 @@ test('transactions that arrive together are all stored, and each is readable by 
 });
 
 test('a transaction that throws is rolled back alone and rejected with its own error; the others are stored', async () => {
-  const { raw, db } = openDatabase();
-  const commits = new GroupCommit(db);
+  const { raw, db, commits } = openDatabase();
   const results = await Promise.allSettled(
     [1, 2, 3, 4].map((id) =>
       commits.run(async (trx) => {
@@ -70,8 +70,7 @@ test('a transaction that throws is rolled back alone and rejected with its own e
 });
 
 test('when the disk fills, every transaction that resolved is stored and none that was rejected left anything', async () => {
-  const { raw, db } = openDatabase();
-  const commits = new GroupCommit(db);
+  const { raw, db, commits } = openDatabase();
   // A database that may not grow past a few pages: the inserts below run out of room part way.
   const pages = Number(raw.pragma('page_count', { simple: true }));
   raw.pragma(`max_page_count = ${pages + 8}`);

@@ -11,14 +11,10 @@
  * A group starts at the end of the current turn of the event loop, so it takes every transaction
  * that arrived in that turn plus those that queued up while the previous group was written.
  */
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './database.js';
 import { runTransaction } from './sql/run-transaction.js';
-
-/** Each member's savepoint statements, compiled once: they run for every member of every group. */
-const SAVEPOINT = CompiledQuery.raw('savepoint member');
-const RELEASE = CompiledQuery.raw('release savepoint member');
-const ROLLBACK_TO = CompiledQuery.raw('rollback to savepoint member');
+import type { RunInTransaction } from './sql/sql-repository.js';
 
 /** The most members one commit takes, so that one group never holds the connection for long. */
 const MAX_GROUP = 100;
@@ -35,7 +31,14 @@ export class GroupCommit {
   private queue: Member[] = [];
   private writing = false;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  /**
+   * `statement` runs SQL on the connection a group's transaction holds: each member's
+   * savepoints, two statements for every member of every group, go through it.
+   */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly statement: RunInTransaction,
+  ) {}
 
   run<T>(fn: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -68,16 +71,16 @@ export class GroupCommit {
             return;
           }
           for (const member of group) {
-            await trx.executeQuery(SAVEPOINT);
+            this.statement('savepoint member', []);
             try {
               outcomes.push({ ok: true, value: await member.run(trx) });
-              await trx.executeQuery(RELEASE);
+              this.statement('release savepoint member', []);
             } catch (err) {
               fatal = err;
               // Fails too when the database already dropped the whole transaction (disk full,
               // I/O error): then the group fails as one, with the member's error.
-              await trx.executeQuery(ROLLBACK_TO);
-              await trx.executeQuery(RELEASE);
+              this.statement('rollback to savepoint member', []);
+              this.statement('release savepoint member', []);
               fatal = undefined;
               outcomes.push({ ok: false, err });
             }

@@ -115,7 +115,8 @@ export class SqlStore extends SqlRepositories implements Store {
     super(root, opts.profile, opts.link, { own: opts.own });
     this.kind = opts.profile.kind;
     this.shared = opts.profile.shared;
-    this.commits = opts.profile.groupCommit ? new GroupCommit(root) : undefined;
+    if (opts.profile.groupCommit && !opts.runInTransaction) throw new Error('group commit runs its savepoints through runInTransaction: the adapter must give one');
+    this.commits = opts.profile.groupCommit ? new GroupCommit(root, opts.runInTransaction!) : undefined;
   }
 
   async migrate(): Promise<void> {

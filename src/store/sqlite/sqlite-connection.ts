@@ -59,10 +59,10 @@ function withStatementCache(db: SQLite.Database, afterChange: () => void): Sqlit
 }
 
 /**
- * Runs a statement on the writer the way Kysely's SQLite driver does (all rows of a statement
- * that returns rows, else the count of changed rows), without Kysely's executor around it.
+ * Runs a statement on `db` the way Kysely's SQLite driver does (all rows of a statement that
+ * returns rows, else the count of changed rows), without Kysely's executor around it.
  */
-function runnerOn(db: SqliteDatabase): RunInTransaction {
+export function statementRunner(db: SqliteDatabase): RunInTransaction {
   return <R>(sql: string, parameters: readonly unknown[]): QueryResult<R> => {
     const stmt = db.prepare(sql);
     if (stmt.reader) return { rows: stmt.all(parameters) as R[] };
@@ -91,5 +91,5 @@ export function openSqliteConnections(dataDir: string, fileName: string, afterCh
   reader.pragma('busy_timeout = 5000');
   reader.pragma('cache_size = -65536');
   const database = withStatementCache(writer, afterChange);
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), reader, runInTransaction: runnerOn(database) };
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), reader, runInTransaction: statementRunner(database) };
 }
