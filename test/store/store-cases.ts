@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
 import { turnError } from '../../src/errors.js';
-import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
+import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Repositories, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -330,6 +330,24 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         throw new Error('boom');
       }), /boom/);
       assert.equal(await store.tasks.get(t.id), undefined);
+    });
+
+    it('refuses a statement through repositories kept past their transaction, and stores nothing of it', async () => {
+      const t = task(accountId, { activity: 'idle' });
+      await store.tasks.insert(t);
+      let kept: Repositories | undefined;
+      await store.transaction(async (tx) => {
+        kept = tx;
+      });
+      await assert.rejects(kept!.tasks.update(t.id, { activity: 'thinking' }));
+      // Nor may it land in the next transaction, whatever that one is doing.
+      await store.transaction(async (tx) => {
+        await assert.rejects(kept!.tasks.update(t.id, { activity: 'thinking' }));
+        await tx.tasks.update(t.id, { pinned: true });
+      });
+      const got = (await store.tasks.get(t.id))!;
+      assert.equal(got.activity, 'idle');
+      assert.equal(got.pinned, true);
     });
 
     it('reads a task with its current turn in one go', async () => {

@@ -127,7 +127,21 @@ export class SqlStore extends SqlRepositories implements Store {
 
   async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {
     const notices: Notice[] = [];
-    const body = (trx: Transaction<Database>) => fn(new SqlRepositories(trx, this.opts.profile, this.opts.link, { notices, run: this.opts.runInTransaction }));
+    const body = async (trx: Transaction<Database>) => {
+      const direct = this.opts.runInTransaction;
+      // A statement run straight on the connection has no transaction object to refuse it: one
+      // from repositories kept past their transaction would land in whatever runs then.
+      let open = true;
+      const run: RunInTransaction | undefined = direct && ((sql, parameters) => {
+        if (!open) throw new Error('a statement ran on a transaction that had ended');
+        return direct(sql, parameters);
+      });
+      try {
+        return await fn(new SqlRepositories(trx, this.opts.profile, this.opts.link, { notices, run }));
+      } finally {
+        open = false;
+      }
+    };
     const result = await (this.commits ? this.commits.run(body) : runTransaction(this.root, body));
     if (notices.length > 0) this.opts.link.notify(notices);
     return result;
