@@ -4,7 +4,7 @@
  */
 import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskListPage, TaskRecord } from '../store/store.js';
+import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskListPage, TaskRecord, TaskStateRecord } from '../store/store.js';
 import type { TaskService } from './task-service.js';
 import { activeOutputOf, isVisibleTo } from './task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
@@ -32,6 +32,12 @@ function decodeCursor(raw: string): TaskListCursor {
 
 export class TaskQueries {
   private readonly views = new TaskViewCache();
+  /**
+   * The state body of each state record: a store that keeps a record until the next commit
+   * (SQLite) hands the same object to every poll in between, and each poll then gets the same
+   * body object (shared: never changed), which the route serializes once (routes/tasks.ts).
+   */
+  private readonly stateViews = new WeakMap<TaskStateRecord, Readonly<TaskState>>();
 
   constructor(private readonly store: Store, private readonly tasks: TaskService) {}
 
@@ -60,26 +66,19 @@ export class TaskQueries {
   }
 
   /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
-  async state(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<TaskState> {
+  async state(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<Readonly<TaskState>> {
     let state = await this.store.tasks.getState(taskId);
     if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
     if (waitSeconds > 0 && state.currentTurnId) {
       await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000, signal);
       state = (await this.store.tasks.getState(taskId))!;
     }
-    const { turn } = state;
-    return {
-      task_id: state.id,
-      active: state.currentTurnId !== null,
-      status: state.status,
-      phase: state.phase,
-      activity: state.activity,
-      queued_messages: state.queuedCount,
-      turn: turn ? { id: turn.id, kind: turn.kind, started_at: turn.startedAt } : null,
-      last_event_id: state.lastEventSeq,
-      last_error: state.lastError,
-      updated_at: state.updatedAt,
-    };
+    let view = this.stateViews.get(state);
+    if (!view) {
+      view = stateView(state);
+      this.stateViews.set(state, view);
+    }
+    return view;
   }
 
   /** One page in list order (single tasks, or the runs of group `groupId`), as records; `nextCursor` when more remain. */
@@ -145,4 +144,20 @@ export class TaskQueries {
     const last = events[events.length - 1];
     return { events, nextAfter: events.length === limit && last ? last.seq : null };
   }
+}
+
+function stateView(state: TaskStateRecord): TaskState {
+  const { turn } = state;
+  return {
+    task_id: state.id,
+    active: state.currentTurnId !== null,
+    status: state.status,
+    phase: state.phase,
+    activity: state.activity,
+    queued_messages: state.queuedCount,
+    turn: turn ? { id: turn.id, kind: turn.kind, started_at: turn.startedAt } : null,
+    last_event_id: state.lastEventSeq,
+    last_error: state.lastError,
+    updated_at: state.updatedAt,
+  };
 }

@@ -111,9 +111,20 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
     },
   });
 
+  // The poll's body, serialized by the route's schema once per state body object: between two
+  // commits every poll of a task gets the same object (TaskQueries.state).
+  const stateBodies = new WeakMap<object, string>();
   app.route({
     ...contractRoute(ROUTES.getTaskState),
-    handler: async (request, reply) => queries.state(request.accountId, request.params.task_id, request.query.wait, request.query.wait ? clientGone(reply) : undefined),
+    handler: async (request, reply) => {
+      const state = await queries.state(request.accountId, request.params.task_id, request.query.wait, request.query.wait ? clientGone(reply) : undefined);
+      let body = stateBodies.get(state);
+      if (body === undefined) {
+        body = reply.getSerializationFunction('200', 'application/json')!(state);
+        stateBodies.set(state, body);
+      }
+      return reply.type('application/json; charset=utf-8').send(body);
+    },
   });
 
   app.route({
