@@ -8,7 +8,7 @@
  * every turn, and fetch's Request, Response, Headers and web-stream objects cost about three
  * times the CPU of the call itself (measured: ~290 µs against ~100 µs a call on loopback).
  */
-import http from 'node:http';
+import { STATUS_CODES } from 'node:http';
 import { request } from 'undici';
 import { ModelProviderError, type ModelMessage, type ModelRequest, type ModelResponse, type ModelToolCall } from './model-provider.js';
 import { SseDecoder } from './sse-decoder.js';
@@ -192,7 +192,7 @@ function headerOf(headers: ModelHttpAnswer['headers'], name: string): string | u
 
 function statusError(endpoint: ProviderEndpoint, response: ModelHttpAnswer, body: string): ModelProviderError {
   const status = response.statusCode;
-  const detail = errorBodyMessage(body, endpoint.errorTypeInMessage) ?? (preview(body.trim()) || http.STATUS_CODES[status]);
+  const detail = errorBodyMessage(body, endpoint.errorTypeInMessage) ?? (preview(body.trim()) || STATUS_CODES[status]);
   // 408 and 409 are worth another try too, and so is Anthropic's 529 "overloaded".
   return new ModelProviderError(`${endpoint.provider}: HTTP ${status}${detail ? `: ${detail}` : ''}`, {
     status,
