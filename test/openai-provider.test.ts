@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '../src/agent/providers/openai-compatible.js';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
 import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
@@ -94,6 +96,22 @@ describe('openai-compatible provider', () => {
       { id: 'call_b', name: 'fetch_url', arguments: '{"url": "https://example.com/quarr' },
     ]);
     assert.equal(response.finishReason, 'tool_calls');
+  });
+
+  it('follows no redirect: a 307 to the real endpoint fails the call with that status and the endpoint hears nothing', async () => {
+    const redirecting = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(307, { location: `${fake.url}/chat/completions` }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = redirecting.address() as AddressInfo;
+      await assert.rejects(provider({ baseUrl: `http://127.0.0.1:${port}/v1` }).generate(request()), isProviderError({ status: 307, retryable: false }));
+      assert.equal(fake.requests.length, 0);
+    } finally {
+      redirecting.closeAllConnections();
+      await new Promise((resolve) => redirecting.close(resolve));
+    }
   });
 
   it('reads text, tool calls and usage from a non-streamed answer', async () => {
