@@ -150,13 +150,17 @@ function cpuPerRequestUs(side: Side): number {
   return (side.serverCpuS.reduce((n, s) => n + s, 0) * 1e6) / ok;
 }
 
-/** Requests per second, each round's `after` (the wait for its turns to end) counted in its time. */
-function sustainedRate(side: Side): number {
-  return side.runs.reduce((n, r) => n + r['2xx'], 0) / sustainedSeconds(side);
+/**
+ * Requests per second over all rounds (or round `only`), each round's `after` (the wait for its
+ * turns to end) counted in its time.
+ */
+function sustainedRate(side: Side, only?: number): number {
+  const rounds = side.runs.map((_, i) => i).filter((i) => only === undefined || i === only);
+  return rounds.reduce((n, i) => n + side.runs[i]!['2xx'], 0) / sustainedSeconds(side, rounds);
 }
 
-function sustainedSeconds(side: Side): number {
-  return side.runs.reduce((n, r) => n + r.duration, 0) + side.afterMs.reduce((n, ms) => n + ms / 1000, 0);
+function sustainedSeconds(side: Side, rounds = side.runs.map((_, i) => i)): number {
+  return rounds.reduce((n, i) => n + side.runs[i]!.duration + side.afterMs[i]! / 1000, 0);
 }
 
 function sideRate(side: Side): number {
@@ -276,6 +280,12 @@ async function benchList(): Promise<void> {
 
 // ---- 2. POST /task, 2b. with a real turn each ------------------------------------------------
 
+/** Turns not ended yet, and turns completed so far. */
+interface TurnCounts {
+  backlog: number;
+  completed: number;
+}
+
 /** A creates benchmark's turns, read from Quarry's SQLite file. */
 function turnCounts(dataDir: string) {
   const db = new Database(path.join(dataDir, 'quarry.db'), { readonly: true, fileMustExist: true });
@@ -283,11 +293,25 @@ function turnCounts(dataDir: string) {
   const completed = db.prepare("select count(*) from turns where status = 'completed'").pluck();
   const byStatus = db.prepare('select status, count(*) as n from turns group by status');
   return {
-    /** Turns that have not ended yet. */
-    backlog: () => backlog.get() as number,
-    completed: () => completed.get() as number,
+    counts: (): TurnCounts => ({ backlog: backlog.get() as number, completed: completed.get() as number }),
     byStatus: () => Object.fromEntries((byStatus.all() as { status: string; n: number }[]).map((r) => [r.status, r.n])) as Record<string, number>,
   };
+}
+
+/**
+ * Waits (bounded) until `read` shows no turn left to run: the backlog it started from, and the
+ * count of completed turns once every turn has ended.
+ */
+async function drainTurns(read: () => TurnCounts | Promise<TurnCounts>, what: string): Promise<TurnCounts> {
+  const left = (await read()).backlog;
+  const ended = await within((async () => {
+    for (;;) {
+      const now = await read();
+      if (now.backlog === 0) return now;
+      await sleep(20);
+    }
+  })(), 120_000, what);
+  return { backlog: left, completed: ended.completed };
 }
 
 /** What differs between the two POST /task benchmarks; the measuring is the same. */
@@ -326,9 +350,6 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
   let q: QuarryProcess = await startQuarry({ dataDir, label: `quarry-${bench}`, env: quarryEnv, nodeArgs: profArgs(bench) });
   const key = q.key;
   const turns = turnCounts(dataDir);
-  const turnsEnded = (what: string) => within((async () => {
-    while (turns.backlog() > 0) await sleep(20);
-  })(), 120_000, `${bench}: ${what}`);
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
   const body = JSON.stringify({ prompt: 'Find every company making Li-ion cells in the EU, with plant location and capacity.' });
   const acknowledged: string[] = [];
@@ -358,24 +379,14 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
   // round's time and CPU include it, see alternate). A server that answers creates while its
   // turns fall behind gains nothing. `completed` is the count of completed turns once they have
   // all ended. The baseline's turns are read from the baseline itself.
-  const drains: { backlog: number; completed: number }[] = [];
+  const drains: TurnCounts[] = [];
   const drain = async () => {
-    const left = turns.backlog();
-    await turnsEnded('turns to finish');
-    drains.push({ backlog: left, completed: turns.completed() });
+    drains.push(await drainTurns(turns.counts, `${bench}: turns to finish`));
   };
-  const baselineDrains: { backlog: number; completed: number }[] = [];
-  const baselineTurns = async () => (await expectOk('GET', `${b!.url}/_bench/turns`)).body as { backlog: number; completed: number };
+  const baselineDrains: TurnCounts[] = [];
   const baselineDrain = async () => {
-    const left = (await baselineTurns()).backlog;
-    const counts = await within((async () => {
-      for (;;) {
-        const now = await baselineTurns();
-        if (now.backlog === 0) return now;
-        await sleep(20);
-      }
-    })(), 120_000, `${bench}: the baseline's turns to finish`);
-    baselineDrains.push({ backlog: left, completed: counts.completed });
+    const read = async () => (await expectOk('GET', `${b!.url}/_bench/turns`)).body as TurnCounts;
+    baselineDrains.push(await drainTurns(read, `${bench}: the baseline's turns to finish`));
   };
   let checked = 0;
   let missing = 0;
@@ -417,7 +428,7 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
     // Durability: one more round, then kill -9 right after its last answer, turns still running.
     log(`${bench}: a last ${ROUND_S} s round, then SIGKILL`);
     await cannon({ ...opts(q.url, true), duration: ROUND_S });
-    backlogAtKill = turns.backlog();
+    backlogAtKill = turns.counts().backlog;
     await q.child.stop('SIGKILL');
     killedAfter = acknowledged.length;
     log(`${bench}: Quarry was killed with SIGKILL after ${killedAfter} acknowledged creates (${backlogAtKill} turns not ended); restarting over the same data dir`);
@@ -438,7 +449,7 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
     if (model) {
       // The restarted Quarry takes up the turns the kill cut short; once they have ended, every
       // turn of the run, warm-up and durability round included, must have completed.
-      await turnsEnded('turns left by the kill to finish');
+      await drainTurns(turns.counts, `${bench}: turns left by the kill to finish`);
       turnStatusAtEnd = turns.byStatus();
     }
 
@@ -493,10 +504,7 @@ async function benchCreates(bench: keyof typeof CREATE_MODES): Promise<void> {
           ms: run.quarry.afterMs[i],
           ...(model ? { turns_completed_in_round_and_drain: d.completed - (i > 0 ? drains[i - 1]!.completed : completedBefore) } : {}),
         })),
-        per_round_ratio: run.quarry.runs.map((r, i) => {
-          const sustainedOf = (side: Side, x: autocannon.Result) => x['2xx'] / (x.duration + side.afterMs[i]! / 1000);
-          return round(sustainedOf(run.quarry, r) / sustainedOf(run.baseline, run.baseline.runs[i]!), 3);
-        }),
+        per_round_ratio: run.quarry.runs.map((_, i) => round(sustainedRate(run.quarry, i) / sustainedRate(run.baseline, i), 3)),
         cpu_cost_ratio: round(cpuPerRequestUs(run.baseline) / cpuPerRequestUs(run.quarry), 3),
         quarry: sideSummary(run.quarry),
         baseline: sideSummary(run.baseline),
