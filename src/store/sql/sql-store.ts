@@ -115,8 +115,11 @@ export class SqlStore extends SqlRepositories implements Store {
     super(root, opts.profile, opts.link, { own: opts.own });
     this.kind = opts.profile.kind;
     this.shared = opts.profile.shared;
-    if (opts.profile.groupCommit && !opts.runInTransaction) throw new Error('group commit runs its savepoints through runInTransaction: the adapter must give one');
-    this.commits = opts.profile.groupCommit ? new GroupCommit(root, opts.runInTransaction!) : undefined;
+    if (opts.profile.groupCommit) {
+      // Its savepoints run straight on the connection the group's transaction holds.
+      if (!opts.runInTransaction) throw new Error('group commit needs the adapter to give runInTransaction');
+      this.commits = new GroupCommit(root, opts.runInTransaction);
+    }
   }
 
   async migrate(): Promise<void> {
