@@ -133,7 +133,9 @@ function framedSeqs(events: Json[]): number[] {
 
 /** The A2A error a promise rejects with, checked to be of `type` and to carry our code. */
 async function rejectsWith(promise: Promise<unknown>, type: abstract new (...args: never[]) => A2AError, quarryCode: string): Promise<A2AError> {
-  const err = await promise.then(() => assert.fail('expected an A2A error'), (e: unknown) => e);
+  const thrown = await promise.then(() => assert.fail('expected an A2A error'), (e: unknown) => e);
+  // The SDK's client raises an error frame of a stream as a plain Error whose cause is the typed error.
+  const err = thrown instanceof A2AError ? thrown : (thrown as Error).cause;
   assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`);
   const data = (err as { data?: { metadata?: Record<string, string> }[] }).data;
   assert.equal(data?.[0]?.metadata?.quarry_code, quarryCode, JSON.stringify(data));
@@ -251,6 +253,48 @@ describe('A2A endpoint', () => {
     await rejectsWith((async () => { for await (const _ of client.resubscribeTask({ tenant: '', id: mine.id })) { /* none */ } })(), UnsupportedOperationError, 'invalid_request');
     await rejectsWith(client.cancelTask({ tenant: '', id: mine.id, metadata: undefined }), TaskNotCancelableError, 'invalid_request');
     await rejectsWith(client.deleteTaskPushNotificationConfig({ tenant: '', taskId: mine.id, id: 'x' }), PushNotificationNotSupportedError, 'invalid_request');
+  });
+
+  it('a body that is no JSON-RPC request is -32600 Invalid Request (-32700 when not JSON), with the id when it can be read', async () => {
+    const rpc = async (opts: { body?: unknown; rawBody?: string }) => {
+      const res = await h.request('POST', '/a2a', { ...opts, headers: { 'content-type': 'application/json' } });
+      assert.equal(res.status, 200);
+      return res.body as { jsonrpc: string; id: unknown; error: { code: number; message: string; data?: { metadata?: Record<string, string> }[] } };
+    };
+    const cases: [unknown, unknown][] = [
+      [{ jsonrpc: '1.0', id: 7, method: 'GetTask', params: { id: 'tsk_x' } }, 7],
+      [{ id: 'no-version', method: 'GetTask', params: { id: 'tsk_x' } }, 'no-version'],
+      [{ jsonrpc: '2.0', id: 'no-method', params: { id: 'tsk_x' } }, 'no-method'],
+      [{ jsonrpc: '2.0', id: 3, method: 'GetTask', params: 'tsk_x' }, 3],
+      [{ jsonrpc: '2.0', id: { not: 'an id' }, method: 'GetTask', params: { id: 'tsk_x' } }, null],
+      [[{ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'tsk_x' } }], null],
+      ['GetTask', null],
+    ];
+    for (const [body, id] of cases) {
+      const answer = await rpc({ body });
+      assert.equal(answer.jsonrpc, '2.0');
+      assert.deepEqual([answer.id, answer.error.code], [id, -32600], JSON.stringify(body));
+      assert.equal(answer.error.data?.[0]?.metadata?.quarry_code, 'invalid_request');
+    }
+    const unparsable = await rpc({ rawBody: '{"jsonrpc": "2.0", "id": 1,' });
+    assert.deepEqual([unparsable.id, unparsable.error.code], [null, -32700]);
+    // A well-formed request whose params are wrong is -32602 Invalid params, as before.
+    const badParams = await rpc({ body: { jsonrpc: '2.0', id: 9, method: 'GetTask', params: ['tsk_x'] } });
+    assert.deepEqual([badParams.id, badParams.error.code], [9, -32602]);
+  });
+
+  it('a refused streaming call is a stream whose one frame is the JSON-RPC error (-32001 for an unknown task)', async () => {
+    const res = await h.request('POST', '/a2a', { body: { jsonrpc: '2.0', id: 'sub-1', method: 'SubscribeToTask', params: { id: 'tsk_does_not_exist' } } });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const frames = res.text.split('\n\n').filter((f) => f.startsWith('data:'));
+    assert.equal(frames.length, 1, res.text);
+    const answer = JSON.parse(frames[0]!.slice('data:'.length));
+    assert.deepEqual([answer.jsonrpc, answer.id, answer.error.code, 'result' in answer], ['2.0', 'sub-1', -32001, false]);
+    assert.equal(answer.error.data[0].metadata.quarry_code, 'task_not_found');
+
+    const err = await rejectsWith((async () => { for await (const _ of client.resubscribeTask({ tenant: '', id: 'tsk_does_not_exist' })) { /* none */ } })(), TaskNotFoundError, 'task_not_found');
+    assert.equal((err as A2AError & { envelopeCode?: number }).envelopeCode, -32001);
   });
 
   it('ListTasks pages with pageSize and pageToken', async () => {

@@ -4,7 +4,7 @@
  * answer with that code; the A2A error class (and so the JSON-RPC code) is the nearest A2A one.
  */
 import type { FastifyBaseLogger, FastifyError } from 'fastify';
-import { A2AError, RequestMalformedError, TaskNotFoundError, type A2AErrorInfo } from '@a2a-js/sdk/errors';
+import { A2AError, A2A_ERROR_CODE, JsonRpcRequestMalformedError, RequestMalformedError, TaskNotFoundError, type A2AErrorInfo } from '@a2a-js/sdk/errors';
 import { QuarryError } from '../../errors.js';
 import { toQuarryError } from '../../http/error-handler.js';
 
@@ -40,6 +40,14 @@ export function quarryMetadata(code: string, extras: { param?: string; retryable
 /** A malformed request in A2A's terms, with our `invalid_request` code. */
 export function malformed(message: string, param?: string): A2AError {
   return new RequestMalformedError({ message, metadata: quarryMetadata('invalid_request', { param, retryable: false }) });
+}
+
+export const PARSE_ERROR = A2A_ERROR_CODE.PARSE_ERROR;
+export const INVALID_REQUEST = A2A_ERROR_CODE.INVALID_REQUEST;
+
+/** A body that is not JSON (-32700) or not a JSON-RPC 2.0 request (-32600): JSON-RPC's own codes, with our `invalid_request`. */
+export function invalidEnvelope(code: typeof PARSE_ERROR | typeof INVALID_REQUEST, message: string): A2AError {
+  return new JsonRpcRequestMalformedError({ message, envelopeCode: code, metadata: quarryMetadata('invalid_request', { retryable: false }) });
 }
 
 /** Any failure as the A2A error to answer with; unexpected ones are logged and answered without internals. */

@@ -13,7 +13,7 @@ import { VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { drainedWithin, openStream } from '../../http/sse.js';
 import { publicBaseUrl } from '../../http/public-url.js';
 import { A2A_VERSION, buildAgentCard } from './agent-card.js';
-import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
+import { INVALID_REQUEST, invalidEnvelope, malformed, PARSE_ERROR, quarryMetadata, toA2AError } from './a2a-errors.js';
 import { callContext, isObject, QuarryA2AHandler, type A2ACall } from './a2a-handler.js';
 import type { Frame } from './task-mapping.js';
 
@@ -24,21 +24,24 @@ const DRAIN_TIMEOUT_MS = 30_000;
 
 const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask']);
 
-/** The request's JSON-RPC id, for answers about a request the SDK never reads (a refused version). */
+/** The request's JSON-RPC id when it is one (a string or an integer); null when it cannot be read. */
 function idOf(body: unknown): RpcId {
   const id = isObject(body) ? body.id : undefined;
   return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id)) ? id : null;
 }
 
 /**
- * A well-formed call of a streaming method (the SDK's envelope rules: jsonrpc 2.0, a string,
- * integer or null id, an object of params); anything else goes to the SDK, which answers it.
+ * Why the body is not a JSON-RPC 2.0 Request object, or null when it is one. The SDK would
+ * answer these with -32602 (its RequestMalformedError); JSON-RPC's code for them is -32600.
  */
-function streamCall(body: unknown): { method: string; id: RpcId; params: Record<string, unknown> } | null {
-  if (!isObject(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string' || !STREAM_METHODS.has(body.method)) return null;
-  if ('id' in body && body.id !== null && typeof body.id !== 'string' && !(typeof body.id === 'number' && Number.isInteger(body.id))) return null;
-  if (!isObject(body.params) || Object.keys(body.params).some((k) => k === '')) return null;
-  return { method: body.method, id: idOf(body), params: body.params };
+function envelopeProblem(body: unknown): string | null {
+  if (Array.isArray(body)) return 'Batch requests are not supported: send one JSON-RPC request per POST.';
+  if (!isObject(body)) return 'The body must be a JSON-RPC 2.0 request object.';
+  if (body.jsonrpc !== '2.0') return 'jsonrpc must be "2.0".';
+  if (typeof body.method !== 'string' || body.method === '') return 'method must name an A2A method (a non-empty string).';
+  if ('id' in body && body.id !== null && idOf(body) === null) return 'id must be a string, an integer or null.';
+  if ('params' in body && body.params !== undefined && (typeof body.params !== 'object' || body.params === null)) return 'params must be an object.';
+  return null;
 }
 
 function errorEnvelope(id: RpcId, err: unknown) {
@@ -60,7 +63,7 @@ export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
   // A body that is not JSON is JSON-RPC's parse error on /a2a; every other failure is answered as anywhere else.
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
     if (request.routeOptions.url === '/a2a' && err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-      return reply.code(200).send({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the body is not valid JSON.' } });
+      return reply.code(200).send(errorEnvelope(null, invalidEnvelope(PARSE_ERROR, 'Parse error: the body is not valid JSON.')));
     }
     throw err;
   });
@@ -81,42 +84,54 @@ export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
     // The SDK reads a missing header as 0.3; this endpoint speaks 1.0 only, so that is what a request without one gets.
     const version = headerValue(request.headers['a2a-version'])?.trim() || A2A_VERSION;
     const context = callContext(call, version);
+    const problem = envelopeProblem(body);
+    if (problem) return reply.send(errorEnvelope(idOf(body), invalidEnvelope(INVALID_REQUEST, `Invalid Request: ${problem}`)));
+    const { method, params } = body as { method: string; params?: unknown };
+    const id = idOf(body);
+    // A streaming method answers with a stream even when it is refused: the error is its one frame.
+    const stream = STREAM_METHODS.has(method);
     try {
       validateVersion(version, versionCard, 'JSONRPC');
     } catch (err) {
       const message = err instanceof Error ? err.message : `A2A-Version ${version} is not supported.`;
-      return reply.send(errorEnvelope(idOf(body), new VersionNotSupportedError({ message: `${message} This agent speaks A2A ${A2A_VERSION}.`, metadata: quarryMetadata('invalid_request', { retryable: false }) })));
+      const refusal = new VersionNotSupportedError({ message: `${message} This agent speaks A2A ${A2A_VERSION}.`, metadata: quarryMetadata('invalid_request', { retryable: false }) });
+      return stream ? writeFrames(request, reply, id, refused(refusal), closed) : reply.send(errorEnvelope(id, refusal));
     }
 
-    const stream = streamCall(body);
     if (!stream) {
-      // Not an object (no body, an array, a bare value): the SDK answers it as an invalid request.
-      const out = await rpc.handle(isObject(body) ? body : {}, context);
+      const out = await rpc.handle(body as Record<string, unknown>, context);
       if (Symbol.asyncIterator in out) {
         // Streaming methods are taken above; a stream reaching here has no ids to give.
-        return writeFrames(request, reply, idOf(body), toFrames(out), closed);
+        return writeFrames(request, reply, id, toFrames(out), closed);
       }
       return reply.send(out);
     }
     let frames: AsyncGenerator<Frame, void, undefined>;
     try {
-      frames = stream.method === 'SendStreamingMessage'
-        ? await handler.openMessageStream(parse(SendMessageRequest, stream.params), context)
-        : await handler.openSubscription(parse(SubscribeToTaskRequest, stream.params), context);
+      frames = method === 'SendStreamingMessage'
+        ? await handler.openMessageStream(parse(SendMessageRequest, params), context)
+        : await handler.openSubscription(parse(SubscribeToTaskRequest, params), context);
     } catch (err) {
-      // Refused before it started (no such task, out of credits): a plain JSON-RPC error, which the client throws as the typed error.
-      return reply.send(errorEnvelope(stream.id, toA2AError(err, request.log)));
+      // Refused before it started (no such task, out of credits): the stream's one frame is the error.
+      frames = refused(err);
     }
-    await writeFrames(request, reply, stream.id, frames, closed, config.pingIntervalMs);
+    await writeFrames(request, reply, id, frames, closed, config.pingIntervalMs);
   });
 }
 
-function parse<T>(codec: { fromJSON(value: unknown): T }, params: Record<string, unknown>): T {
+function parse<T>(codec: { fromJSON(value: unknown): T }, params: unknown): T {
+  if (!isObject(params) || Object.keys(params).some((k) => k === '')) throw malformed('params must be an object of the method\'s parameters.', 'params');
   try {
     return codec.fromJSON(params);
   } catch (err) {
     throw malformed(`Invalid method parameters: ${err instanceof Error ? err.message : String(err)}`, 'params');
   }
+}
+
+/** A stream that fails before its first frame. */
+// eslint-disable-next-line require-yield
+async function* refused(err: unknown): AsyncGenerator<Frame, void, undefined> {
+  throw err;
 }
 
 /** JSON-RPC answers the SDK streamed, as frames without an id. */
@@ -127,7 +142,8 @@ async function* toFrames(out: AsyncGenerator<{ result?: unknown }, void, undefin
 /**
  * Writes the frames as SSE until they end or the client leaves: `id: <seq>` on each frame that
  * has one, `: ping` comments while nothing happens, and a client that stops reading is waited for
- * (bounded) rather than buffered for. A failure mid-stream is an `error` event, then the end.
+ * (bounded) rather than buffered for. A failure is a frame holding the JSON-RPC error response
+ * (JSON-RPC over SSE has no other way to say it), then the end.
  */
 async function writeFrames(
   request: FastifyRequest,
@@ -155,7 +171,7 @@ async function writeFrames(
       }
     }
   } catch (err) {
-    if (!raw.destroyed) raw.write(`event: error\ndata: ${JSON.stringify(errorEnvelope(rpcId, toA2AError(err, request.log)))}\n\n`);
+    if (!raw.destroyed) raw.write(`data: ${JSON.stringify(errorEnvelope(rpcId, toA2AError(err, request.log)))}\n\n`);
   } finally {
     clearInterval(ping);
     raw.off('close', onClose);
