@@ -10,9 +10,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { Role, TaskState, type ListTasksRequest, type Message, type SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
-import { A2AError, PushNotificationNotSupportedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, VersionNotSupportedError } from '@a2a-js/sdk/errors';
+import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
 import { until, within } from './helpers/bounded-waits.js';
 import { createAccount, fakeModel, taskEvents, uid, userText, waitIdleAs } from './helpers/task-api.js';
@@ -315,6 +315,65 @@ describe('A2A endpoint', () => {
     assert.ok([...first.tasks, ...second.tasks].every((t) => t.status?.state === TaskState.TASK_STATE_COMPLETED));
     const one = await lister.listTasks({ tenant: '', contextId: ids[0]!, status: TaskState.TASK_STATE_UNSPECIFIED, pageToken: '', statusTimestampAfter: undefined });
     assert.deepEqual(one.tasks.map((t) => t.id), [ids[0]]);
+  });
+
+  it('ListTasks as the SDK client sends it without a status (UNRECOGNIZED) filters nothing; totalSize counts every task, not the page', async () => {
+    const account = await createAccount(h, `counted-${uid()}`, 10);
+    const lister = await connect(h, account.api_key);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await send(lister, message(`Counted ${i}`), true)).id);
+    for (const id of ids) await waitIdleAs(h, id, account.api_key);
+    // Only what a caller would set: the client fills the rest (status: UNRECOGNIZED on the wire).
+    const page = await lister.listTasks({ pageSize: 2 } as ListTasksRequest);
+    assert.deepEqual([page.tasks.length, page.pageSize, page.totalSize], [2, 2, 3]);
+    assert.ok(page.nextPageToken);
+    const all = await lister.listTasks({} as ListTasksRequest);
+    assert.deepEqual([all.tasks.length, all.totalSize], [3, 3]);
+    const since = await lister.listTasks({ statusTimestampAfter: '2000-01-01T00:00:00Z', pageSize: 1 } as ListTasksRequest);
+    assert.deepEqual([since.tasks.length, since.totalSize], [1, 3]);
+    const none = await lister.listTasks({ statusTimestampAfter: '2999-01-01T00:00:00+02:00' } as ListTasksRequest);
+    assert.deepEqual([none.tasks.length, none.totalSize], [0, 0]);
+  });
+
+  it('a task\'s history is its conversation: the prompt, each message and each turn\'s closing reply; historyLength keeps the latest', async () => {
+    // The first turn talks between its tool calls too: its reply is what it said after the last one.
+    const rows = rowsScript();
+    const marker = scripted(async (step, body) => {
+      if (userText(body).includes('Second question')) return { text: 'Second answer.' };
+      if (step === 1) return { text: 'Writing the first rows.', ...(await rows(step, body)) };
+      const reply = await rows(step, body);
+      return 'text' in reply ? { text: 'First answer.' } : reply;
+    });
+    const prompt = `First question ${marker}`;
+    const first = await send(client, message(prompt));
+    const said = (task: Task) => task.history.map((m) => [m.role === Role.ROLE_USER ? 'user' : 'agent', (m.parts[0]!.content as { value: string }).value]);
+    assert.deepEqual(said(first), [['user', prompt], ['agent', 'First answer.']]);
+    const second = await client.sendMessage({ message: message('Second question', first.id), configuration: { historyLength: 3 } } as SendMessageRequest) as Task;
+    assert.deepEqual(said(second), [['agent', 'First answer.'], ['user', 'Second question'], ['agent', 'Second answer.']]);
+    assert.ok(second.history.every((m) => m.taskId === first.id && m.contextId === first.id && m.messageId), 'each message names its task');
+    assert.equal(new Set(second.history.map((m) => m.messageId)).size, 3);
+
+    const whole = await client.getTask({ tenant: '', id: first.id });
+    assert.deepEqual(said(whole), [['user', prompt], ['agent', 'First answer.'], ['user', 'Second question'], ['agent', 'Second answer.']]);
+    assert.deepEqual(said(await client.getTask({ tenant: '', id: first.id, historyLength: 1 })), [['agent', 'Second answer.']]);
+    assert.deepEqual(said(await client.getTask({ tenant: '', id: first.id, historyLength: 0 })), []);
+    const listed = async (historyLength?: number) => (await client.listTasks({ contextId: first.id, historyLength } as ListTasksRequest)).tasks[0]!;
+    assert.deepEqual(said(await listed()), [], 'a page carries no history unless asked');
+    assert.deepEqual(said(await listed(2)), [['user', 'Second question'], ['agent', 'Second answer.']]);
+  });
+
+  it('a negative historyLength or a statusTimestampAfter that is no timestamp is -32602 naming the field', async () => {
+    const task = await send(client, message('History bounds'), true);
+    const badParam = async (promise: Promise<unknown>, param: string) => {
+      const err = await rejectsWith(promise, RequestMalformedError, 'invalid_request');
+      assert.equal((err as A2AError & { envelopeCode?: number }).envelopeCode, -32602);
+      assert.equal((err as { data?: { metadata?: Record<string, string> }[] }).data?.[0]?.metadata?.param, param);
+    };
+    await badParam(client.listTasks({ statusTimestampAfter: '-1' } as ListTasksRequest), 'statusTimestampAfter');
+    await badParam(client.listTasks({ statusTimestampAfter: '2030-01-01' } as ListTasksRequest), 'statusTimestampAfter');
+    await badParam(client.listTasks({ historyLength: -1 } as ListTasksRequest), 'historyLength');
+    await badParam(client.getTask({ tenant: '', id: task.id, historyLength: -1 }), 'historyLength');
+    await badParam(client.sendMessage({ message: message('More', task.id), configuration: { historyLength: -3, returnImmediately: true } } as SendMessageRequest), 'historyLength');
   });
 
   it('CancelTask stops a running turn: CANCELED', async () => {

@@ -132,6 +132,8 @@ export interface TasksRepository {
    * are left out; so are groups' runs, unless `groupId` names the group whose runs to list.
    */
   listPage(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListPage>;
+  /** How many tasks the list holds (as listPage sees them, group runs left out), those updated at or after `updatedSince` when given. */
+  countListed(accountId: string, updatedSince?: string): Promise<number>;
   /** The tasks with these ids that exist, in no particular order. */
   getMany(ids: readonly string[]): Promise<TaskRecord[]>;
   /** Tasks in cron mode whose next run is due at `now`. */
@@ -199,6 +201,8 @@ export interface TurnsRepository {
   lastOutcome(taskId: string): Promise<'completed' | 'failed' | 'stopped' | undefined>;
   /** Messages and instructions of the task's turns up to and including `upToTurnId`, oldest first. */
   listInputs(taskId: string, upToTurnId: string): Promise<string[]>;
+  /** The task's last `limit` turns that were not cancelled (queued ones too), oldest first: what its conversation is read from. */
+  listRecent(taskId: string, limit: number): Promise<Pick<TurnRecord, 'id' | 'input' | 'status'>[]>;
 }
 
 // ---- steps: a turn's agent checkpoints --------------------------------------------------------
@@ -225,6 +229,11 @@ export interface EventsRepository {
   insert(events: EventRecord[]): Promise<void>;
   list(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
   last(taskId: string, count: number): Promise<EventRecord[]>;
+  /**
+   * The text and tool events of these turns of the task, in order, with the data of the text
+   * events only: enough to read what each turn said last (its text after its last tool call).
+   */
+  turnTexts(taskId: string, turnIds: readonly string[]): Promise<{ turnId: string; text: string | null }[]>;
   /** The seq of the last stored event of each of these streams (tasks or groups) that has any. */
   lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>>;
 }

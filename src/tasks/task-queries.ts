@@ -88,6 +88,11 @@ export class TaskQueries {
     return { tasks: tasks.flatMap((t) => byId.get(t.id) ?? []), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
   }
 
+  /** How many tasks the account's list holds (group runs left out); with `updatedSince`, those updated at or after it. */
+  count(accountId: string, updatedSince?: string): Promise<number> {
+    return this.store.tasks.countListed(accountId, updatedSince);
+  }
+
   /**
    * The same page as the body of GET /task: each task's view is built once per version of its
    * row, and only the tasks whose view is not held are read in full (task-view-cache.ts).

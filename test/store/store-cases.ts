@@ -207,6 +207,9 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         .map((t) => ({ id: t.id, version: 0 }));
       assert.deepEqual(seen, expected);
       assert.equal((await store.tasks.listPage(acct, expected.length)).next, undefined, 'a page that ends the list has no next');
+      assert.equal(await store.tasks.countListed(acct), expected.length, 'the count is of the tasks listed');
+      assert.equal(await store.tasks.countListed(acct, new Date(base + 1000).toISOString()), 6, 'updated at or after the time');
+      assert.equal(await store.tasks.countListed(uid('acct')), 0);
     });
 
     it('raises a task\'s version with every change of its row, and reads tasks by id', async () => {

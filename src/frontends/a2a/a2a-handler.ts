@@ -23,7 +23,7 @@ import type { TaskReply } from '../../tasks/task-service.js';
 import { buildAgentCard } from './agent-card.js';
 import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
 import { followEvents } from './event-follower.js';
-import { EventFrames, readArtifacts, recapOf, taskRowBudget, toA2ATask, type Frame, type RowBudget } from './task-mapping.js';
+import { DEFAULT_HISTORY, EventFrames, MAX_HISTORY, readArtifacts, readHistory, recapOf, taskRowBudget, toA2ATask, type Frame, type RowBudget } from './task-mapping.js';
 
 export interface A2AHandlerDeps {
   commands: TaskCommands;
@@ -177,11 +177,12 @@ export class QuarryA2AHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<A2ATask> {
     return this.answer(async () => {
       const call = this.call(context);
+      const history = historyParam(params.configuration?.historyLength, DEFAULT_HISTORY);
       let reply = await this.submit(params, call);
       // Blocking is A2A's default: wait for this message's turn, at most QUARRY_MAX_BLOCK_SECONDS.
       if (!params.configuration?.returnImmediately) reply = await this.deps.commands.settle(call.accountId, reply, true, call.signal);
       const task = await this.deps.queries.task(call.accountId, reply.task.task_id, { includeDeleted: true });
-      return this.toTask(task, call, { artifacts: true });
+      return this.toTask(task, call, { artifacts: true, history });
     });
   }
 
@@ -192,11 +193,13 @@ export class QuarryA2AHandler implements A2ARequestHandler {
   async openMessageStream(params: SendMessageRequest, context: ServerCallContext): Promise<AsyncGenerator<Frame, void, undefined>> {
     return this.answer(async () => {
       const call = this.call(context);
+      const historyLimit = historyParam(params.configuration?.historyLength, DEFAULT_HISTORY);
       const reply = await this.submit(params, call);
       const task = await this.deps.queries.task(call.accountId, reply.task.task_id, { includeDeleted: true });
       const { artifacts, rowCounts } = await readArtifacts(this.deps.store, task, call.baseUrl);
+      const history = await readHistory(this.deps.store, task, historyLimit);
       // As of the change: the turn it started or queued is ahead, whatever has happened since.
-      const snapshot = toA2ATask(task, { recap: recapOf([]), artifacts, seq: reply.fromSeq, state: TaskState.TASK_STATE_WORKING });
+      const snapshot = toA2ATask(task, { recap: recapOf([]), artifacts, history, seq: reply.fromSeq, state: TaskState.TASK_STATE_WORKING });
       return this.frames(task.id, reply.fromSeq, snapshot, rowCounts, call.signal);
     });
   }
@@ -210,8 +213,9 @@ export class QuarryA2AHandler implements A2ARequestHandler {
   async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<A2ATask> {
     return this.answer(async () => {
       const call = this.call(context);
+      const history = historyParam(params.historyLength, DEFAULT_HISTORY);
       const task = await this.deps.queries.task(call.accountId, params.id, { includeDeleted: true });
-      return this.toTask(task, call, { artifacts: true });
+      return this.toTask(task, call, { artifacts: true, history });
     });
   }
 
@@ -220,11 +224,14 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       const call = this.call(context);
       const pageSize = params.pageSize ?? 50;
       if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 100) throw malformed('pageSize must be an integer from 1 to 100.', 'pageSize');
-      if (params.status === TaskState.UNRECOGNIZED) throw malformed('status must be one of the TASK_STATE_ values.', 'status');
-      const after = params.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : undefined;
-      if (Number.isNaN(after)) throw malformed('statusTimestampAfter must be an ISO 8601 timestamp.', 'statusTimestampAfter');
+      // The SDK's client sends UNRECOGNIZED (-1) when no status is given, as its enum's "none"; like UNSPECIFIED it filters nothing.
+      const status = params.status > TaskState.TASK_STATE_UNSPECIFIED ? params.status : undefined;
+      // A page of tasks carries no history unless asked for.
+      const history = historyParam(params.historyLength, 0);
+      const after = timestampParam(params.statusTimestampAfter);
       let records: TaskRecord[];
       let nextPageToken = '';
+      let totalSize: number | undefined;
       if (params.contextId) {
         // A context is one task here.
         records = await this.deps.queries.task(call.accountId, params.contextId).then((t) => [t], (err: unknown) => {
@@ -232,22 +239,27 @@ export class QuarryA2AHandler implements A2ARequestHandler {
           throw err;
         });
       } else {
-        const page = await this.deps.queries.list(call.accountId, pageSize, params.pageToken || undefined).catch((err: unknown) => {
-          if (err instanceof QuarryError && err.extras.param === 'cursor') throw malformed('pageToken is not a token this server issued: pass nextPageToken from the previous page.', 'pageToken');
-          throw err;
-        });
+        const [page, count] = await Promise.all([
+          this.deps.queries.list(call.accountId, pageSize, params.pageToken || undefined).catch((err: unknown) => {
+            if (err instanceof QuarryError && err.extras.param === 'cursor') throw malformed('pageToken is not a token this server issued: pass nextPageToken from the previous page.', 'pageToken');
+            throw err;
+          }),
+          // A task's state is read from its turns, not counted in SQL: with a status filter the count is of the rest.
+          this.deps.queries.count(call.accountId, after),
+        ]);
         records = page.tasks;
         nextPageToken = page.nextCursor ?? '';
+        totalSize = count;
       }
       // With artifacts, one byte budget for the page (read in turn): a page is not a hundred tasks' worth.
       const budget = taskRowBudget();
       let tasks: A2ATask[] = [];
-      if (params.includeArtifacts === true) for (const task of records) tasks.push(await this.toTask(task, call, { artifacts: true, recent: 20, budget }));
-      else tasks = await Promise.all(records.map((task) => this.toTask(task, call, { artifacts: false, recent: 20 })));
+      if (params.includeArtifacts === true) for (const task of records) tasks.push(await this.toTask(task, call, { artifacts: true, history, recent: 20, budget }));
+      else tasks = await Promise.all(records.map((task) => this.toTask(task, call, { artifacts: false, history, recent: 20 })));
       // Filters apply to the page as listed, so a page may hold fewer than pageSize tasks.
-      if (params.status) tasks = tasks.filter((t) => t.status?.state === params.status);
-      if (after !== undefined) tasks = tasks.filter((t) => Date.parse(t.status?.timestamp ?? '') >= after);
-      return { tasks, nextPageToken, pageSize, totalSize: tasks.length };
+      if (status !== undefined) tasks = tasks.filter((t) => t.status?.state === status);
+      if (after !== undefined) tasks = tasks.filter((t) => (t.status?.timestamp ?? '') >= after);
+      return { tasks, nextPageToken, pageSize, totalSize: totalSize ?? tasks.length };
     });
   }
 
@@ -263,7 +275,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       }
       await this.deps.commands.stop(call.accountId, params.id, true);
       const task = await this.deps.queries.task(call.accountId, params.id, { includeDeleted: true });
-      return this.toTask(task, call, { artifacts: true });
+      return this.toTask(task, call, { artifacts: true, history: DEFAULT_HISTORY });
     });
   }
 
@@ -303,7 +315,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
 
   // ---- shared ---------------------------------------------------------------------------------
 
-  private async toTask(task: TaskRecord, call: A2ACall, opts: { artifacts: boolean; recent?: number; budget?: RowBudget }): Promise<A2ATask> {
+  private async toTask(task: TaskRecord, call: A2ACall, opts: { artifacts: boolean; history: number; recent?: number; budget?: RowBudget }): Promise<A2ATask> {
     const { store, queries } = this.deps;
     const recap = recapOf(await store.events.last(task.id, opts.recent ?? 100));
     // The last turn may have ended further back than the events read (many updates since): its row says how.
@@ -314,7 +326,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       if (failure) recap.error = JSON.parse(failure.data) as { error: string; message: string };
     }
     const artifacts = opts.artifacts ? (await readArtifacts(store, task, call.baseUrl, opts.budget)).artifacts : [];
-    return toA2ATask(task, { recap, artifacts });
+    return toA2ATask(task, { recap, artifacts, history: await readHistory(store, task, opts.history) });
   }
 
   /** The stream: `first` (a Task, as of `afterSeq`), then a frame per event after `afterSeq` until the task is idle. */
@@ -327,6 +339,22 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       if (last) return;
     }
   }
+}
+
+/** historyLength as a number of messages (at most MAX_HISTORY): `fallback` when absent. */
+function historyParam(value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value < 0) throw malformed(`historyLength must be a whole number of messages, 0 or more (0: none), got ${value}.`, 'historyLength');
+  return Math.min(value, MAX_HISTORY);
+}
+
+const validTimestamp: ValidateFunction = ajv.compile({ type: 'string', format: 'date-time' });
+
+/** statusTimestampAfter as the store writes timestamps (ISO 8601, UTC, milliseconds), so they compare as text; undefined when absent. */
+function timestampParam(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!validTimestamp(value)) throw malformed(`statusTimestampAfter must be an ISO 8601 timestamp with a time zone (like 2030-01-31T12:00:00Z), got "${value}".`, 'statusTimestampAfter');
+  return new Date(value).toISOString();
 }
 
 function pushUnsupported() {

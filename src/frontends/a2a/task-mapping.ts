@@ -34,8 +34,56 @@ export function dataPart(value: unknown): Part {
   return { content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' };
 }
 
+function textMessage(taskId: string, messageId: string, role: Role, text: string): Message {
+  return { messageId, contextId: taskId, taskId, role, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
 function agentMessage(taskId: string, messageId: string, text: string): Message {
-  return { messageId, contextId: taskId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return textMessage(taskId, messageId, Role.ROLE_AGENT, text);
+}
+
+// ---- a task's conversation ----------------------------------------------------------------------
+
+/** Messages a Task's history holds at most, and how many when the caller does not say (GetTask, SendMessage, CancelTask). */
+export const MAX_HISTORY = 100;
+export const DEFAULT_HISTORY = 20;
+
+const ENDED_TURNS = new Set(['completed', 'failed', 'stopped']);
+
+/**
+ * The task's conversation as A2A Messages, oldest first, at most `limit` of the latest: the
+ * prompt, then for each turn the message it ran (or waits to run) and, once it ended, the
+ * agent's reply (its closing text). Read from the last `limit` turns, which hold them all.
+ */
+export async function readHistory(store: Store, task: TaskRecord, limit: number): Promise<Message[]> {
+  if (limit === 0) return [];
+  const turns = await store.turns.listRecent(task.id, limit);
+  const replies = closingTexts(await store.events.turnTexts(task.id, turns.filter((t) => ENDED_TURNS.has(t.status)).map((t) => t.id)));
+  const messages: Message[] = [];
+  // Fewer turns than asked for: the first turn is among them, and the prompt came before it.
+  if (turns.length < limit && task.spec.prompt) messages.push(textMessage(task.id, `${task.id}-prompt`, Role.ROLE_USER, task.spec.prompt));
+  for (const turn of turns) {
+    if (turn.input) messages.push(textMessage(task.id, `${turn.id}-user`, Role.ROLE_USER, turn.input));
+    const reply = replies.get(turn.id);
+    if (reply) messages.push(agentMessage(task.id, `${turn.id}-agent`, reply));
+  }
+  return messages.slice(-limit);
+}
+
+/** Per turn, its text after its last tool call (what recapOf reads for the last turn). */
+function closingTexts(events: readonly { turnId: string; text: string | null }[]): Map<string, string> {
+  const chunks = new Map<string, string[]>();
+  for (const { turnId, text } of events) {
+    let parts = chunks.get(turnId);
+    if (!parts || text === null) chunks.set(turnId, (parts = []));
+    if (text !== null) parts.push(text);
+  }
+  const texts = new Map<string, string>();
+  for (const [turnId, parts] of chunks) {
+    const text = parts.join('').trim();
+    if (text) texts.set(turnId, text);
+  }
+  return texts;
 }
 
 // ---- a task's state -----------------------------------------------------------------------------
@@ -103,7 +151,7 @@ function stateText(task: TaskRecord, state: TaskState, recap: TurnRecap): string
 }
 
 /** A Quarry task as an A2A Task, at `seq` (the last stored event it reflects). */
-export function toA2ATask(task: TaskRecord, opts: { recap: TurnRecap; artifacts: Artifact[]; seq?: number; state?: TaskState }): A2ATask {
+export function toA2ATask(task: TaskRecord, opts: { recap: TurnRecap; artifacts: Artifact[]; history?: Message[]; seq?: number; state?: TaskState }): A2ATask {
   const state = opts.state ?? stateOf(task, opts.recap);
   const seq = opts.seq ?? task.lastEventSeq;
   return {
@@ -111,7 +159,7 @@ export function toA2ATask(task: TaskRecord, opts: { recap: TurnRecap; artifacts:
     contextId: task.id,
     status: { state, message: agentMessage(task.id, `${task.id}-status-${seq}`, stateText(task, state, opts.recap)), timestamp: task.updatedAt },
     artifacts: opts.artifacts,
-    history: [],
+    history: opts.history ?? [],
     metadata: { [SEQ_KEY]: seq, 'quarry/task': toTaskView(task) },
   };
 }

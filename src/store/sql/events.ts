@@ -25,6 +25,16 @@ export class SqlEvents extends SqlRepository implements EventsRepository {
     return rows.reverse().map(toEvent);
   }
 
+  async turnTexts(taskId: string, turnIds: readonly string[]): Promise<{ turnId: string; text: string | null }[]> {
+    if (turnIds.length === 0) return [];
+    // The task's range of the (task_id, seq) key; tool events come without their data, which can be long.
+    const rows = await this.db.selectFrom('events')
+      .select((eb) => ['turn_id', eb.case().when('type', '=', 'text').then(eb.ref('data')).else(null).end().as('data')])
+      .where('task_id', '=', taskId).where('turn_id', 'in', turnIds).where('type', 'in', ['text', 'tool'])
+      .orderBy('seq').execute();
+    return rows.map((r) => ({ turnId: r.turn_id!, text: r.data === null ? null : (JSON.parse(r.data) as { text: string }).text }));
+  }
+
   async lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>> {
     const seqs = new Map<string, number>();
     if (streamIds.length === 0) return seqs;

@@ -132,12 +132,17 @@ function toTaskListPage(rows: TaskListRow[], limit: number): TaskListPage {
  * (inside an OR neither would start the scan at the cursor).
  */
 export function taskListQuery(db: SqlHandle, accountId: string, limit: number, after?: TaskListCursor, groupId?: string) {
-  let q = db.selectFrom('tasks')
+  let q = listedTasks(db, accountId, groupId);
+  if (after) q = q.where((eb) => eb(eb.refTuple('pinned', 'updated_at', 'id'), '<', eb.tuple(after.pinned ? 1 : 0, after.updatedAt, after.id)));
+  return q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit);
+}
+
+/** The tasks of the list: the account's, not deleted, a group's runs only when it is named. */
+function listedTasks(db: SqlHandle, accountId: string, groupId?: string) {
+  return db.selectFrom('tasks')
     .where('account_id', '=', accountId)
     .where('group_id', groupId === undefined ? 'is' : '=', groupId ?? null)
     .where('deleted_at', 'is', null);
-  if (after) q = q.where((eb) => eb(eb.refTuple('pinned', 'updated_at', 'id'), '<', eb.tuple(after.pinned ? 1 : 0, after.updatedAt, after.id)));
-  return q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit);
 }
 
 /** taskListQuery's statement name and the values it binds, in their order. */
@@ -181,6 +186,14 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     const { rows } = await this.runCompiled(shape, parameters, () =>
       taskListQuery(this.db, accountId, limit + 1, after, groupId).select(['id', 'version', 'pinned', 'updated_at']));
     return toTaskListPage(rows, limit);
+  }
+
+  async countListed(accountId: string, updatedSince?: string): Promise<number> {
+    // One range of the list index (account, no group); timestamps are ISO strings of one format, so they compare as text.
+    let q = listedTasks(this.db, accountId);
+    if (updatedSince !== undefined) q = q.where('updated_at', '>=', updatedSince);
+    const row = await q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   async getMany(ids: readonly string[]): Promise<TaskRecord[]> {

@@ -10,7 +10,7 @@
 import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../accounts/credits.js';
 import type { Database, TurnsTable } from '../database.js';
-import type { TurnError, TurnPatch, TurnRecord, TurnsRepository } from '../store.js';
+import type { TurnError, TurnPatch, TurnRecord, TurnsRepository, TurnStatus } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {
@@ -180,6 +180,12 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     const r = await this.db.selectFrom('turns').select('status').where('task_id', '=', taskId).where('status', 'in', ['completed', 'failed', 'stopped'])
       .orderBy('ended_at', 'desc').orderBy('id', 'desc').limit(1).executeTakeFirst();
     return r?.status as 'completed' | 'failed' | 'stopped' | undefined;
+  }
+
+  async listRecent(taskId: string, limit: number): Promise<Pick<TurnRecord, 'id' | 'input' | 'status'>[]> {
+    const rows = await this.db.selectFrom('turns').select(['id', 'input', 'status']).where('task_id', '=', taskId).where('status', '!=', 'cancelled')
+      .orderBy('id', 'desc').limit(limit).execute();
+    return rows.reverse().map((r) => ({ id: r.id, input: r.input, status: r.status as TurnStatus }));
   }
 
   async listInputs(taskId: string, upToTurnId: string): Promise<string[]> {
