@@ -24,6 +24,7 @@ export const ERROR_CATALOGUE = {
   validation_failed: { status: 422, error: 'invalid_request', retryable: false, message: 'A field failed validation.' },
   unauthorized: { status: 401, error: 'unauthorized', retryable: false, message: 'Credentials are missing or invalid: send X-API-Key or Authorization: Bearer.' },
   out_of_credits: { status: 402, error: 'out_of_credits', retryable: false, message: 'The account has no credits left: add credits, then resend.' },
+  origin_not_allowed: { status: 403, error: 'origin_not_allowed', retryable: false, message: 'Requests from this web origin are not accepted here.' },
   task_not_found: { status: 404, error: 'task_not_found', retryable: false, message: 'No task with that id.' },
   source_not_found: { status: 404, error: 'source_not_found', retryable: false, message: 'No source snapshot with that id for this task.' },
   group_not_found: { status: 404, error: 'group_not_found', retryable: false, message: 'No task group with that id.' },

@@ -188,6 +188,52 @@ describe('MCP server at /mcp', () => {
   });
 });
 
+describe('MCP and the Origin of a browser\'s request (DNS rebinding)', () => {
+  let h: Harness;
+  let pinned: Harness;
+
+  before(async () => {
+    h = await startHarness();
+    pinned = await startHarness({ inject: true, model: false, env: { QUARRY_PUBLIC_URL: 'https://quarry.example.com', QUARRY_CORS_ORIGINS: 'https://app.example.com' } });
+  });
+  after(async () => {
+    await h?.close();
+    await pinned?.close();
+  });
+
+  it('refuses a foreign Origin with 403 origin_not_allowed, before the key is read; the service\'s own origin and no Origin pass', async () => {
+    const foreign = { 'X-API-Key': h.key, Origin: 'http://rebound.example:8080' };
+    await assert.rejects(connect(h.url, foreign), (err: unknown) => err instanceof StreamableHTTPError && err.code === 403);
+    for (const method of ['POST', 'GET', 'DELETE']) {
+      for (const key of [h.key, null]) {
+        const res = await h.request(method, '/mcp', { key, headers: { Origin: 'http://rebound.example:8080' }, ...(method === 'POST' ? { body: {} } : {}) });
+        assert.equal(res.status, 403, `${method} ${key ? 'with' : 'without'} a key`);
+        assert.equal(res.body.error, 'origin_not_allowed');
+        assert.equal(res.body.retryable, false);
+      }
+    }
+    assert.equal((await h.request('POST', '/mcp', { headers: { Origin: 'null' }, body: {} })).status, 403, 'an opaque origin is foreign');
+
+    // The page the service serves itself (same scheme, host and port), and a client that is no browser.
+    const own = await connect(h.url, { 'X-API-Key': h.key, Origin: new URL(h.url).origin });
+    assert.equal((await own.listTools()).tools.length, 7);
+    await own.close();
+    const plain = await connect(h.url, { 'X-API-Key': h.key });
+    assert.equal((await plain.listTools()).tools.length, 7);
+    await plain.close();
+    // Other routes are not MCP's to guard.
+    assert.equal((await h.request('GET', '/task', { headers: { Origin: 'http://rebound.example:8080' } })).status, 200);
+  });
+
+  it('with QUARRY_PUBLIC_URL the own origin is that one, not the request\'s Host; QUARRY_CORS_ORIGINS are allowed too', async () => {
+    const status = async (origin: string) => (await pinned.request('GET', '/mcp', { headers: { Origin: origin } })).status;
+    assert.equal(await status('https://quarry.example.com'), 405, 'the public origin reaches the route');
+    assert.equal(await status('https://app.example.com'), 405, 'an origin QUARRY_CORS_ORIGINS allows');
+    assert.equal(await status('http://localhost:80'), 403, 'the Host the request came to is not the public origin');
+    assert.equal(await status('https://quarry.example.com.evil.example'), 403);
+  });
+});
+
 describe('MCP on an --role api node of a PostgreSQL cluster', async () => {
   const skip = await skipWithoutPostgres();
   let model: FakeOpenAI | undefined;

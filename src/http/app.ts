@@ -36,7 +36,7 @@ import { uploadRoutes } from './routes/uploads.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { groupRoutes } from './routes/groups.js';
 import { makeAjv } from './validators.js';
-import { mcpRoutes } from '../frontends/mcp/mcp-routes.js';
+import { mcpOriginGuard, mcpRoutes } from '../frontends/mcp/mcp-routes.js';
 import { a2aRoutes } from '../frontends/a2a/a2a-routes.js';
 
 export interface AppDeps {
@@ -186,6 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // for a browser to let its script read them.
   if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
   registerIdempotency(app);
+  app.addHook('onRequest', mcpOriginGuard(deps.config));
   registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.store.shared
       ? new StoreRateLimiter(deps.store, deps.config.rateLimitPerMin)
       : new MemoryRateLimiter(deps.config.rateLimitPerMin),

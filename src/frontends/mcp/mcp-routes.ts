@@ -9,12 +9,15 @@
  * as they are, so their arguments and results are the contract's (contract/mcp.ts), not a copy
  * of them in another schema language.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_TOOLS, type McpToolName } from '../../contract/index.js';
+import type { Config } from '../../config.js';
 import { QuarryError } from '../../errors.js';
+import { sendError } from '../../http/error-handler.js';
+import { publicBaseUrl } from '../../http/public-url.js';
 import { createMcpTools } from './mcp-tools.js';
 
 const SERVER_INFO = { name: 'quarry', title: 'Quarry research tasks', version: '1.1.0' };
@@ -29,6 +32,35 @@ const TOOL_LIST = (Object.keys(MCP_TOOLS) as McpToolName[]).map((name) => ({
   inputSchema: JSON.parse(JSON.stringify(MCP_TOOLS[name].input)) as { type: 'object' },
   outputSchema: JSON.parse(JSON.stringify(MCP_TOOLS[name].output)) as { type: 'object' },
 }));
+
+/** An origin as browsers send it (lower case, no default port); null when it is not one. */
+function originOf(url: string): string | null {
+  try {
+    const origin = new URL(url).origin;
+    return origin === 'null' ? null : origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The Streamable HTTP transport's guard against DNS rebinding: a request that carries an Origin
+ * (a browser's) is refused unless it is the service's own (QUARRY_PUBLIC_URL's, else the
+ * request's scheme and Host) or one QUARRY_CORS_ORIGINS lets call the API. Clients that are no
+ * browser send no Origin and pass. An onRequest hook, placed before the request gate, so a
+ * foreign page learns nothing about keys, and every method of /mcp is covered.
+ */
+export function mcpOriginGuard(config: Pick<Config, 'publicUrl' | 'corsOrigins'>) {
+  const anyOrigin = config.corsOrigins.includes('*');
+  const allowed = new Set(config.corsOrigins);
+  return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+    const sent = request.headers.origin;
+    if (sent === undefined || anyOrigin || request.routeOptions.url !== '/mcp') return done();
+    const origin = originOf(sent);
+    if (origin !== null && (allowed.has(origin) || origin === originOf(publicBaseUrl(request, config.publicUrl)))) return done();
+    sendError(reply, request, new QuarryError('origin_not_allowed', `Origin ${JSON.stringify(sent)} may not call /mcp: only the service's own origin and those in QUARRY_CORS_ORIGINS may (MCP clients that are no browser send no Origin).`));
+  };
+}
 
 export async function mcpRoutes(app: FastifyInstance): Promise<void> {
   const { commands, queries, bus, logger } = app.deps;
