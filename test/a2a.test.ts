@@ -160,6 +160,16 @@ describe('A2A endpoint', () => {
   });
   after(() => h?.close());
 
+  /** A new account's client, and the three tasks it started, each idle after its turn. */
+  async function threeIdleTasks(name: string): Promise<{ lister: Client; ids: string[] }> {
+    const account = await createAccount(h, `${name}-${uid()}`, 10);
+    const lister = await connect(h, account.api_key);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await send(lister, message(`Task ${i}`), true)).id);
+    for (const id of ids) await waitIdleAs(h, id, account.api_key);
+    return { lister, ids };
+  }
+
   it('serves the agent card without a key; /a2a without a key is 401', async () => {
     const card = await client.getAgentCard();
     assert.equal(card.name, 'Quarry');
@@ -298,11 +308,7 @@ describe('A2A endpoint', () => {
   });
 
   it('ListTasks pages with pageSize and pageToken', async () => {
-    const account = await createAccount(h, `lister-${uid()}`, 10);
-    const lister = await connect(h, account.api_key);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await send(lister, message(`Task ${i}`), true)).id);
-    for (const id of ids) await waitIdleAs(h, id, account.api_key);
+    const { lister, ids } = await threeIdleTasks('lister');
     const list = (pageToken: string) => lister.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken, statusTimestampAfter: undefined });
     const first = await list('');
     assert.equal(first.tasks.length, 2);
@@ -318,11 +324,7 @@ describe('A2A endpoint', () => {
   });
 
   it('ListTasks as the SDK client sends it without a status (UNRECOGNIZED) filters nothing; totalSize counts every task, not the page', async () => {
-    const account = await createAccount(h, `counted-${uid()}`, 10);
-    const lister = await connect(h, account.api_key);
-    const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await send(lister, message(`Counted ${i}`), true)).id);
-    for (const id of ids) await waitIdleAs(h, id, account.api_key);
+    const { lister } = await threeIdleTasks('counted');
     // Only what a caller would set: the client fills the rest (status: UNRECOGNIZED on the wire).
     const page = await lister.listTasks({ pageSize: 2 } as ListTasksRequest);
     assert.deepEqual([page.tasks.length, page.pageSize, page.totalSize], [2, 2, 3]);
