@@ -5,7 +5,7 @@
  * load-generator processes, statistics, CPU accounting from /proc, and report helpers.
  * Every wait here is bounded; every child is killed when the harness exits.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -338,6 +338,76 @@ export function processCpu(pid: number | undefined): { stop(): number } {
       return j0 === undefined || j1 === undefined ? NaN : (j1 - j0) / 100;
     },
   };
+}
+
+/** Pins every thread of a running process, and the threads it starts later, to one CPU (`taskset`). */
+export function pinToCpu(pid: number, cpu: number): void {
+  execFileSync('taskset', ['-a', '-c', '-p', String(cpu), String(pid)], { stdio: 'ignore' });
+}
+
+/** One round of load from a load generator pinned to a CPU of its own. */
+export interface PinnedLoad {
+  /** 2xx answers. */
+  ok: number;
+  non2xx: number;
+  /** Socket errors and timeouts. */
+  errors: number;
+  seconds: number;
+  latency_ms: { p50: number; p99: number };
+}
+
+/** The pinned load generator: Debian's `wrk` where it is installed, else autocannon's CLI in a child process. */
+export const PINNED_LOAD_TOOL: 'wrk' | 'autocannon' = (() => {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+    return 'wrk';
+  } catch (err) {
+    // wrk --version prints its version and exits 1; only a missing binary is ENOENT.
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'autocannon' : 'wrk';
+  }
+})();
+
+/** wrk's latency figures ("812.00us", "1.20ms", "1.01s") in ms. */
+function wrkMs(text: string | undefined): number {
+  const m = /^([\d.]+)(us|ms|s)$/.exec(text ?? '');
+  if (!m) return NaN;
+  return Number(m[1]) * ({ us: 1e-3, ms: 1, s: 1e3 } as const)[m[2] as 'us' | 'ms' | 's'];
+}
+
+function execText(file: string, args: string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { cwd: ROOT, timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+  });
+}
+
+/**
+ * GET `url` from `connections` keep-alive connections for `seconds`, the load generator pinned to
+ * `cpu` with taskset (one wrk thread, or autocannon in a process of its own), bounded in time.
+ */
+export async function pinnedLoad(opts: { url: string; headers: Record<string, string>; connections: number; seconds: number; cpu: number }): Promise<PinnedLoad> {
+  const timeoutMs = (opts.seconds + 30) * 1000;
+  const cpu = String(opts.cpu);
+  if (PINNED_LOAD_TOOL === 'wrk') {
+    const headers = Object.entries(opts.headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
+    const out = await execText('taskset', ['-c', cpu, 'wrk', '-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...headers, opts.url], timeoutMs);
+    const done = /(\d+) requests in ([\d.]+)(ms|s|m)/.exec(out);
+    if (!done) throw new Error(`wrk printed no request count:\n${out}`);
+    const seconds = Number(done[2]) * ({ ms: 1e-3, s: 1, m: 60 } as const)[done[3] as 'ms' | 's' | 'm'];
+    const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+    return {
+      ok: Number(done[1]) - non2xx,
+      non2xx,
+      errors: socket ? socket.slice(1).reduce((n, x) => n + Number(x), 0) : 0,
+      seconds,
+      latency_ms: { p50: wrkMs(/ 50%\s+(\S+)/.exec(out)?.[1]), p99: wrkMs(/ 99%\s+(\S+)/.exec(out)?.[1]) },
+    };
+  }
+  const headers = Object.entries(opts.headers).flatMap(([k, v]) => ['-H', `${k}=${v}`]);
+  const cli = path.join(ROOT, 'node_modules/autocannon/autocannon.js');
+  const out = await execText('taskset', ['-c', cpu, process.execPath, cli, '-c', String(opts.connections), '-d', String(opts.seconds), '-j', ...headers, opts.url], timeoutMs);
+  const r = JSON.parse(out) as { '2xx': number; non2xx: number; errors: number; timeouts: number; duration: number; latency: { p50: number; p99: number } };
+  return { ok: r['2xx'], non2xx: r.non2xx, errors: r.errors + r.timeouts, seconds: r.duration, latency_ms: { p50: r.latency.p50, p99: r.latency.p99 } };
 }
 
 export interface CpuUse {

@@ -8,6 +8,8 @@
  *
  *   1. state   GET /task/{id}/state requests/s (autocannon) vs the baseline serializing the same
  *              state from memory.
+ *   1a. state-pinned  the same with each server pinned to one core (taskset) and wrk pinned to
+ *              another: requests/s one core serves, Quarry against the baseline.
  *   1b. list  GET /task?limit=50 requests/s over 200 tasks (32 connections) vs a bare server
  *              serializing the same 50 tasks from memory per request.
  *   2. creates POST /task creates/s, each stored before it is answered and its turn ended (no
@@ -23,7 +25,9 @@
  *              `at` to its arrival, vs the bare server pushing the same frames at the same times.
  *
  * Results: a table on stdout and .bench/latest.json. Environment knobs (all optional):
- *   BENCH_ONLY=state,list,creates,turns,output,sse   run a subset
+ *   BENCH_ONLY=state,state-pinned,list,creates,turns,output,sse   run a subset
+ *   BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1   state-pinned: the core each server is pinned to, the load generator's
+ *   BENCH_PINNED_CONNECTIONS=32           state-pinned: wrk connections
  *   BENCH_ROUNDS=3 BENCH_ROUND_S=5        autocannon: rounds per server (alternating), seconds each
  *   BENCH_SSE_WINDOW_S=10                 how long the SSE benchmark's turn emits events
  *   BENCH_CONNECTIONS=50                  autocannon connections
@@ -42,13 +46,13 @@ import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 import {
   OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
-  percentile, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startInstantModel, startQuarry, startWatchdog, table,
-  timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type QuarryProcess, type SseClientResult,
+  percentile, pinnedLoad, pinToCpu, PINNED_LOAD_TOOL, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startInstantModel, startQuarry, startWatchdog, table,
+  timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type PinnedLoad, type QuarryProcess, type SseClientResult,
 } from './lib.js';
 import { within } from '../test/helpers/bounded-waits.js';
 import { fetchJson } from '../test/helpers/http.js';
 
-const ALL = ['state', 'list', 'creates', 'turns', 'output', 'sse'] as const;
+const ALL = ['state', 'state-pinned', 'list', 'creates', 'turns', 'output', 'sse'] as const;
 type BenchName = (typeof ALL)[number];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -231,17 +235,101 @@ async function compareGet(q: QuarryProcess, b: Awaited<ReturnType<typeof startBa
   });
 }
 
+/** An idle task's `/state` path and body in Quarry, and the baseline set to answer the same. */
+async function idleStateTask(q: QuarryProcess, b: Awaited<ReturnType<typeof startBaseline>>): Promise<{ statePath: string; stateBody: string }> {
+  const created = await expectOk('POST', `${q.url}/task`, { key: q.key, body: { prompt: 'Benchmark the state route.' } });
+  const id = created.body.task_id as string;
+  await waitIdle(q, id, 15_000);
+  const statePath = `/task/${encodeURIComponent(id)}/state`;
+  const stateBody = (await expectOk('GET', q.url + statePath, { key: q.key })).text;
+  await expectOk('POST', `${b.url}/_bench/config`, { body: { statePath, stateBody } });
+  if ((await expectOk('GET', b.url + statePath, { key: q.key })).text !== stateBody) throw new Error('the baseline\'s /state body differs from Quarry’s');
+  return { statePath, stateBody };
+}
+
 async function benchState(): Promise<void> {
   const q = await startQuarry({ dataDir: freshDataDir('state'), nodeArgs: profArgs('state'), label: 'quarry-state' });
   let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
   try {
     b = await startBaseline(q.key);
-    const created = await expectOk('POST', `${q.url}/task`, { key: q.key, body: { prompt: 'Benchmark the state route.' } });
-    const id = created.body.task_id as string;
-    await waitIdle(q, id, 15_000);
-    const statePath = `/task/${encodeURIComponent(id)}/state`;
-    const stateBody = (await expectOk('GET', q.url + statePath, { key: q.key })).text;
+    const { statePath, stateBody } = await idleStateTask(q, b);
     await compareGet(q, b, { bench: 'state', metric: 'GET /task/{id}/state', path: statePath, body: stateBody, baselineConfig: { statePath, stateBody }, connections: CONNECTIONS });
+  } finally {
+    await q.child.stop('SIGTERM');
+    await b?.child.stop('SIGTERM');
+  }
+}
+
+// ---- 1a. GET /task/{id}/state, server on one core ----------------------------------------------
+
+const SERVER_CPU = Number(process.env.BENCH_SERVER_CPU ?? 0);
+const LOAD_CPU = Number(process.env.BENCH_LOAD_CPU ?? 1);
+const PINNED_CONNECTIONS = Number(process.env.BENCH_PINNED_CONNECTIONS ?? 32);
+
+/**
+ * Throughput with the server held to one core: Quarry and the baseline each pinned to
+ * SERVER_CPU, the load generator (wrk, one thread) to LOAD_CPU, so neither side can spread its
+ * work over the machine's other cores and the rate is what one core serves. Rounds alternate
+ * Quarry and the baseline; the share of the core each server got is recorded per round (another
+ * process on the same core shows as a share below 1).
+ */
+async function benchStatePinned(): Promise<void> {
+  const q = await startQuarry({ dataDir: freshDataDir('state-pinned'), nodeArgs: profArgs('state-pinned'), label: 'quarry-state-pinned' });
+  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
+  try {
+    b = await startBaseline(q.key);
+    const { statePath, stateBody } = await idleStateTask(q, b);
+    const servers = { quarry: { url: q.url, pid: q.child.proc.pid! }, baseline: { url: b.url, pid: b.child.proc.pid! } };
+    for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
+    const load = (url: string, seconds: number) =>
+      pinnedLoad({ url: url + statePath, headers: { 'x-api-key': q.key }, connections: PINNED_CONNECTIONS, seconds, cpu: LOAD_CPU });
+    log(`state-pinned: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
+    await load(q.url, WARMUP_S);
+    await load(b.url, WARMUP_S);
+    const rounds = { quarry: [] as (PinnedLoad & { server_cpu_s: number; cpu: CpuUse })[], baseline: [] as (PinnedLoad & { server_cpu_s: number; cpu: CpuUse })[] };
+    for (let i = 0; i < ROUNDS; i++) {
+      for (const side of ['quarry', 'baseline'] as const) {
+        const cpu = cpuWindow();
+        const server = processCpu(servers[side].pid);
+        const r = await load(servers[side].url, ROUND_S);
+        rounds[side].push({ ...r, server_cpu_s: server.stop(), cpu: cpu.stop() });
+      }
+    }
+    const rateOf = (rs: PinnedLoad[]) => rs.reduce((n, r) => n + r.ok, 0) / rs.reduce((n, r) => n + r.seconds, 0);
+    const summary = (rs: (typeof rounds)['quarry']) => ({
+      requests_per_s: round(rateOf(rs)),
+      per_round_per_s: rs.map((r) => round(r.ok / r.seconds)),
+      server_cpu_us_per_request: round((rs.reduce((n, r) => n + r.server_cpu_s, 0) * 1e6) / rs.reduce((n, r) => n + r.ok, 0)),
+      server_core_share_per_round: rs.map((r) => round(r.server_cpu_s / r.seconds, 2)),
+      ok_2xx: rs.reduce((n, r) => n + r.ok, 0),
+      non_2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+      errors: rs.reduce((n, r) => n + r.errors, 0),
+      latency_ms: { p50_median_of_rounds: percentile(rs.map((r) => r.latency_ms.p50), 50), p99_worst_round: Math.max(...rs.map((r) => r.latency_ms.p99)) },
+      cpu_per_round: rs.map((r) => r.cpu),
+    });
+    const quarry = rateOf(rounds.quarry);
+    const baseline = rateOf(rounds.baseline);
+    const clean = rounds.quarry.every((r) => r.non2xx === 0 && r.errors === 0);
+    results.push({
+      bench: 'state-pinned',
+      metric: `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
+      unit: 'req/s',
+      quarry,
+      baseline,
+      ratio: quarry / baseline,
+      target: '≥ 80% of baseline',
+      met: quarry / baseline >= 0.8 && clean,
+      details: {
+        load_generator: PINNED_LOAD_TOOL,
+        server_cpu: SERVER_CPU,
+        load_cpu: LOAD_CPU,
+        connections: PINNED_CONNECTIONS,
+        body_bytes: Buffer.byteLength(stateBody),
+        per_round_ratio: rounds.quarry.map((r, i) => round(r.ok / r.seconds / (rounds.baseline[i]!.ok / rounds.baseline[i]!.seconds), 3)),
+        quarry: summary(rounds.quarry),
+        baseline: summary(rounds.baseline),
+      },
+    });
   } finally {
     await q.child.stop('SIGTERM');
     await b?.child.stop('SIGTERM');
@@ -875,6 +963,11 @@ function printTable(): void {
       const d = r.details as { quarry: { server_cpu_us_per_request: number }; baseline: { server_cpu_us_per_request: number } };
       process.stdout.write(`${r.bench}: server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs\n`);
     }
+    if (r.bench === 'state-pinned') {
+      type Pinned = { server_cpu_us_per_request: number; server_core_share_per_round: number[] };
+      const d = r.details as { load_generator: string; per_round_ratio: number[]; quarry: Pinned; baseline: Pinned };
+      process.stdout.write(`state-pinned: ${d.load_generator}; ratio per round ${d.per_round_ratio.map((x) => `${round(x * 100, 0)}%`).join(', ')}; server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs; share of the core per round: Quarry ${d.quarry.server_core_share_per_round.join(', ')}, baseline ${d.baseline.server_core_share_per_round.join(', ')}\n`);
+    }
     if (r.bench === 'creates') {
       const d = r.details.durability as { acknowledged: number; checked_after_kill_9: number; missing: number };
       const c = r.details as { answered_creates_per_s: number; server_cpu_us_per_create_with_its_turn: number };
@@ -913,7 +1006,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const loadAtStart = loadAverage();
   noteLoad(loadAtStart);
-  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, list: benchList, creates: () => benchCreates('creates'), turns: () => benchCreates('turns'), output: benchOutput, sse: benchSse };
+  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, 'state-pinned': benchStatePinned, list: benchList, creates: () => benchCreates('creates'), turns: () => benchCreates('turns'), output: benchOutput, sse: benchSse };
   for (const name of ALL) {
     if (!ONLY.has(name)) continue;
     const quiet = await waitForQuiet(name, 0.5, QUIET_WAIT_S * 1000);

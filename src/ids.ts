@@ -15,12 +15,24 @@ const RANDOM_BLOCK = 4096;
 const randomBlock = Buffer.alloc(RANDOM_BLOCK);
 let randomOffset = RANDOM_BLOCK;
 
-function pooledRandom(): number {
-  if (randomOffset === RANDOM_BLOCK) {
+function pooledBytes(count: number): number {
+  if (randomOffset + count > RANDOM_BLOCK) {
     crypto.randomFillSync(randomBlock);
     randomOffset = 0;
   }
-  return randomBlock[randomOffset++]! / 256;
+  const at = randomOffset;
+  randomOffset += count;
+  return at;
+}
+
+function pooledRandom(): number {
+  return randomBlock[pooledBytes(1)]! / 256;
+}
+
+/** `bytes` random bytes from the same blocks, as hex (request ids are made at every request). */
+export function pooledHex(bytes: number): string {
+  const at = pooledBytes(bytes);
+  return randomBlock.toString('hex', at, at + bytes);
 }
 
 const nextUlid = monotonicFactory(pooledRandom);

@@ -25,6 +25,7 @@ import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandl
 import { registerIdempotency } from './idempotency.js';
 import { registerOpenApi } from './openapi.js';
 import { registerRequestMetrics } from './request-metrics.js';
+import { requestLoggerFactory } from './request-logger.js';
 import { MemoryRateLimiter, StoreRateLimiter } from './rate-limiter.js';
 import { adminRoutes } from './routes/admin.js';
 import { consoleRoutes } from './routes/console.js';
@@ -123,6 +124,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       answerClientError(deps.logger as FastifyBaseLogger, err, socket);
     },
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    childLoggerFactory: requestLoggerFactory,
     return503OnClosing: false,
     // Path parameters are checked by route schemas (and a long unknown id is simply not found).
     routerOptions: { maxParamLength: 8192 },

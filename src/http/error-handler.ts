@@ -4,11 +4,10 @@
  * catalogue, anything else a 500 without internals. Refusals from below the routes (Node's HTTP
  * parser, request timeouts, Expect, CONNECT) get the same body, written on the socket.
  */
-import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isClientId } from '../ids.js';
+import { isClientId, pooledHex } from '../ids.js';
 import { QuarryError, type ErrorDetail } from '../errors.js';
 import { NO_NUL_PATTERN, NUL_PROBLEM } from '../contract/common.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
@@ -166,18 +165,24 @@ export function registerMethodNotAllowed(app: FastifyInstance, routes: { url: st
 
 // ---- answers below the routes ------------------------------------------------------------------
 
-/** The id each raw request was given, so an answer written on its socket later (a timeout) names the same one. */
-const rawRequestIds = new WeakMap<IncomingMessage, string>();
+/**
+ * The id each raw request was given, so an answer written on its socket later (a timeout) names
+ * the same one. A property of the request rather than a WeakMap entry: a WeakMap set at every
+ * request cost more than making the id.
+ */
+const REQUEST_ID = Symbol('quarry.requestId');
+type IdentifiedRequest = IncomingMessage & { [REQUEST_ID]?: string };
 
+/** 128 random bits as 32 hex digits. */
 function newRequestId(): string {
-  return `req_${randomUUID().replace(/-/g, '')}`;
+  return `req_${pooledHex(16)}`;
 }
 
 /** Fastify's genReqId: a valid client X-Request-ID is kept, anything else gets a fresh req_ id. */
 export function requestIdOf(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
   const id = typeof given === 'string' && isClientId(given) ? given : newRequestId();
-  rawRequestIds.set(req, id);
+  (req as IdentifiedRequest)[REQUEST_ID] = id;
   return id;
 }
 
@@ -244,7 +249,7 @@ export function answerClientError(log: FastifyBaseLogger, err: ClientError, sock
     socket.destroy();
     return;
   }
-  const requestId = (inFlight?.req && rawRequestIds.get(inFlight.req)) ?? newRequestId();
+  const requestId = (inFlight?.req as IdentifiedRequest | undefined)?.[REQUEST_ID] ?? newRequestId();
   const error = clientErrorOf(err);
   answerAndClose(socket, rawAnswer(error, refusal(log, error, requestId)));
 }

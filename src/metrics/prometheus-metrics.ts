@@ -4,7 +4,7 @@
  * process, and the library's global registry would mix their numbers and refuse a second series
  * of one name.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, type Metric, type MetricValue } from 'prom-client';
 import type { TurnsRepository } from '../store/store.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import type { ScrapableMetrics, StoreErrorSource, TurnOutcome, WebhookAttemptResult } from './metrics.js';
@@ -24,10 +24,7 @@ export interface PrometheusMetricsOptions {
 
 export class PrometheusMetrics implements ScrapableMetrics {
   private readonly registry = new Registry();
-  private readonly requests: Counter<'method' | 'route' | 'status'>;
-  private readonly requestSeconds: Histogram<'method' | 'route'>;
-  /** The request series by method, route and status (route templates only, so a bounded set). */
-  private readonly requestSeries = new Map<string, { count: { inc(): void }; seconds: { observe(value: number): void } }>();
+  private readonly requests = new RequestSeries();
   private readonly streams: Gauge<'route'>;
   private readonly turns: Counter<'outcome'>;
   private readonly turnSeconds: Histogram<'outcome'>;
@@ -37,11 +34,7 @@ export class PrometheusMetrics implements ScrapableMetrics {
 
   constructor(opts: PrometheusMetricsOptions) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'quarry_http_requests_total', help: 'HTTP requests answered, by route template and status.', labelNames: ['method', 'route', 'status'], registers });
-    this.requestSeconds = new Histogram({
-      name: 'quarry_http_request_duration_seconds', help: 'Time to answer an HTTP request (event streams are left out: they last as long as the client follows).',
-      labelNames: ['method', 'route'], buckets: HTTP_BUCKETS_S, registers,
-    });
+    for (const metric of this.requests.metrics()) this.registry.registerMetric(metric);
     this.streams = new Gauge({ name: 'quarry_streams_open', help: 'Event streams (SSE) open now, by route template.', labelNames: ['route'], registers });
     this.turns = new Counter({ name: 'quarry_turns_total', help: 'Turns this process ran that ended, by outcome.', labelNames: ['outcome'], registers });
     this.turnSeconds = new Histogram({ name: 'quarry_turn_duration_seconds', help: 'How long this process worked on a turn that ended, by outcome.', labelNames: ['outcome'], buckets: TURN_BUCKETS_S, registers });
@@ -90,16 +83,7 @@ export class PrometheusMetrics implements ScrapableMetrics {
   }
 
   httpRequest(request: { method: string; route: string; status: number; seconds: number | null }): void {
-    const { method, route, status } = request;
-    // prom-client hashes a label object at every call; the series of one route are few and hot.
-    const key = `${method} ${route} ${status}`;
-    let series = this.requestSeries.get(key);
-    if (!series) {
-      series = { count: this.requests.labels({ method, route, status: String(status) }), seconds: this.requestSeconds.labels({ method, route }) };
-      this.requestSeries.set(key, series);
-    }
-    series.count.inc();
-    if (request.seconds !== null) series.seconds.observe(request.seconds);
+    this.requests.add(request.method, request.route, request.status, request.seconds);
   }
 
   streamOpened(route: string): () => void {
@@ -129,4 +113,65 @@ export class PrometheusMetrics implements ScrapableMetrics {
   storeUnavailable(source: StoreErrorSource): void {
     this.storeErrors.inc({ component: source });
   }
+}
+
+/** The answers of one method on one route template: a count per status, and the answer times' histogram (non-streamed answers). */
+interface RouteRequests {
+  labels: { method: string; route: string };
+  statuses: Map<number, number>;
+  /** Answers per bucket of HTTP_BUCKETS_S (each counted once, in the first bucket it fits), and all of them. */
+  buckets: number[];
+  count: number;
+  sum: number;
+}
+
+/**
+ * The request counter and answer-time histogram, counted in plain numbers and handed to the
+ * registry as prom-client metrics read at each scrape. prom-client's own Counter and Histogram
+ * check and hash their labels at every increment, a cost every request paid; here a request costs
+ * two map look-ups. The text they scrape to is the one prom-client's Counter and Histogram write.
+ */
+class RequestSeries {
+  private readonly byMethod = new Map<string, Map<string, RouteRequests>>();
+
+  add(method: string, route: string, status: number, seconds: number | null): void {
+    let byRoute = this.byMethod.get(method);
+    if (!byRoute) this.byMethod.set(method, (byRoute = new Map()));
+    let series = byRoute.get(route);
+    if (!series) byRoute.set(route, (series = { labels: { method, route }, statuses: new Map(), buckets: HTTP_BUCKETS_S.map(() => 0), count: 0, sum: 0 }));
+    series.statuses.set(status, (series.statuses.get(status) ?? 0) + 1);
+    if (seconds === null) return;
+    series.count++;
+    series.sum += seconds;
+    const bucket = HTTP_BUCKETS_S.findIndex((bound) => seconds <= bound);
+    if (bucket >= 0) series.buckets[bucket]!++;
+  }
+
+  private *series(): Iterable<RouteRequests> {
+    for (const byRoute of this.byMethod.values()) yield* byRoute.values();
+  }
+
+  /** The two metrics to register; each reads the counts when it is scraped. */
+  metrics(): Metric[] {
+    const counter = scraped('quarry_http_requests_total', 'HTTP requests answered, by route template and status.', 'counter', () =>
+      [...this.series()].flatMap((s) => [...s.statuses].map(([status, value]) => ({ labels: { ...s.labels, status: String(status) }, value }))));
+    const name = 'quarry_http_request_duration_seconds';
+    const histogram = scraped(name, 'Time to answer an HTTP request (event streams are left out: they last as long as the client follows).', 'histogram', () =>
+      [...this.series()].filter((s) => s.count > 0).flatMap((s) => {
+        let below = 0;
+        return [
+          ...HTTP_BUCKETS_S.map((le, i) => ({ labels: { le, ...s.labels }, value: (below += s.buckets[i]!), metricName: `${name}_bucket` })),
+          { labels: { le: '+Inf', ...s.labels }, value: s.count, metricName: `${name}_bucket` },
+          { labels: s.labels, value: s.sum, metricName: `${name}_sum` },
+          { labels: s.labels, value: s.count, metricName: `${name}_count` },
+        ];
+      }));
+    return [counter, histogram];
+  }
+}
+
+/** A metric whose values are read when it is scraped, in the shape the registry reads from prom-client's own. */
+function scraped(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue<string>[]): Metric {
+  const read = () => Promise.resolve({ name, help, type, aggregator: 'sum' as const, values: values() });
+  return { name, help, type, aggregator: 'sum', get: read, reset() {} } as unknown as Metric;
 }

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { dropSchemas, testStoreEnv } from './postgres.js';
 import { httpClient, injectRequest, waitIdle as waitIdleOn, type RequestOptions, type Send, type TestResponse } from './http.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -47,6 +47,8 @@ export interface HarnessOptions {
    * transport (connections, chunking, disconnects).
    */
   inject?: boolean;
+  /** The server's logger (default: pino at TEST_LOG_LEVEL, silent unless set). */
+  logger?: Logger;
 }
 
 /**
@@ -73,7 +75,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   let url: string | undefined;
   let key: string;
   try {
-    quarry = await createQuarry(config, { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
+    quarry = await createQuarry(config, { logger: opts.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
     if (opts.inject) {
       // What listen() does besides listening: on one process's store only the turn runner (the
       // cluster relay serves other processes' events); /readyz stays 503, as nothing listens.
