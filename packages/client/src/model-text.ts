@@ -6,11 +6,21 @@
 import type { TaskEvent } from './types.js';
 
 /**
- * Where a model reply's text starts: a turn's first reply follows its `turn_started`, a later one
- * a `tool` event of the reply before or the move to phase `execute`. Other events (a `PATCH`'s
- * `updated`, a skipped cron tick) can land in the middle of a reply.
+ * Whether a model reply's text starts after this event: a turn's first reply follows its
+ * `turn_started`, a later one a `tool` event of the reply before or the move to phase `execute`.
+ * A `text` event with `restart: true` drops the text since the last such event. Other events (a
+ * `PATCH`'s `updated`, a skipped cron tick) can land in the middle of a reply.
+ *
+ * @example
+ * ```ts
+ * let reply = '';
+ * for await (const event of client.tasks.stream(taskId)) {
+ *   if (startsModelReply(event)) reply = '';
+ *   if (event.type === 'text') reply = (event.restart ? '' : reply) + event.text;
+ * }
+ * ```
  */
-function startsReply(event: TaskEvent): boolean {
+export function startsModelReply(event: TaskEvent): boolean {
   return event.type === 'tool' || (event.type === 'task' && (event.reason === 'turn_started' || event.reason === 'phase_changed'));
 }
 
@@ -32,7 +42,7 @@ export class ModelText {
   /** Takes the next event of the task; says whether it changed `value`. */
   add(event: TaskEvent): boolean {
     if (event.type !== 'text') {
-      if (startsReply(event)) this.replyStart = this.shown.length;
+      if (startsModelReply(event)) this.replyStart = this.shown.length;
       return false;
     }
     if (event.restart) this.shown = this.shown.slice(0, this.replyStart);
