@@ -204,7 +204,7 @@ describe('agent loop: tool calls', () => {
     assert.deepEqual(result, { role: 'tool', toolCallId: 'call_a', name: 'write_rows', content: finished!.output }, 'the event carries what the model was given');
     // The cited page was never fetched in this turn: the answer says so, naming the source.
     assert.equal(finished!.output, 'Wrote 1 rows to quarries (rows 1-1); 0 of them verified. These sources could not be verified:\n' +
-      '- row 0, source 1 (https://www.example.org/granite): not_read: this task never fetched that URL with fetch_url (or it is outside the source policy)');
+      '- row 1, source 1 (https://www.example.org/granite): not_read: this task never fetched that URL with fetch_url (or it is outside the source policy)');
   });
 
   it('cuts long input strings in the event, never in the call', async () => {

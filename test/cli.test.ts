@@ -12,7 +12,7 @@ import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody 
 import { fetchJson } from './helpers/http.js';
 import { dropSchemas, testStoreEnv } from './helpers/postgres.js';
 import { makeDataDir, removeDataDir, startQuarryCli, startServer, type NodeProcess, type ServerProcess } from './helpers/process.js';
-import { LiveView } from '../src/cli/progress-view.js';
+import { LiveView, PlainView } from '../src/cli/progress-view.js';
 import type { TaskEvent } from '../packages/client/src/index.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -274,6 +274,51 @@ describe('quarry CLI', () => {
     assert.match(screen, /│ First line\n/);
     assert.match(screen, /│ second\n/);
     assert.match(screen, /done: completed · 3 rows written · 1 tool call · 0\.25 credits · [\d.]+ s · tsk_1\n$/);
+  });
+
+  /** A model reply cut off after two lines and a bit, then asked for again and answered whole. */
+  function cutReply(): TaskEvent[] {
+    const base = { task_id: 'tsk_1', turn_id: 'turn_1', at: new Date().toISOString() };
+    const task = { task_id: 'tsk_1', status: 'execute', phase: 'execute', activity: 'thinking', credits_used: 0 } as any;
+    return [
+      { ...base, seq: 1, type: 'task', reason: 'turn_started', task },
+      { ...base, seq: 2, type: 'text', text: 'Rock of Ages is in Barre.\nSmith quarry is in Barre too.\nBoth cut gra' },
+      { ...base, seq: 3, type: 'text', text: '', restart: true },
+      { ...base, seq: 4, type: 'text', text: 'Rock of Ages is in Barre.\nSmith quarry is in Barre too.\nBoth cut granite.' },
+      { ...base, seq: 5, type: 'done', outcome: 'completed', output_count: 0, credits_used: 0.01 },
+    ];
+  }
+
+  /** The rows a terminal shows after `output`: enough of one to follow the live view's moves. */
+  function terminalRows(output: string): string[] {
+    const rows = [''];
+    let row = 0;
+    const ESC = String.fromCharCode(0x1b);
+    for (const part of output.split(new RegExp(`(\r${ESC}\\[2K|${ESC}\\[1A${ESC}\\[2K|\n)`))) {
+      if (part === '\r\x1b[2K') rows[row] = '';
+      else if (part === '\x1b[1A\x1b[2K') rows[(row = Math.max(0, row - 1))] = '';
+      else if (part === '\n') rows[++row] ??= '';
+      else rows[row] += part;
+    }
+    return rows.slice(0, row + 1);
+  }
+
+  it('a reply cut off and asked for again shows once on a terminal: the lines it printed are taken back', () => {
+    let screen = '';
+    const view = new LiveView((text) => (screen += text), { color: false, columns: 200 });
+    for (const event of cutReply()) view.event(event);
+    view.close('ended');
+    const shown = terminalRows(screen).filter((line) => line.startsWith('│'));
+    assert.deepEqual(shown, ['│ Rock of Ages is in Barre.', '│ Smith quarry is in Barre too.', '│ Both cut granite.']);
+  });
+
+  it('a reply cut off and asked for again is one text line in plain output', () => {
+    let out = '';
+    const view = new PlainView((text) => (out += text));
+    for (const event of cutReply()) view.event(event);
+    view.close('ended');
+    const lines = out.split('\n').filter((line) => line.startsWith('text:'));
+    assert.deepEqual(lines, ['text: Rock of Ages is in Barre. Smith quarry is in Barre too. Both cut granite.']);
   });
 });
 

@@ -42,6 +42,20 @@ describe('the demo model', () => {
     assert.ok(task.credits_used > 0, 'the demo turn is charged like any turn');
   });
 
+  it('names the rows it wrote in its answer as the tool did: by _row, from 1', async (t) => {
+    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Granite, marble, slate, basalt, gneiss, schist, quartzite, sandstone, limestone, chalk and flint.' } });
+    assert.equal(created.status, 200, created.text);
+    const stream = await readSse(h.url, `/task/${created.body.task_id}/stream?after=0`, { key: h.key });
+    const text = stream.events.filter((e) => e.event === 'text').map((e) => e.json.text).join('');
+
+    assert.match(text, /Wrote 10 rows to demo_word_counts \(rows 1-10\)/);
+    const named = [...text.matchAll(/- row (\d+), source 1/g)].map((m) => Number(m[1]));
+    const rows = (await h.request('GET', `/task/${created.body.task_id}/outputs/demo_word_counts`)).body.rows;
+    assert.deepEqual(named, rows.map((r: any) => r._row));
+    assert.deepEqual(named, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
   it('in a task group, writes one made-up row per input into the group\'s table, so the merged table fills', async (t) => {
     const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const spec = {

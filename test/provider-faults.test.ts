@@ -4,7 +4,7 @@
  * provider is built from what QUARRY_MODEL_* configures, talking HTTP to a fake server of its API. Both
  * providers run the same cases.
  */
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, type TurnResult } from '../src/agent/agent-loop.js';
 import { createAnthropicProvider } from '../src/agent/providers/anthropic.js';
@@ -17,9 +17,12 @@ import { writeRowsTool } from '../src/agent/tools/write-rows.js';
 import { loadConfig, type ModelConfig } from '../src/config.js';
 import { startFakeAnthropic } from './fake-model/fake-anthropic-server.js';
 import type { FakeModelReply, FakeModelServer } from './fake-model/fake-model-server.js';
-import { startFakeOpenAI } from './fake-model/fake-openai-server.js';
+import { startFakeOpenAI, type FakeReply } from './fake-model/fake-openai-server.js';
+import { ModelText, type TaskEvent } from '../packages/client/src/index.js';
 import { until } from './helpers/bounded-waits.js';
 import { InMemoryTurn, type InMemoryTurnOptions } from './helpers/in-memory-turn.js';
+import { fakeModel, startTestHarness, taskEvents } from './helpers/task-api.js';
+import { readSse } from './sse-client.js';
 
 /** Three retries, quick ones: the waits under test are the server's, not these. */
 const RETRY_DELAYS_MS = [10, 20, 40];
@@ -159,3 +162,49 @@ for (const subject of PROVIDERS) {
     });
   });
 }
+
+describe('a streamed reply cut part-way, as a task\'s events show it', { timeout: 30_000 }, () => {
+  const REPLY = 'Granite quarries of Vermont: Rock of Ages, Barre, and the Smith quarry, all still cut today.';
+  // Events 300 ms apart outlast the 250 ms text coalescing: part of the reply is stored before the cut.
+  const CUT = { text: REPLY, chunkDelayMs: 300, cutAfterEvents: 3 };
+
+  async function runTask(t: TestContext, replies: FakeReply[]): Promise<TaskEvent[]> {
+    const h = await startTestHarness(t, { retryDelaysMs: [10, 20] });
+    fakeModel(h).setResponder((_body, index) => replies[Math.min(index, replies.length - 1)]!);
+    const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont?' } });
+    assert.equal(created.status, 200, created.text);
+    const stream = await readSse(h.url, `/task/${created.body.task_id}/stream?after=0`, { key: h.key });
+    const streamed = stream.events.map((e) => e.json as TaskEvent);
+    // What was streamed live is what the task's history keeps.
+    assert.deepEqual(await taskEvents(h, created.body.task_id), streamed);
+    return streamed;
+  }
+
+  function outcome(events: TaskEvent[]): string | undefined {
+    const last = events.at(-1);
+    return last?.type === 'done' ? last.outcome : undefined;
+  }
+
+  function shown(events: TaskEvent[]): string {
+    const text = new ModelText();
+    for (const event of events) text.add(event);
+    return text.value;
+  }
+
+  it('cut once, then answered: the reply is shown once, whole', async (t) => {
+    const events = await runTask(t, [CUT, { text: REPLY }]);
+
+    assert.equal(shown(events), REPLY);
+    assert.equal(events.filter((e) => e.type === 'text' && e.restart).length, 1, 'the stored part of the cut reply is withdrawn');
+    assert.equal(outcome(events), 'completed');
+  });
+
+  it('cut at every try: no copy of the unfinished reply comes before the error', async (t) => {
+    const events = await runTask(t, [CUT]);
+
+    assert.equal(shown(events), '');
+    const error = events.find((e) => e.type === 'error');
+    assert.equal(error?.type === 'error' && error.error, 'bad_gateway');
+    assert.equal(outcome(events), 'failed');
+  });
+});

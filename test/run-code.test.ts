@@ -142,7 +142,7 @@ describe('run_code', { skip }, () => {
     assert.equal(stored(h, 'parts').length, 0);
     // The same rows inline are rejected the same way.
     const inline = await writeRows(h, { output: 'parts', rows: [{ item: 'bolt', price: 'cheap' }], sources: [SOURCE] });
-    assert.match(inline.content, /- row 0: price: must be a number, got "cheap"/);
+    assert.match(inline.content, /- row 1: price: must be a number, got "cheap"/);
   });
 
   it('reports a timeout and a non-zero exit as failed calls the model can read', async () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startHarness } from './helpers/harness.js';
+import { waitIdle as waitIdleOn } from './helpers/http.js';
+import type { Repositories, StepsRepository } from '../src/store/store.js';
 
 test('when the store cannot be read, status routes answer 503 service_unavailable and unknown keys 503 auth_unavailable', async () => {
   const h = await startHarness({ inject: true, model: false });
@@ -29,6 +31,48 @@ test('when the store cannot be read, status routes answer 503 service_unavailabl
     assert.equal(auth.body.error, 'auth_unavailable');
     assert.equal(auth.body.retryable, true);
     assert.ok(Number(auth.headers.get('retry-after')) >= 1);
+  } finally {
+    await h.close().catch(() => {});
+  }
+});
+
+test('a step whose commit went through but whose answer was lost is recognised when sent again: the turn ends done, charged once', async () => {
+  const h = await startHarness({ inject: true });
+  try {
+    const { store } = h.quarry;
+    const commit = store.transaction.bind(store);
+    let lost = 0;
+    // The connection drops right after COMMIT was sent: the step is stored, the turn hears an outage.
+    store.transaction = async <T>(fn: (tx: Repositories) => Promise<T>): Promise<T> => {
+      let stepStored = false;
+      const result = await commit(async (tx) => {
+        const steps: StepsRepository = {
+          insert: async (...args) => (stepStored = await tx.steps.insert(...args)),
+          get: (turnId, step) => tx.steps.get(turnId, step),
+          list: (turnId) => tx.steps.list(turnId),
+        };
+        return fn(new Proxy(tx, { get: (target, name) => (name === 'steps' ? steps : Reflect.get(target, name)) }));
+      });
+      if (stepStored && lost++ === 0) throw Object.assign(new Error('Connection terminated unexpectedly'), { code: '08006' });
+      return result;
+    };
+    const account = await h.quarry.accounts.createAccount('lost-answer', 10);
+    h.model!.script({ text: 'Rock of Ages is in Barre.' });
+
+    const created = await h.request('POST', '/task', { body: { prompt: 'Where is Rock of Ages?' }, key: account.apiKey });
+    assert.equal(created.status, 200, created.text);
+    const taskId = created.body.task_id;
+    await waitIdleOn((method, path, opts) => h.request(method, path, { ...opts, key: account.apiKey }), taskId, { timeoutMs: 10_000 });
+
+    assert.equal(lost, 1, 'the answer of one step commit was lost');
+    const events = (await h.request('GET', `/task/${taskId}/events?limit=100`, { key: account.apiKey })).body.events;
+    const done = events.at(-1);
+    assert.equal(done.type, 'done');
+    assert.equal(done.outcome, 'completed');
+    assert.ok(done.credits_used > 0);
+    assert.equal(events.filter((e: { type: string }) => e.type === 'text').map((e: { text: string }) => e.text).join(''), 'Rock of Ages is in Barre.');
+    const after = await h.quarry.store.accounts.get(account.account.id);
+    assert.equal(10_000_000 - (after?.balanceMicros ?? 0), Math.round(done.credits_used * 1e6), 'the step was charged once');
   } finally {
     await h.close().catch(() => {});
   }

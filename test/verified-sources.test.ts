@@ -357,9 +357,9 @@ describe('verified sources through the API', () => {
     it('the model is told how many rows are verified and which sources are not, with why', () => {
       const told = lastTool(ran.requests[4]);
       assert.match(told, /Wrote 13 rows to facts .*; 7 of them verified\./);
-      assert.match(told, /row 3, source 1 \(.*\/article\.html\): quote_not_found: .*\(src_\w+\)/);
-      assert.match(told, /row 4, source 1 \(.*\/never-fetched\.html\): not_read/);
-      assert.match(told, /row 12: cites no source/);
+      assert.match(told, /row 4, source 1 \(.*\/article\.html\): quote_not_found: .*\(src_\w+\)/);
+      assert.match(told, /row 5, source 1 \(.*\/never-fetched\.html\): not_read/);
+      assert.match(told, /row 13: cites no source/);
     });
 
     it('fetch_url heads the text it gives the model with Source: naming the snapshot, whose text is exactly that text', async () => {
@@ -532,9 +532,9 @@ describe('verified sources through the API', () => {
     const refused = lastTool(ran.requests[2]);
     assert.match(refused, /^No rows were written; fix these and call again:/);
     const snapshot = (await sourcesOf(h, ran.taskId)).sources[0];
-    assert.ok(refused.includes(`- row 0, source 1 (${page}): quote_not_found: the quote is not in the text read (${snapshot.source_id})`), refused);
-    assert.ok(refused.includes(`- row 1, source 1 (${web.url}/never-fetched.html): not_read`), refused);
-    assert.ok(refused.includes('- row 2: cites no source'), refused);
+    assert.ok(refused.includes(`- row 1, source 1 (${page}): quote_not_found: the quote is not in the text read (${snapshot.source_id})`), refused);
+    assert.ok(refused.includes(`- row 2, source 1 (${web.url}/never-fetched.html): not_read`), refused);
+    assert.ok(refused.includes('- row 3: cites no source'), refused);
     assert.match(refused, /requires every row to cite at least one verified source/);
     assert.match(lastTool(ran.requests[3]), /^Wrote 1 rows to facts \(rows 1-1\); 1 of them verified\./);
 

@@ -189,8 +189,8 @@ export class Agent {
   private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], port: TurnPort, deadline: number) {
     const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
     for (let attempt = 0; ; attempt++) {
+      let streamed = '';
       try {
-        let streamed = '';
         const reply = await provider.generate({
           messages, tools: definitions, signal: port.signal,
           onTextDelta: (delta) => {
@@ -204,6 +204,8 @@ export class Agent {
         return reply;
       } catch (err) {
         if (port.signal.aborted) throw port.signal.reason;
+        // Whether it is tried again or not, the reply never completed: a reader drops its text.
+        if (streamed) await port.withdrawText();
         if (!(err instanceof ModelProviderError)) throw err;
         const failure = `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}`;
         const tries = attempt === 0 ? 'at the first try' : `after ${attempt + 1} tries`;

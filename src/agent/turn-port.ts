@@ -99,6 +99,12 @@ export interface TurnPort {
   setState(state: TurnState): Promise<void>;
   /** Streamed model text; the port may coalesce it before storing. */
   text(delta: string): void;
+  /**
+   * The model reply whose text was streamed since the last checkpoint failed part-way: its text
+   * is withdrawn, so that the retry's text does not follow a copy of it. Text not yet stored is
+   * dropped; text already stored is followed by a `text` event with `restart: true`.
+   */
+  withdrawText(): Promise<void>;
   tool(event: ToolEvent): Promise<void>;
   /** Stores a step and charges its usage, once per step number. */
   checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge>;

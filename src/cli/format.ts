@@ -95,6 +95,11 @@ export function rowsTable(rows: Record<string, unknown>[], index: { key: string;
   );
 }
 
+/** Model text as one line. */
+export function textLine(text: string): string {
+  return `text: ${text.replace(/\s*\n\s*/g, ' ').trim()}`;
+}
+
 /** One line describing an event, for `task show` and plain progress output. */
 export function eventLine(event: TaskEvent): string {
   switch (event.type) {
@@ -105,7 +110,7 @@ export function eventLine(event: TaskEvent): string {
       return `tool: ${event.name} ${event.state}${tail}`;
     }
     case 'text':
-      return `text: ${event.text.replace(/\s*\n\s*/g, ' ').trim()}`;
+      return event.restart ? 'text: (the reply was cut off: its text above is dropped, and the model is asked again)' : textLine(event.text);
     case 'error':
       return `error: ${event.error} - ${event.message}`;
     case 'done':

@@ -5,8 +5,8 @@
  * event as one JSON line. A group's stream is shown the same three ways, its status line a
  * progress bar over its runs (GroupProgressView).
  */
-import type { DoneEvent, Group, GroupCounts, GroupEvent, GroupRunStatus, TaskEvent } from '../../packages/client/src/index.js';
-import { credits, eventLine, groupCounts, groupEventLine } from './format.js';
+import { ModelText, startsModelReply, type DoneEvent, type Group, type GroupCounts, type GroupEvent, type GroupRunStatus, type TaskEvent } from '../../packages/client/src/index.js';
+import { credits, eventLine, groupCounts, groupEventLine, textLine } from './format.js';
 
 /** How many rows a write_rows call carried (its input is whatever the model sent). */
 function rowsIn(input: unknown): number {
@@ -101,18 +101,33 @@ export class JsonLinesView implements ProgressView {
   close(): void {}
 }
 
-/** One plain line per event, then a summary: for pipes, files and CI logs. */
+/**
+ * One plain line per event, then a summary: for pipes, files and CI logs. A model reply's text is
+ * one line, written when the reply is over, so a reply cut off and asked for again is written once.
+ */
 export class PlainView implements ProgressView {
   readonly tracker = new ProgressTracker();
+  private readonly text = new ModelText();
+  /** How much of the text has been written. */
+  private written = 0;
   constructor(private readonly write: Write) {}
+
+  private writeText(): void {
+    const text = this.text.value.slice(this.written);
+    this.written = this.text.value.length;
+    if (text.trim()) this.write(`${textLine(text)}\n`);
+  }
 
   event(event: TaskEvent): void {
     this.tracker.apply(event);
-    if (event.type === 'text' && !event.text.trim()) return;
+    this.text.add(event);
+    if (event.type === 'text') return;
+    if (startsModelReply(event) || event.type === 'error' || event.type === 'done') this.writeText();
     this.write(`${eventLine(event)}\n`);
   }
 
   close(how: ViewEnd): void {
+    this.writeText();
     if (how !== 'failed') this.write(`${how === 'interrupted' ? INTERRUPTED : this.tracker.summary()}\n`);
   }
 }
@@ -140,9 +155,16 @@ class StatusLine {
     return this.color ? `\x1b[${code}m${text}\x1b[0m` : text;
   }
 
-  /** Prints a line above the status line. */
-  log(line: string): void {
+  /** Prints a line above the status line; returns how many rows of the terminal it took. */
+  log(line: string, width = line.length): number {
     this.write(`${CLEAR_LINE}${line}\n`);
+    this.redraw();
+    return Math.max(1, Math.ceil(width / this.columns));
+  }
+
+  /** Takes back the last `rows` rows printed above the status line (as far as the screen still shows them). */
+  erase(rows: number): void {
+    this.write(`${CLEAR_LINE}${'\x1b[1A\x1b[2K'.repeat(rows)}`);
     this.redraw();
   }
 
@@ -163,6 +185,8 @@ class StatusLine {
 export class LiveView implements ProgressView {
   readonly tracker = new ProgressTracker();
   private text = '';
+  /** Terminal rows the model reply under way has printed: a restart takes them back. */
+  private replyRows = 0;
   private readonly status: StatusLine;
 
   constructor(private readonly write: Write, opts: { color: boolean; columns?: number }) {
@@ -177,26 +201,39 @@ export class LiveView implements ProgressView {
     this.status.log(line);
   }
 
+  private logText(line: string): void {
+    const shown = `│ ${line}`;
+    this.replyRows += this.status.log(this.paint('2', shown), shown.length);
+  }
+
   private flushText(): void {
     const text = this.text.trim();
     this.text = '';
-    if (text) for (const line of text.split('\n')) this.log(this.paint('2', `│ ${line}`));
+    if (text) for (const line of text.split('\n')) this.logText(line);
   }
 
   event(event: TaskEvent): void {
     this.tracker.apply(event);
     if (event.type === 'text') {
+      if (event.restart) {
+        // The reply was cut off and is asked for again: what it printed goes, as a reader of the
+        // events drops its text.
+        this.status.erase(this.replyRows);
+        this.replyRows = 0;
+        this.text = '';
+      }
       this.text += event.text;
       // Whole lines are printed as they complete; the rest waits for more text.
       const nl = this.text.lastIndexOf('\n');
       if (nl >= 0) {
         const complete = this.text.slice(0, nl);
         this.text = this.text.slice(nl + 1);
-        for (const line of complete.split('\n')) if (line.trim()) this.log(this.paint('2', `│ ${line}`));
+        for (const line of complete.split('\n')) if (line.trim()) this.logText(line);
       }
       return;
     }
     this.flushText();
+    if (startsModelReply(event)) this.replyRows = 0;
     switch (event.type) {
       case 'task':
         if (event.reason === 'created') this.log(`task ${event.task_id} created`);

@@ -37,9 +37,7 @@ export function Time(props: { at: string | null | undefined }) {
   return <time dateTime={props.at} title={props.at}>{date.toLocaleString()}</time>;
 }
 
-export function credits(n: number): string {
-  return n.toLocaleString(undefined, { maximumFractionDigits: 4 });
-}
+export { credits } from './credits.js';
 
 /** A JSON value as one cell's text. */
 export function cellText(value: unknown): string {

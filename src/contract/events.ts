@@ -56,6 +56,9 @@ export const ToolEvent = eventOf('tool', 'ToolEvent', 'A tool call started, fini
 
 export const TextEvent = eventOf('text', 'TextEvent', 'A chunk of model text (coalesced about every 250 ms).', {
   text: Type.String(),
+  restart: Type.Optional(Type.Literal(true, {
+    description: 'The model reply whose text came in this turn\'s text events since its last event of another kind failed part-way: drop that text. The model is asked again and the new reply\'s text follows (or, after the last try, the turn\'s error). Such an event\'s own text is empty.',
+  })),
 });
 
 export const ErrorEvent = eventOf('error', 'ErrorEvent', 'A failure after the stream opened (a turn failed, or a refusal inside a stream).', {

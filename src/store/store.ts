@@ -210,6 +210,8 @@ export interface TurnsRepository {
 export interface StepsRepository {
   /** Stores a step unless the turn already has one of that number; returns whether it stored it. Touches that one step only. */
   insert(turnId: string, step: number, data: string, at: string): Promise<boolean>;
+  /** The data of one stored step, undefined when there is none. */
+  get(turnId: string, step: number): Promise<string | undefined>;
   list(turnId: string): Promise<{ step: number; data: string }[]>;
 }
 

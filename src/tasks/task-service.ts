@@ -506,14 +506,22 @@ export class TaskService {
    * model streamed since the last text event) as a text event: a step is charged once,
    * however often the turn is replayed. Returns the account balance after the charge and what
    * the turn has used, in credits: the exact micro-credit amounts as the API shows them, so
-   * `balance <= 0` holds exactly when the balance reads 0. Null when the turn no longer runs or
-   * the step was stored already (another worker got there first).
+   * `balance <= 0` holds exactly when the balance reads 0. The same step stored already (its
+   * commit went through but its answer was lost, and the write was sent again) gets the balance
+   * and turn total as they stand, charging nothing more. Null when the turn no longer runs or
+   * another step of that number was stored (another worker got there first).
    */
   async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, text = ''): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: Charge | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
-      if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) return;
+      if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) {
+        if ((await unit.tx.steps.get(turn.id, step)) !== data) return;
+        const turnMicros = (await unit.tx.turns.get(turn.id))?.creditsUsedMicros ?? 0;
+        const balanceMicros = (await unit.tx.accounts.get(turn.accountId))?.balanceMicros ?? 0;
+        result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
+        return;
+      }
       if (text) unit.event('text', turn.id, { text });
       const turnMicros = (await unit.tx.turns.addUsage(turn.id, { creditsMicros: costMicros, ...usage }))!;
       const balanceMicros = costMicros > 0

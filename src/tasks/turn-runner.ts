@@ -336,6 +336,8 @@ export class TaskTurnPort implements TurnPort {
   private textTimer: NodeJS.Timeout | undefined;
   /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
   private textWrite: Promise<void> = Promise.resolve();
+  /** Text of the model reply under way has been stored: withdrawing it takes a `restart` event. */
+  private replyTextStored = false;
   /** The last snapshot this turn stored or found per URL, with the text it was read as. */
   private readonly recordedSources = new Map<string, { text: string; id: string }>();
   private readonly metrics: TurnMetrics;
@@ -448,6 +450,7 @@ export class TaskTurnPort implements TurnPort {
     const text = await this.takeText();
     const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage, text));
     if (!charged) throw new TurnAbort('stopped');
+    this.replyTextStored = false;
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
     this.metrics.modelTokens(usage.tokensIn, usage.tokensOut);
     crashPoint('step.checkpointed');
@@ -468,9 +471,18 @@ export class TaskTurnPort implements TurnPort {
     this.textBuffer = '';
     const write = previous.then(async () => {
       await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text }));
+      this.replyTextStored = true;
     });
     this.textWrite = write;
     return write;
+  }
+
+  async withdrawText(): Promise<void> {
+    // Most replies fail before their first flush: nothing of them was stored, nothing to mark.
+    await this.takeText();
+    if (!this.replyTextStored) return;
+    this.replyTextStored = false;
+    await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text: '', restart: true }));
   }
 
   /** Waits for the text writes under way and hands over the text not yet stored, which the caller stores. */

@@ -36,6 +36,8 @@ export interface FakeModelReply {
   contentType?: string;
   /** Streaming only: send this many events, then fall silent until the client leaves. */
   hangAfterEvents?: number;
+  /** Streaming only: send this many events (`chunkDelayMs` apart), then drop the connection. */
+  cutAfterEvents?: number;
 }
 
 /** The request body as the client sent it. */
@@ -159,13 +161,14 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
       if (!gone.aborted) await once(gone, 'abort');
       return;
     }
-    if (!reply.chunkDelayMs) {
+    if (!reply.chunkDelayMs && reply.cutAfterEvents === undefined) {
       res.end(events.join('')); // one write: the benchmarks send thousands of requests
       return;
     }
     for (const [i, event] of events.entries()) {
-      if (i > 0) await pause(reply.chunkDelayMs, gone);
+      if (i > 0 && reply.chunkDelayMs) await pause(reply.chunkDelayMs, gone);
       if (gone.aborted) return;
+      if (i === reply.cutAfterEvents) return void res.destroy();
       res.write(event);
     }
     res.end();

@@ -99,7 +99,7 @@ export class ScriptedModel implements ModelProvider {
 /** Everything the turn did through the port, in order. */
 export type TurnJournalEntry =
   | { type: 'state'; phase: TaskPhase | null; activity: TaskActivity | null }
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; restart?: true }
   | { type: 'tool'; event: ToolEvent }
   | { type: 'checkpoint'; step: number; data: StoredStep; usage: StepUsage }
   | { type: 'spec'; spec: TaskSpec }
@@ -188,9 +188,15 @@ export class InMemoryTurn implements TurnPort {
     return this.journal.flatMap((e) => (e.type === 'checkpoint' ? [{ step: e.step, data: e.data, usage: e.usage }] : []));
   }
 
-  /** All streamed text, joined. */
+  /** The streamed text as a reader shows it: a restart drops the text since the last entry of another kind. */
   get streamedText(): string {
-    return this.journal.flatMap((e) => (e.type === 'text' ? [e.text] : [])).join('');
+    let shown = '';
+    let replyStart = 0;
+    for (const e of this.journal) {
+      if (e.type !== 'text') replyStart = shown.length;
+      else shown = `${e.restart ? shown.slice(0, replyStart) : shown}${e.text}`;
+    }
+    return shown;
   }
 
   /** The parsed rows of an output. */
@@ -275,6 +281,10 @@ export class InMemoryTurn implements TurnPort {
 
   text(delta: string): void {
     this.journal.push({ type: 'text', text: delta });
+  }
+
+  async withdrawText(): Promise<void> {
+    this.journal.push({ type: 'text', text: '', restart: true });
   }
 
   async tool(event: ToolEvent): Promise<void> {

@@ -297,6 +297,8 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal(await store.steps.insert(id, 1, '{"a":1}', new Date().toISOString()), true);
       assert.equal(await store.steps.insert(id, 1, '{"a":2}', new Date().toISOString()), false, 'a step stored already is kept as it was');
       assert.equal(await store.steps.insert(id, 2, '{"b":1}', new Date().toISOString()), true);
+      assert.equal(await store.steps.get(id, 1), '{"a":1}');
+      assert.equal(await store.steps.get(id, 3), undefined);
       assert.deepEqual(await store.steps.list(id), [{ step: 1, data: '{"a":1}' }, { step: 2, data: '{"b":1}' }]);
     });
 

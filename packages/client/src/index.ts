@@ -41,6 +41,7 @@ export {
 export { Page, PagePromise, CursorPage, TaskPage, RowPage, EventPage } from './pagination.js';
 export { TaskStream, type TaskStreamMode } from './task-stream.js';
 export { OutputExport, type ExportFormat } from './output-export.js';
+export { ModelText, startsModelReply } from './model-text.js';
 export {
   Tasks,
   WaitTimeoutError,

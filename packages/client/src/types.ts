@@ -264,11 +264,12 @@ export type TaskChangedEvent = Schemas['TaskChangedEvent'];
 export type ToolEvent = Schemas['ToolEvent'];
 
 /**
- * A chunk of the model's text.
+ * A chunk of the model's text. With `restart: true` (and empty `text`), the reply it belonged to
+ * was cut off and is asked for again: drop the reply's text so far (`ModelText` does).
  *
  * @example
  * ```ts
- * if (event.type === 'text') process.stdout.write(event.text);
+ * if (event.type === 'text') process.stdout.write(event.restart ? '\n[cut off: trying again]\n' : event.text);
  * ```
  */
 export type TextEvent = Schemas['TextEvent'];

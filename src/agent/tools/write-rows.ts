@@ -101,7 +101,8 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
     }
 
     let rows: unknown[];
-    let rowLabel = (index: number) => `row ${index}`;
+    // Rows of a refused call are named by their place in it, counted from 1 like lines and sources.
+    let rowLabel = (index: number) => `row ${index + 1}`;
     let from = '';
     if (args.from_file !== undefined) {
       const loaded = await rowsFromFile(output, args.from_file, ctx);
@@ -117,16 +118,18 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
     if (!checked.ok) return rejected(output, rows.length, describeErrors(checked.errors, rowLabel), from);
 
     const verified = await checkCitations(checked.rows, ctx);
-    const problems = verified.flatMap((row, i) => unverifiedSources(row.sources, rowLabel(i)));
+    const problemsOf = (label: (index: number) => string) => verified.flatMap((row, i) => unverifiedSources(row.sources, label(i)));
     const verifiedRows = verified.filter((row) => rowVerified(row.sources as CheckedSource[])).length;
     if (ctx.spec().citations === 'require_verified' && verifiedRows < verified.length) {
       return rejected(output, rows.length, [
-        ...listed(problems),
+        ...listed(problemsOf(rowLabel)),
         'This task requires every row to cite at least one verified source and no unverified one: fetch the page (or read the input) first, copy quotes exactly from its text, and drop sources that do not hold.',
       ], from);
     }
     const written = await ctx.appendRows(output.id, verified.map((row) => (n: number) => serializeRow(n, row)), verifiedRows);
     const last = written.firstRow + written.count - 1;
+    // Rows written are named by their _row, as the answer's range is.
+    const problems = problemsOf((index) => `row ${written.firstRow + index}`);
     let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${verifiedRows} of them verified.`;
     if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources or cite them in a later call.`;
     if (problems.length > 0) content += ` These sources could not be verified:\n${listed(problems).join('\n')}`;

@@ -14,6 +14,11 @@ export class SqlSteps extends SqlRepository implements StepsRepository {
     return inserted !== undefined;
   }
 
+  async get(turnId: string, step: number): Promise<string | undefined> {
+    const row = await this.db.selectFrom('turn_steps').select('data').where('turn_id', '=', turnId).where('step', '=', step).executeTakeFirst();
+    return row?.data;
+  }
+
   async list(turnId: string): Promise<{ step: number; data: string }[]> {
     const rows = await this.db.selectFrom('turn_steps').select(['step', 'data']).where('turn_id', '=', turnId).orderBy('step').execute();
     return rows.map((r) => ({ step: Number(r.step), data: r.data }));

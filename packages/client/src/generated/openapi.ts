@@ -1274,6 +1274,11 @@ export type components = {
             /** Format: date-time */
             at: string;
             text: string;
+            /**
+             * @description The model reply whose text came in this turn's text events since its last event of another kind failed part-way: drop that text. The model is asked again and the new reply's text follows (or, after the last try, the turn's error). Such an event's own text is empty.
+             * @enum {boolean}
+             */
+            restart?: true;
         };
         /** @description A tool call started, finished or failed. */
         ToolEvent: {

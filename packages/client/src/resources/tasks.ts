@@ -281,9 +281,9 @@ export class Tasks {
    *
    * @example
    * ```ts
-   * for await (const event of client.tasks.createAndStream({ prompt: 'Who makes solid-state batteries in Japan?' })) {
-   *   if (event.type === 'text') process.stdout.write(event.text);
-   * }
+   * const text = new ModelText();
+   * for await (const event of client.tasks.createAndStream({ prompt: 'Who makes solid-state batteries in Japan?' })) text.add(event);
+   * console.log(text.value);
    * ```
    */
   createAndStream(params: CreateTaskParams, opts: RequestOptions = {}): TaskStream {
