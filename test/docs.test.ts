@@ -66,3 +66,22 @@ test("the README's walkthrough runs as written", async () => {
     await h.close();
   }
 });
+
+test("the README's task group example runs as written", async () => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const groups = readme.slice(readme.indexOf('create a task group'));
+  const script = /```sh\n([\s\S]*?)```/.exec(groups)![1]!;
+  const h = await startHarness();
+  try {
+    h.model!.setResponder(() => ({ text: 'Done.' }));
+    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], {
+      env: { ...process.env, QUARRY_URL: h.url, QUARRY_API_KEY: h.key },
+      timeout: 30_000,
+    });
+    const [group, csv] = stdout.split(/(?<=\})\n?(?=_)/);
+    assert.match(group!, /^\{"group_id":"grp_[0-9A-Z]{26}"/, stdout);
+    assert.match(csv!, /^_input,company,/, stdout);
+  } finally {
+    await h.close();
+  }
+});
