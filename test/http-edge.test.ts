@@ -147,6 +147,32 @@ describe('OPTIONS, TRACE and HEAD on a known path are 405 with Allow', () => {
   });
 });
 
+// ---- empty path parameters ---------------------------------------------------------------------
+
+describe('an empty id in the path is 404 not_found, like any unknown path', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ inject: true, model: false });
+  });
+  after(() => h.close());
+
+  for (const [method, path] of [
+    ['GET', '/group//rows'],
+    ['GET', '/group/'],
+    ['GET', '/task//state'],
+    ['GET', '/task/'],
+    ['POST', '/task//stop'],
+    ['GET', '/task/tsk_x/output/'],
+    ['GET', '/webhooks//deliveries'],
+  ] as const) {
+    it(`${method} ${path}`, async () => {
+      const res = await h.request(method, path, method === 'POST' ? { body: {} } : {});
+      expectCatalogueError(res, 404, 'not_found');
+      assert.equal(res.body.message, `No route ${method} ${path}.`);
+    });
+  }
+});
+
 // ---- request timeout ---------------------------------------------------------------------------
 
 // Each case waits for the 1 s limit on a connection of its own: side by side.
