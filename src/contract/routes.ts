@@ -392,3 +392,11 @@ function exportAnswer() {
 
 /** One route of the table. */
 export type RouteDef = (typeof ROUTES)[keyof typeof ROUTES];
+
+/** The routes whose 200 answer is an event stream (for the open-streams gauge, which shows each from the start). */
+export const EVENT_STREAM_URLS: string[] = Object.values(ROUTES)
+  .filter((route) => {
+    const ok = (route.schema.response as Record<number, { content?: Record<string, unknown> }>)[200];
+    return ok?.content !== undefined && 'text/event-stream' in ok.content;
+  })
+  .map((route) => route.url);
