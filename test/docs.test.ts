@@ -3,8 +3,9 @@
  * README's walkthrough runs as written against a real server.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -83,5 +84,29 @@ test("the README's task group example runs as written", async () => {
     assert.match(csv!, /^_input,company,/, stdout);
   } finally {
     await h.close();
+  }
+});
+
+test("docs/agents.md's MCP client code type-checks under strict, against the installed SDK", () => {
+  const doc = fs.readFileSync(path.join(root, 'docs/agents.md'), 'utf8');
+  // The complete programs (those that import what they use), not the fragments that continue one.
+  const programs = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((code) => code.startsWith('import '));
+  assert.ok(programs.length > 0, 'docs/agents.md has a TypeScript program');
+  const project = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-agents-doc-'));
+  try {
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(project, 'node_modules'), 'dir');
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'agents-doc', private: true, type: 'module' }));
+    const files = programs.map((code, i) => {
+      fs.writeFileSync(path.join(project, `program-${i}.ts`), code);
+      return `program-${i}.ts`;
+    });
+    fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] },
+      files,
+    }));
+    const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8', timeout: 120_000 });
+    assert.equal(tsc.status, 0, `tsc found errors:\n${tsc.stdout}${tsc.stderr}`);
+  } finally {
+    fs.rmSync(project, { recursive: true, force: true });
   }
 });
