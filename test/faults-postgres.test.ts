@@ -98,6 +98,7 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
         assertUnavailable(res, `GET /task/{id} on ${s.name}, stopped ${mode}`);
         assertUnavailable(await send(s, key, 'POST', `/task/${taskId}/continue`, { message: 'more' }), `continue on ${s.name}, stopped ${mode}`);
         assertUnavailable(await send(s, key, 'POST', '/task/start', { task: { prompt: 'another' } }), `start on ${s.name}, stopped ${mode}`);
+        assertUnavailable(await fetchJson('GET', `${s.url}/readyz`), `/readyz on ${s.name}, stopped ${mode}`);
       }
       if (mode === 'immediate') {
         // The model answers now: the turn's checkpoint meets the outage and must wait it out.
@@ -112,6 +113,8 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
           assertAlive();
           return (await send(s, key, 'GET', `/task/${taskId}`)).status === 200;
         }, { timeoutMs: 15_000, pollMs: 100 });
+        const ready = await fetchJson('GET', `${s.url}/readyz`);
+        assert.equal(ready.status, 200, `/readyz on ${s.name} after pg_ctl start: ${ready.text}`);
       }
       assertAlive();
     }

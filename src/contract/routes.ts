@@ -122,7 +122,11 @@ export const ROUTES = {
   ready: {
     method: 'GET', url: '/readyz', auth: 'none',
     schema: { operationId: 'ready', summary: 'Readiness: 200 once the store and the workers are ready', tags: tags.health, ...noKey, headers: Plain,
-      response: { 200: json('Ready.', Type.Object({ ok: Type.Boolean() })), 503: json('Not ready yet.', Type.Object({ ok: Type.Boolean() })) } },
+      response: {
+        200: json('Ready.', Type.Object({ ok: Type.Boolean() })),
+        503: json('Not ready: `{"ok": false}` while starting or shutting down; the error body (`service_unavailable`) while the store does not answer.',
+          Type.Union([Type.Object({ ok: Type.Boolean() }), ErrorBody]), RETRY_AFTER),
+      } },
   },
   workflow: {
     method: 'GET', url: '/task/workflow', auth: 'key',
