@@ -12,6 +12,7 @@ import { isClientId } from '../ids.js';
 import { QuarryError, type ErrorDetail } from '../errors.js';
 import { NO_NUL_PATTERN, NUL_PROBLEM } from '../contract/common.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
+import { isUndecodableBody } from './content-encoding.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -95,6 +96,7 @@ export function toQuarryError(err: FastifyError & { validation?: AjvError[]; val
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new QuarryError('invalid_request', 'The body is not valid JSON.');
   }
+  if (isUndecodableBody(err)) return new QuarryError('invalid_request', `The body is not the ${err.code === 'Z_BUF_ERROR' ? 'complete ' : ''}gzip or deflate data its Content-Encoding says.`);
   if (err instanceof SyntaxError || (err.statusCode === 400 && /JSON/i.test(err.message))) {
     return new QuarryError('invalid_request', 'The body is not valid JSON.');
   }
