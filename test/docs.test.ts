@@ -10,7 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { ERROR_CATALOGUE } from '../src/errors.js';
-import { startHarness } from './helpers/harness.js';
+import { startHarness, type Harness } from './helpers/harness.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 
@@ -39,10 +39,23 @@ test('every code only a turn carries is in the turn errors table of docs/api.md,
   }
 });
 
-test("the README's walkthrough runs as written", async () => {
+/** The first ```sh block of the README after `marker`. */
+function readmeScript(marker: string): string {
   const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  const walkthrough = readme.slice(readme.indexOf('## A walkthrough'));
-  const script = /```sh\n([\s\S]*?)```/.exec(walkthrough)![1]!;
+  return /```sh\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf(marker)))![1]!;
+}
+
+/** Runs a shell script as a user would, against the harness's server and key; its stdout. */
+async function runAgainst(h: Harness, script: string): Promise<string> {
+  const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], {
+    env: { ...process.env, QUARRY_URL: h.url, QUARRY_API_KEY: h.key },
+    timeout: 30_000,
+  });
+  return stdout;
+}
+
+test("the README's walkthrough runs as written", async () => {
+  const script = readmeScript('## A walkthrough');
   const h = await startHarness();
   try {
     h.model!.script(
@@ -51,11 +64,7 @@ test("the README's walkthrough runs as written", async () => {
       { text: 'Found one plant.' },
     );
     // The script's own exports are replaced by the test server's address and key.
-    const body = script.replace(/^export QUARRY_(URL|API_KEY)=.*$/gm, '').replace('> plants.csv', '');
-    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', body], {
-      env: { ...process.env, QUARRY_URL: h.url, QUARRY_API_KEY: h.key },
-      timeout: 30_000,
-    });
+    const stdout = await runAgainst(h, script.replace(/^export QUARRY_(URL|API_KEY)=.*$/gm, '').replace('> plants.csv', ''));
     assert.match(stdout, /event: done\n/);
     assert.match(stdout, /"active":false/);
     assert.match(stdout, /"total":1,"rows":\[\{"_row":1,"company":"Northvolt"/);
@@ -69,16 +78,11 @@ test("the README's walkthrough runs as written", async () => {
 });
 
 test("the README's task group example runs as written", async () => {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  const groups = readme.slice(readme.indexOf('create a task group'));
-  const script = /```sh\n([\s\S]*?)```/.exec(groups)![1]!;
+  const script = readmeScript('create a task group');
   const h = await startHarness();
   try {
     h.model!.setResponder(() => ({ text: 'Done.' }));
-    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], {
-      env: { ...process.env, QUARRY_URL: h.url, QUARRY_API_KEY: h.key },
-      timeout: 30_000,
-    });
+    const stdout = await runAgainst(h, script);
     const [group, csv] = stdout.split(/(?<=\})\n?(?=_)/);
     assert.match(group!, /^\{"group_id":"grp_[0-9A-Z]{26}"/, stdout);
     assert.match(csv!, /^_input,company,/, stdout);
