@@ -8,8 +8,8 @@ import path from 'node:path';
 export const ROOT = path.resolve(import.meta.dirname, '..');
 /** The built CLI (the server and the command line), from scripts/build-server.ts. */
 export const QUARRY_BUILD = path.join(ROOT, 'dist', 'src', 'cli', 'quarry.js');
-/** The built client package (packages/client), from its own tsconfig. */
-const CLIENT_BUILD = path.join(ROOT, 'packages', 'client', 'dist', 'index.js');
+/** The built client package (packages/client): ES modules from its own tsconfig, and one CommonJS bundle for require(). */
+const CLIENT_BUILDS = ['index.js', 'index.cjs'].map((file) => path.join(ROOT, 'packages', 'client', 'dist', file));
 /** The built web console (scripts/build-console.ts), served by Quarry at /console. */
 export const CONSOLE_DIR = path.join(ROOT, 'dist', 'console');
 const CONSOLE_BUILD = path.join(CONSOLE_DIR, 'index.html');
@@ -36,7 +36,7 @@ function newestSource(): { file: string; mtimeMs: number } {
 /** Why the build cannot be used (missing, or older than a source file), or undefined when it is fresh. */
 export function staleBuild(): string | undefined {
   const newest = newestSource();
-  for (const output of [QUARRY_BUILD, CLIENT_BUILD, CONSOLE_BUILD]) {
+  for (const output of [QUARRY_BUILD, ...CLIENT_BUILDS, CONSOLE_BUILD]) {
     const rel = path.relative(ROOT, output);
     if (!fs.existsSync(output)) return `${rel} is missing`;
     const built = fs.statSync(output).mtimeMs;

@@ -14,6 +14,8 @@ import { createAgentTools } from './agent/tools/index.js';
 import type { Config } from './config.js';
 import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
+import { EVENT_STREAM_URLS } from './contract/index.js';
+import { A2A_URL } from './frontends/a2a/a2a-routes.js';
 import { buildApp } from './http/app.js';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { TaskCommands } from './tasks/task-commands.js';
@@ -81,7 +83,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   await store.migrate();
 
   const bus = new EventBus();
-  const metrics = new PrometheusMetrics({ turns: store.turns });
+  const metrics = new PrometheusMetrics({ turns: store.turns, streamRoutes: [...EVENT_STREAM_URLS, A2A_URL] });
   const tasks = new TaskService({ store, bus, config });
   const accounts = new Accounts(store);
   const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });

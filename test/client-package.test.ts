@@ -45,6 +45,21 @@ describe('the client package, installed from the repo', () => {
     assert.ok(fs.existsSync(path.join(project, 'node_modules', '@quarry', 'client', 'dist', 'index.d.ts')));
   });
 
+  it('loads with require() from a CommonJS file too, and works', async () => {
+    fs.writeFileSync(path.join(project, 'required.cjs'), [
+      "const { QuarryClient, TaskNotFoundError } = require('@quarry/client');",
+      'const client = new QuarryClient();',
+      'client.tasks.retrieve(\'tsk_missing\').then(',
+      '  () => { throw new Error(\'a missing task was found\'); },',
+      '  (err) => console.log(err instanceof TaskNotFoundError ? `not found: ${err.status}` : `other: ${err}`),',
+      ').then(() => client.tasks.create({ prompt: \'battery makers\' })).then((task) => console.log(`created: ${task.task_id}`));',
+    ].join('\n'));
+    const result = await spawnNode(path.join(project, 'required.cjs'), [], { env: { QUARRY_URL: h.url, QUARRY_API_KEY: h.key } }).result();
+    assert.equal(result.code, 0, `require() failed:\n${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /^not found: 404\ncreated: tsk_\w+\n$/);
+    assert.equal(result.stderr, '', 'no warning either');
+  });
+
   for (const file of ['README.md', 'packages/client/README.md']) {
     it(`${file}: the client snippet runs as written and type-checks`, async () => {
       const snippets = clientSnippets(file);

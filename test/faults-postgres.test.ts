@@ -71,6 +71,10 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
     const account = await send(worker, ADMIN_KEY, 'POST', '/admin/accounts', { name: 'faults', credits: 100 });
     assert.equal(account.status, 201, account.text);
     const key: string = account.body.api_key;
+    const accountId: string = account.body.account_id;
+    // A key no request has shown yet: no process has it among the keys it verified in the last few seconds.
+    const unseen = await send(worker, ADMIN_KEY, 'POST', `/admin/accounts/${accountId}/keys`);
+    assert.equal(unseen.status, 201, unseen.text);
     const created = await send(worker, key, 'POST', '/task/start', { task: { prompt: 'Research something slowly.' } });
     assert.equal(created.status, 200, created.text);
     const taskId: string = created.body.task_id;
@@ -98,6 +102,15 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
         assertUnavailable(res, `GET /task/{id} on ${s.name}, stopped ${mode}`);
         assertUnavailable(await send(s, key, 'POST', `/task/${taskId}/continue`, { message: 'more' }), `continue on ${s.name}, stopped ${mode}`);
         assertUnavailable(await send(s, key, 'POST', '/task/start', { task: { prompt: 'another' } }), `start on ${s.name}, stopped ${mode}`);
+        assertUnavailable(await fetchJson('GET', `${s.url}/readyz`), `/readyz on ${s.name}, stopped ${mode}`);
+        assertUnavailable(await send(s, ADMIN_KEY, 'GET', `/admin/accounts/${accountId}`), `an admin route on ${s.name}, stopped ${mode}`);
+        // A key that cannot be checked: auth_unavailable, before the route is reached.
+        const unchecked = await send(s, unseen.body.api_key, 'GET', '/task');
+        assert.equal(unchecked.status, 503, unchecked.text);
+        assert.equal(unchecked.body.error, 'auth_unavailable', unchecked.text);
+        assert.equal(unchecked.body.retryable, true);
+        assert.equal(unchecked.headers.get('retry-after'), String(unchecked.body.retry_after));
+        assert.equal((await fetchJson('GET', `${s.url}/healthz`)).status, 200, `/healthz on ${s.name}, stopped ${mode}`);
       }
       if (mode === 'immediate') {
         // The model answers now: the turn's checkpoint meets the outage and must wait it out.
@@ -112,6 +125,8 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
           assertAlive();
           return (await send(s, key, 'GET', `/task/${taskId}`)).status === 200;
         }, { timeoutMs: 15_000, pollMs: 100 });
+        const ready = await fetchJson('GET', `${s.url}/readyz`);
+        assert.equal(ready.status, 200, `/readyz on ${s.name} after pg_ctl start: ${ready.text}`);
       }
       assertAlive();
     }

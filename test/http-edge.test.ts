@@ -6,6 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import zlib from 'node:zlib';
 import { ERROR_CATALOGUE } from '../src/errors.js';
 import { startHarness, type Harness, type TestResponse } from './helpers/harness.js';
 import { exchange, type RawAnswer } from './helpers/raw-http.js';
@@ -144,6 +145,80 @@ describe('OPTIONS, TRACE and HEAD on a known path are 405 with Allow', () => {
     assert.equal(res.status, 200);
     const methods = new Set(Object.values(res.body.paths as Record<string, Record<string, unknown>>).flatMap((ops) => Object.keys(ops)));
     for (const m of ['options', 'trace', 'head', 'query']) assert.ok(!methods.has(m), `/openapi.json has a ${m} operation`);
+  });
+});
+
+// ---- empty path parameters ---------------------------------------------------------------------
+
+describe('an empty id in the path is 404 not_found, like any unknown path', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness({ inject: true, model: false });
+  });
+  after(() => h.close());
+
+  for (const [method, path] of [
+    ['GET', '/group//rows'],
+    ['GET', '/group/'],
+    ['GET', '/task//state'],
+    ['GET', '/task/'],
+    ['POST', '/task//stop'],
+    ['GET', '/task/tsk_x/output/'],
+    ['GET', '/webhooks//deliveries'],
+  ] as const) {
+    it(`${method} ${path}`, async () => {
+      const res = await h.request(method, path, method === 'POST' ? { body: {} } : {});
+      expectCatalogueError(res, 404, 'not_found');
+      assert.equal(res.body.message, `No route ${method} ${path}.`);
+    });
+  }
+});
+
+// ---- compressed request bodies -----------------------------------------------------------------
+
+describe('Content-Encoding on a request body', () => {
+  let h: Harness;
+  const MAX_BODY_BYTES = 64 * 1024;
+  before(async () => {
+    h = await startHarness({ inject: true, model: false, env: { QUARRY_MAX_BODY_BYTES: String(MAX_BODY_BYTES) } });
+  });
+  after(() => h.close());
+
+  const prompt = (text: string) => Buffer.from(JSON.stringify({ prompt: text }));
+  const post = (body: Uint8Array, coding: string) =>
+    h.request('POST', '/task', { rawBody: body, headers: { 'content-type': 'application/json', 'content-encoding': coding } });
+
+  for (const [coding, encode] of [['gzip', zlib.gzipSync], ['x-gzip', zlib.gzipSync], ['deflate', zlib.deflateSync]] as const) {
+    it(`${coding}: the body is decoded`, async () => {
+      const res = await post(encode(prompt(`EU battery makers (${coding})`)), coding);
+      assert.equal(res.status, 200, res.text);
+      const task = await h.request('GET', `/task/${res.body.task_id}`);
+      assert.match(JSON.stringify(task.body.spec), new RegExp(`EU battery makers \\(${coding}\\)`));
+    });
+  }
+
+  it('identity is the body as it is', async () => {
+    assert.equal((await post(prompt('as it is'), 'identity')).status, 200);
+  });
+
+  for (const coding of ['br', 'zstd', 'compress', 'gzip, br']) {
+    it(`${coding}: 415 unsupported_media_type naming the coding`, async () => {
+      const res = await post(prompt('not decoded'), coding);
+      expectCatalogueError(res, 415, 'unsupported_media_type');
+      assert.match(res.body.message, /Content-Encoding/);
+    });
+  }
+
+  it('a gzip body that decodes past the body limit is 413, however small it arrives', async () => {
+    const bomb = zlib.gzipSync(Buffer.from(JSON.stringify({ prompt: 'x'.repeat(50 * MAX_BODY_BYTES) })));
+    assert.ok(bomb.length < MAX_BODY_BYTES / 4);
+    expectCatalogueError(await post(bomb, 'gzip'), 413, 'payload_too_large');
+  });
+
+  it('a body that is not gzip data is 400 invalid_request', async () => {
+    const res = await post(prompt('plain, yet said to be gzip'), 'gzip');
+    expectCatalogueError(res, 400, 'invalid_request');
+    assert.match(res.body.message, /gzip/);
   });
 });
 

@@ -77,3 +77,23 @@ test('a step whose commit went through but whose answer was lost is recognised w
     await h.close().catch(() => {});
   }
 });
+
+test('/readyz answers 503 service_unavailable while the store cannot be read', async () => {
+  // Over a socket: only a listening server is ready.
+  const h = await startHarness({ model: false });
+  try {
+    const ready = await h.request('GET', '/readyz', { key: null });
+    assert.equal(ready.status, 200, ready.text);
+    assert.deepEqual(ready.body, { ok: true });
+
+    await h.quarry.store.close();
+
+    const res = await h.request('GET', '/readyz', { key: null });
+    assert.equal(res.status, 503, res.text);
+    assert.equal(res.body.error, 'service_unavailable');
+    assert.equal(res.body.retryable, true);
+    assert.equal(res.body.retry_after, Number(res.headers.get('retry-after')));
+  } finally {
+    await h.close().catch(() => {});
+  }
+});

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './helpers/harness.js';
 import { fetchJson } from './helpers/http.js';
 
@@ -134,6 +135,15 @@ describe('uploads', () => {
     const small = await put(s.upload_url, 'tiny', s.headers);
     assert.equal(small.status, 201, small.text);
     assert.equal(small.body.size_bytes, 4);
+  });
+
+  it('a PUT sent with Content-Encoding: gzip stores the decoded file', async () => {
+    const data = Buffer.from('company,country\nNorthvolt,SE\n'.repeat(100));
+    const t = await ticket(h, 'plants.csv', 'text/csv', data.length);
+    const res = await put(t.upload_url, zlib.gzipSync(data), { ...t.headers, 'content-encoding': 'gzip' });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.size_bytes, data.length);
+    assert.equal(res.body.sha256, sha256(data));
   });
 
   it('an empty file uploads too', async () => {

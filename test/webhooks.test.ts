@@ -428,6 +428,22 @@ describe('webhook deliveries', () => {
     assert.equal(got[0]!.headers['webhook-id'], log.delivery_id);
   });
 
+  it('20 deliveries in flight at once print no MaxListenersExceededWarning', async (t) => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    t.after(() => process.off('warning', onWarning));
+    const key = await newKey(h);
+    const r = await receiver(t, () => 'hang');
+    for (let i = 0; i < 20; i++) await register(t, h, key, `${r.url}/hook/${i}`);
+    await runTurn(h, key);
+
+    // One process sends 16 at a time: all of them hang at the receiver together.
+    await r.waitFor(16);
+    // A warning is emitted on the tick after the listener that crossed the limit was added, long before the 16th request arrives.
+    assert.deepEqual(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message), []);
+  });
+
   it('a 302 answer is not followed and counts as a failed attempt', async (t) => {
     const key = await newKey(h);
     const target = await receiver(t);

@@ -122,7 +122,11 @@ export const ROUTES = {
   ready: {
     method: 'GET', url: '/readyz', auth: 'none',
     schema: { operationId: 'ready', summary: 'Readiness: 200 once the store and the workers are ready', tags: tags.health, ...noKey, headers: Plain,
-      response: { 200: json('Ready.', Type.Object({ ok: Type.Boolean() })), 503: json('Not ready yet.', Type.Object({ ok: Type.Boolean() })) } },
+      response: {
+        200: json('Ready.', Type.Object({ ok: Type.Boolean() })),
+        503: json('Not ready: `{"ok": false}` while starting or shutting down; the error body (`service_unavailable`) while the store does not answer.',
+          Type.Union([Type.Object({ ok: Type.Boolean() }), ErrorBody]), RETRY_AFTER),
+      } },
   },
   workflow: {
     method: 'GET', url: '/task/workflow', auth: 'key',
@@ -392,3 +396,11 @@ function exportAnswer() {
 
 /** One route of the table. */
 export type RouteDef = (typeof ROUTES)[keyof typeof ROUTES];
+
+/** The routes whose 200 answer is an event stream (for the open-streams gauge, which shows each from the start). */
+export const EVENT_STREAM_URLS: string[] = Object.values(ROUTES)
+  .filter((route) => {
+    const ok = (route.schema.response as Record<number, { content?: Record<string, unknown> }>)[200];
+    return ok?.content !== undefined && 'text/event-stream' in ok.content;
+  })
+  .map((route) => route.url);

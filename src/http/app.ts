@@ -19,6 +19,7 @@ import type { Uploads } from '../uploads/uploads.js';
 import type { Webhooks } from '../webhooks/webhooks.js';
 import type { GroupService } from '../groups/group-service.js';
 import { registerAuth } from './auth.js';
+import { registerContentDecoding } from './content-encoding.js';
 import { registerCors } from './cors.js';
 import { QuarryError } from '../errors.js';
 import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandling, registerMethodNotAllowed, requestIdOf, sendError } from './error-handler.js';
@@ -183,6 +184,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   registerErrorHandling(app);
+  registerContentDecoding(app);
   registerRequestMetrics(app, deps.metrics);
   // Before the request gate: a preflight carries no key, and refusals need the CORS headers
   // for a browser to let its script read them.

@@ -11,6 +11,7 @@ import { isClientId, pooledHex } from '../ids.js';
 import { QuarryError, type ErrorDetail } from '../errors.js';
 import { NO_NUL_PATTERN, NUL_PROBLEM } from '../contract/common.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
+import { isUndecodableBody } from './content-encoding.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -94,6 +95,7 @@ export function toQuarryError(err: FastifyError & { validation?: AjvError[]; val
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new QuarryError('invalid_request', 'The body is not valid JSON.');
   }
+  if (isUndecodableBody(err)) return new QuarryError('invalid_request', `The body is not the ${err.code === 'Z_BUF_ERROR' ? 'complete ' : ''}gzip or deflate data its Content-Encoding says.`);
   if (err instanceof SyntaxError || (err.statusCode === 400 && /JSON/i.test(err.message))) {
     return new QuarryError('invalid_request', 'The body is not valid JSON.');
   }
@@ -114,8 +116,8 @@ export function sendError(reply: FastifyReply, request: FastifyRequest, error: Q
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const known = toQuarryError(err);
+  app.setErrorHandler((err: FastifyError & { validation?: AjvError[]; validationContext?: string }, request, reply) => {
+    const known = isEmptyPathParam(err) ? noRoute(request) : toQuarryError(err);
     if (known) {
       if (known.status >= 500) request.log.warn({ err }, 'request failed: store unavailable');
       else request.log.info({ err: { code: known.code, message: known.message } }, 'request refused');
@@ -130,8 +132,21 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    sendError(reply, request, new QuarryError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`));
+    sendError(reply, request, noRoute(request));
   });
+}
+
+function noRoute(request: FastifyRequest): QuarryError {
+  return new QuarryError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`);
+}
+
+/**
+ * `/group//rows` and `/task/` match their routes with an empty id, which every path parameter
+ * refuses (minLength 1). Such a path names no resource: it is answered as an unknown path (404),
+ * not as a request with a bad field (422).
+ */
+function isEmptyPathParam(err: { validation?: AjvError[]; validationContext?: string }): boolean {
+  return err.validationContext === 'params' && (err.validation ?? []).some((e) => e.keyword === 'minLength' && e.params.limit === 1);
 }
 
 /**

@@ -7,6 +7,7 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import { OPTIONAL_BODY, RAW_BODY, ROUTES } from '../contract/index.js';
+import { QUARRY_VERSION } from '../package-info.js';
 import { contractRoute } from './contract-route.js';
 
 type Json = Record<string, unknown>;
@@ -83,7 +84,7 @@ export async function registerOpenApi(app: FastifyInstance, publicUrl: string | 
       openapi: '3.1.0',
       info: {
         title: 'Quarry',
-        version: '1.0.0',
+        version: QUARRY_VERSION,
         description: 'Durable research tasks run by a sandboxed agent. Every error is one JSON body: branch on `error`, show `message`.',
         license: { name: 'UNLICENSED', identifier: 'UNLICENSED' },
       },

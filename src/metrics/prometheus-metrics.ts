@@ -20,6 +20,8 @@ const TURN_BUCKETS_S = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200];
 export interface PrometheusMetricsOptions {
   /** Read at each scrape for the queue gauges. */
   turns: Pick<TurnsRepository, 'countPending' | 'countRunning'>;
+  /** The route templates that open event streams: each shows 0 open until its first. */
+  streamRoutes: readonly string[];
 }
 
 export class PrometheusMetrics implements ScrapableMetrics {
@@ -68,6 +70,7 @@ export class PrometheusMetrics implements ScrapableMetrics {
       this.turns.inc({ outcome }, 0);
       this.turnSeconds.zero({ outcome });
     }
+    for (const route of opts.streamRoutes) this.streams.set({ route }, 0);
     for (const type of ['input', 'output']) this.tokens.inc({ type }, 0);
     for (const status of WEBHOOK_RESULTS) this.webhookAttempts.inc({ status }, 0);
     for (const component of STORE_ERROR_SOURCES) this.storeErrors.inc({ component }, 0);

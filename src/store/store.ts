@@ -559,6 +559,8 @@ export interface Store extends Repositories {
   readonly uploads: StoreUploads;
   readonly cluster: StoreCluster;
   migrate(): Promise<void>;
+  /** Runs a trivial query: resolves once the database answers, rejects as any statement would when it cannot. */
+  ping(): Promise<void>;
   transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

@@ -45,7 +45,11 @@ export interface DispatcherOptions {
 
 export class WebhookDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly shutdown = new AbortController();
+  /**
+   * One controller per attempt in flight, which stop() aborts: a single shutdown signal shared by
+   * every attempt would carry one abort listener per attempt, past EventTarget's limit of 10.
+   */
+  private readonly attempts = new Set<AbortController>();
   /** Claims due deliveries when woken, up to the free slots. */
   private readonly claims: ClaimLoop = new ClaimLoop({
     pass: () => this.pass(),
@@ -75,7 +79,7 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.pollTimer);
-    this.shutdown.abort();
+    for (const attempt of this.attempts) attempt.abort();
     await this.claims.stop();
     await Promise.allSettled([...this.inFlight]);
   }
@@ -124,6 +128,10 @@ export class WebhookDispatcher {
   private async send(delivery: DeliveryRecord, url: string, secrets: string[]): Promise<AttemptResult> {
     const sentAt = this.clock();
     const timestamp = Math.floor(sentAt.getTime() / 1000);
+    const cutShort = new AbortController();
+    // An attempt that gets here after stop() is cut short at once, as one in flight would be.
+    if (this.stopped) cutShort.abort();
+    this.attempts.add(cutShort);
     try {
       const answer = await safeFetch(url, {
         method: 'POST',
@@ -140,15 +148,17 @@ export class WebhookDispatcher {
         timeoutMs: this.opts.config.timeoutMs,
         maxBytes: MAX_ANSWER_BYTES,
         allowPrivate: this.opts.allowPrivate,
-        signal: this.shutdown.signal,
+        signal: cutShort.signal,
       });
       if (answer.status >= 200 && answer.status < 300) return { delivered: true, statusCode: answer.status, at: this.clock().toISOString() };
       const redirect = answer.status >= 300 && answer.status < 400 ? ' (redirects are not followed)' : '';
       return this.failed(delivery, answer.status, `the receiver answered HTTP ${answer.status}${redirect}`);
     } catch (err) {
-      if (this.shutdown.signal.aborted) return { delivered: false, statusCode: null, error: 'the sending process shut down mid-attempt', nextAttemptAt: this.clock().toISOString() };
+      if (cutShort.signal.aborted) return { delivered: false, statusCode: null, error: 'the sending process shut down mid-attempt', nextAttemptAt: this.clock().toISOString() };
       if (err instanceof WebFetchError) return this.failed(delivery, null, err.message);
       throw err;
+    } finally {
+      this.attempts.delete(cutShort);
     }
   }
 

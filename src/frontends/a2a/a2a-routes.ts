@@ -19,6 +19,9 @@ import type { Frame } from './task-mapping.js';
 
 type RpcId = string | number | null;
 
+/** Where the JSON-RPC endpoint is served (its streaming methods are counted under it as event streams). */
+export const A2A_URL = '/a2a';
+
 /** How long a stream waits for a client that stopped reading before it gives up on it. */
 const DRAIN_TIMEOUT_MS = 30_000;
 
@@ -62,7 +65,7 @@ export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
 
   // A body that is not JSON is JSON-RPC's parse error on /a2a; every other failure is answered as anywhere else.
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
-    if (request.routeOptions.url === '/a2a' && err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    if (request.routeOptions.url === A2A_URL && err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
       return reply.code(200).send(errorEnvelope(null, invalidEnvelope(PARSE_ERROR, 'Parse error: the body is not valid JSON.')));
     }
     throw err;
@@ -74,7 +77,7 @@ export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
     return AgentCard.toJSON(buildAgentCard(publicBaseUrl(request, config.publicUrl)));
   });
 
-  fastify.post('/a2a', { schema: { hide: true }, config: { auth: 'key' } }, async (request, reply) => {
+  fastify.post(A2A_URL, { schema: { hide: true }, config: { auth: 'key' } }, async (request, reply) => {
     const body = request.body;
     const closed = new AbortController();
     // A client that leaves before its stream opens (or during a blocking send) ends the waits for it.

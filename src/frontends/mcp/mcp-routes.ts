@@ -18,9 +18,10 @@ import type { Config } from '../../config.js';
 import { QuarryError } from '../../errors.js';
 import { sendError } from '../../http/error-handler.js';
 import { publicBaseUrl } from '../../http/public-url.js';
+import { QUARRY_VERSION } from '../../package-info.js';
 import { createMcpTools } from './mcp-tools.js';
 
-const SERVER_INFO = { name: 'quarry', title: 'Quarry research tasks', version: '1.1.0' };
+const SERVER_INFO = { name: 'quarry', title: 'Quarry research tasks', version: QUARRY_VERSION };
 const INSTRUCTIONS =
   'Quarry runs durable research tasks: start_task returns at once; wait_for_task (up to 50 s a call, with progress) until active is false; ' +
   'read_rows for the results with their sources. A task keeps running when you disconnect; continue_task queues a message while it works.';

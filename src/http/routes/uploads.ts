@@ -24,8 +24,8 @@ export async function uploadRoutes(fastify: FastifyInstance): Promise<void> {
       bodyLimit: config.maxUploadBytes,
       handler: async (request, reply) => {
         const upload = await uploads.authorize(request.params.upload_id, request.query.expires, request.query.sig);
-        // No body at all (an empty file) arrives as undefined rather than a stream.
-        const body = (request.body as Readable | undefined) ?? Readable.from([]);
+        // The parser above hands over the body stream; no body at all (an empty file) skips the parser and leaves none.
+        const body = request.body instanceof Readable ? request.body : Readable.from([]);
         try {
           return reply.code(201).send(await uploads.receive(upload, body));
         } catch (err) {

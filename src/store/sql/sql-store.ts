@@ -3,7 +3,7 @@
  * shared Kysely handle. The adapters (sqlite/, postgres/) open the connection, pick the
  * DialectProfile and the ClusterLink, and build a SqlStore.
  */
-import { Migrator, type Kysely, type Migration, type MigrationProvider, type Transaction } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider, type Transaction } from 'kysely';
 import type { Database } from '../database.js';
 import { GroupCommit } from '../group-commit.js';
 import * as m000001 from '../migrations/000001_initial.js';
@@ -126,6 +126,10 @@ export class SqlStore extends SqlRepositories implements Store {
     const migrator = new Migrator({ db: this.root, provider: new StaticMigrations(), migrationTableSchema: this.opts.migrationSchema });
     const { error } = await migrator.migrateToLatest();
     if (error) throw error;
+  }
+
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.root);
   }
 
   async transaction<T>(fn: (tx: Repositories) => Promise<T>): Promise<T> {

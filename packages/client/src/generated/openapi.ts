@@ -1634,17 +1634,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not ready yet. */
+            /** @description Not ready: `{"ok": false}` while starting or shutting down; the error body (`service_unavailable`) while the store does not answer. */
             503: {
                 headers: {
                     /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
                     "X-Request-ID"?: string;
+                    /** @description Seconds to wait before resending. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         ok: boolean;
-                    };
+                    } | components["schemas"]["Error"];
                 };
             };
         };
