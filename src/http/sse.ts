@@ -35,8 +35,13 @@ export interface StreamOptions {
   maxBufferBytes: number;
   /** Decides after each event whether the stream is over. Called per client per event: keep it cheap. */
   isLast: (event: EventRecord) => boolean;
-  /** When set, the stream sends these unstored frames after the replay and ends instead of going live. */
-  closingFrames?: string[];
+  /**
+   * When set, the replay stops at `throughSeq` (the last event the frames speak for: a turn that
+   * starts meanwhile is not replayed under an idle snapshot), then the stream sends `frames` and
+   * ends instead of going live. `frames` is told the seq of the last stored event this stream
+   * sent (0 when none), so that no frame repeats that id.
+   */
+  closing?: { throughSeq: number; frames: (sentSeq: number) => string[] };
 }
 
 /**
@@ -100,19 +105,13 @@ export function leavesTaskIdle(event: EventRecord): boolean {
 }
 
 /**
- * Sets a client's last event id: a stream of an idle task ends with unstored frames, and an
- * EventSource that reconnects must still say where it is, so that it gets 204 instead of the
- * same frames again. The frame carries an empty `data:` line because some EventSource clients
- * (the `eventsource` package among them) take an `id:` only from a frame with data; it arrives
- * as an unnamed `message` event with empty data, which clients that listen by kind never see.
+ * An event that is not stored: no seq and no turn. It has no `id:` line unless `position` (a
+ * stored seq above 0) is given: the idle `done` carries the task's last stored seq, so that an
+ * EventSource that reconnects says where it is and gets 204 instead of the same frames again.
  */
-export function lastEventIdFrame(seq: number): string {
-  return `id: ${seq}\ndata:\n\n`;
-}
-
-/** An event that is not stored: no `id:` line, no seq, and no turn. */
-export function unstoredFrame<T extends EventType>(type: T, taskId: string | null, at: string, payload: EventPayload<T>): string {
-  return `event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
+export function unstoredFrame<T extends EventType>(type: T, taskId: string | null, at: string, payload: EventPayload<T>, position = 0): string {
+  const id = position > 0 ? `id: ${position}\n` : '';
+  return `${id}event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
 }
 
 /**
@@ -187,6 +186,8 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
   // The client is already gone: there is nothing to stream to.
   if (!socket || socket.destroyed) return;
   let lastSeq = opts.afterSeq;
+  /** The seq of the last stored event written to this stream (0: none yet). */
+  let sentSeq = 0;
   let live = false;
   let ended = false;
   const backlog: EventRecord[] = [];
@@ -245,6 +246,7 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
       }
     }
     if (!text || !write(text)) return;
+    sentSeq = lastSeq;
     if (!last) return;
     // Ended on the next turn of the event loop: at a turn's end thousands of streams end in one
     // delivery pass, and writing everyone's last frames before ending any gets them all their
@@ -272,8 +274,10 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
       try {
         if (ended) break;
         const page = await opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE);
-        send(page);
-        more = page.length === REPLAY_PAGE;
+        const through = opts.closing?.throughSeq ?? Infinity;
+        const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
+        send(wanted);
+        more = page.length === REPLAY_PAGE && wanted === page;
       } finally {
         done();
       }
@@ -281,8 +285,8 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
       // Waiting for a slow client holds no turn.
       await drained();
     }
-    if (opts.closingFrames) {
-      for (const text of opts.closingFrames) write(text);
+    if (opts.closing) {
+      for (const text of opts.closing.frames(sentSeq)) write(text);
       return end();
     }
     send(backlog.splice(0));
