@@ -7,6 +7,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_EVENT_SEQ, type EventPayload, type EventType } from '../contract/index.js';
 import { QuarryError, turnError } from '../errors.js';
+import { readWithin } from '../store/store-errors.js';
 import type { EventRecord, Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
 
@@ -33,6 +34,8 @@ export interface StreamOptions {
   afterSeq: number;
   pingIntervalMs: number;
   maxBufferBytes: number;
+  /** The longest one read of stored events may take; past it the stream ends with a retryable `error`. */
+  readTimeoutMs: number;
   /** Decides after each event whether the stream is over. Called per client per event: keep it cheap. */
   isLast: (event: EventRecord) => boolean;
   /**
@@ -50,7 +53,10 @@ export interface StreamOptions {
  * once on a long history hold the process: the store answers at once (SQLite), a loopback
  * socket takes megabytes before it pushes back, and libuv accepts one new connection per turn
  * of the loop, so a /healthz behind 500 stream connections waits for 500 turns, each as long as
- * the pages written in it.
+ * the pages written in it. A turn covers writing a page, not reading it: a read that waits on
+ * the database (PostgreSQL) would hold every other replay for as long as it takes, for ever if
+ * it never answers. Each replay reads its next page only once its last one is written, so a
+ * turn of the event loop still holds at most one read per replay that wrote in it.
  */
 class ReplayTurns {
   /** The waiters, oldest first: each is handed the function that ends its turn. */
@@ -269,19 +275,18 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
 
   try {
     while (!ended) {
+      // Read outside the turn: a read that waits on the database (or never answers) holds no
+      // other replay, and gives up after its time limit.
+      const page = await readWithin(opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE), opts.readTimeoutMs);
+      const through = opts.closing?.throughSeq ?? Infinity;
+      const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
       const done = await replayTurns.take();
-      let more = false;
       try {
-        if (ended) break;
-        const page = await opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE);
-        const through = opts.closing?.throughSeq ?? Infinity;
-        const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
         send(wanted);
-        more = page.length === REPLAY_PAGE && wanted === page;
       } finally {
         done();
       }
-      if (!more) break;
+      if (page.length < REPLAY_PAGE || wanted !== page) break;
       // Waiting for a slow client holds no turn.
       await drained();
     }
@@ -293,6 +298,7 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
     // No await between the backlog and this line, so no event can fall between backlog and live.
     live = true;
   } catch (err) {
+    if (ended) return;
     request.log.warn({ err, task_id: opts.streamId }, 'event replay failed');
     const failure = turnError('service_unavailable', 'Events cannot be read right now: reconnect with Last-Event-ID.');
     write(unstoredFrame('error', opts.streamId, new Date().toISOString(), failure));

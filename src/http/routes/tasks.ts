@@ -42,7 +42,7 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   const { commands, queries, store, bus, config } = app.deps;
   // One fan-out for every stream these routes open: one bus subscription per followed task.
   const fanout = new StreamFanout(bus);
-  const streamOptions = { store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes };
+  const streamOptions = { store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes, readTimeoutMs: config.sseReadTimeoutMs };
 
   /** Runs a change and follows it as SSE until its own turn's `done`. */
   async function streamChange(request: FastifyRequest, reply: FastifyReply, change: () => Promise<TaskReply>): Promise<void> {
