@@ -414,81 +414,69 @@ async function terminate(admin: pg.Client, applicationName: string): Promise<voi
 const noneLeftOpen = (admin: pg.Client, applicationName: string) =>
   until(`no connection of ${applicationName} left open`, async () => (await openConnections(admin, applicationName)) === 0, { timeoutMs: 3000 });
 
-test('the cluster link closed while its listening connection is being set up leaves no connection open', { skip }, async () => {
-  const admin = await connectClient();
-  const applicationName = `quarry link setup ${process.pid}`;
-  try {
-    const { link } = watchedLink(applicationName);
-    const listening = link.listen('quarry_link_setup', () => {});
-    await link.close();
-    await assert.rejects(listening, /closed/);
-    await noneLeftOpen(admin, applicationName);
-  } finally {
-    await admin.end();
-  }
+/** A test of the link on a connection of the test's own (`admin`), the link's named `applicationName`. */
+function linkCase(title: string, tag: string, body: (admin: pg.Client, applicationName: string) => Promise<void>): void {
+  test(title, { skip }, async () => {
+    const admin = await connectClient();
+    try {
+      await body(admin, `quarry link ${tag} ${process.pid}`);
+    } finally {
+      await admin.end();
+    }
+  });
+}
+
+linkCase('the cluster link closed while its listening connection is being set up leaves no connection open', 'setup', async (admin, applicationName) => {
+  const { link } = watchedLink(applicationName);
+  const listening = link.listen('quarry_link_setup', () => {});
+  await link.close();
+  await assert.rejects(listening, /closed/);
+  await noneLeftOpen(admin, applicationName);
 });
 
-test('the cluster link closed while it reconnects after losing its listening connection leaves no connection open', { skip }, async () => {
-  const admin = await connectClient();
-  const applicationName = `quarry link reconnect ${process.pid}`;
-  try {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let reconnected: Promise<unknown> | undefined;
-    const { link, clients } = watchedLink(applicationName, (client, n) => n === 2 && heldUntil(client, released, (outcome) => (reconnected = outcome)));
-    await link.listen('quarry_link_reconnect', () => {});
-    assert.equal(await openConnections(admin, applicationName), 1);
-    await terminate(admin, applicationName);
-    await until('the link to reconnect', () => clients.length === 2);
-    // Closed while the new connection is on its way, which then arrives.
-    const closing = link.close();
-    release();
-    await closing;
-    await reconnected;
-    await noneLeftOpen(admin, applicationName);
-  } finally {
-    await admin.end();
-  }
+linkCase('the cluster link closed while it reconnects after losing its listening connection leaves no connection open', 'reconnect', async (admin, applicationName) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let reconnected: Promise<unknown> | undefined;
+  const { link, clients } = watchedLink(applicationName, (client, n) => n === 2 && heldUntil(client, released, (outcome) => (reconnected = outcome)));
+  await link.listen('quarry_link_reconnect', () => {});
+  assert.equal(await openConnections(admin, applicationName), 1);
+  await terminate(admin, applicationName);
+  await until('the link to reconnect', () => clients.length === 2);
+  // Closed while the new connection is on its way, which then arrives.
+  const closing = link.close();
+  release();
+  await closing;
+  await reconnected;
+  await noneLeftOpen(admin, applicationName);
 });
 
-test('the cluster link closed after losing its listening connection does not reconnect', { skip }, async () => {
-  const admin = await connectClient();
-  const applicationName = `quarry link lost ${process.pid}`;
-  try {
-    const { link, clients } = watchedLink(applicationName);
-    await link.listen('quarry_link_lost', () => {});
-    const lost = new Promise((resolve) => {
-      clients[0]!.once('error', resolve);
-      clients[0]!.once('end', resolve);
-    });
-    await terminate(admin, applicationName);
-    // The link heard of the loss in the same emit, before this: its reconnect (after 0 ms) is due.
-    await lost;
-    await link.close();
-    // A timer set after the link's fires after it: by then a reconnect would have begun.
-    await new Promise((resolve) => setTimeout(resolve, 0));
-    assert.equal(clients.length, 1, 'no connection after the close');
-    await noneLeftOpen(admin, applicationName);
-  } finally {
-    await admin.end();
-  }
+linkCase('the cluster link closed after losing its listening connection does not reconnect', 'lost', async (admin, applicationName) => {
+  const { link, clients } = watchedLink(applicationName);
+  await link.listen('quarry_link_lost', () => {});
+  const lost = new Promise((resolve) => {
+    clients[0]!.once('error', resolve);
+    clients[0]!.once('end', resolve);
+  });
+  await terminate(admin, applicationName);
+  // The link heard of the loss in the same emit, before this: its reconnect (after 0 ms) is due.
+  await lost;
+  await link.close();
+  // A timer set after the link's fires after it: by then a reconnect would have begun.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(clients.length, 1, 'no connection after the close');
+  await noneLeftOpen(admin, applicationName);
 });
 
-test('the cluster link ends a listening connection whose LISTEN failed, and takes no lock once closed', { skip }, async () => {
-  const admin = await connectClient();
-  const applicationName = `quarry link failed ${process.pid}`;
-  try {
-    const { link } = watchedLink(applicationName, (client) => {
-      const query = client.query.bind(client);
-      client.query = ((text: string) => (/^LISTEN/.test(text) ? Promise.reject(new Error('LISTEN refused')) : query(text))) as typeof query;
-    });
-    await assert.rejects(link.listen('quarry_link_failed', () => {}), /LISTEN refused/);
-    await noneLeftOpen(admin, applicationName);
+linkCase('the cluster link ends a listening connection whose LISTEN failed, and takes no lock once closed', 'failed', async (admin, applicationName) => {
+  const { link } = watchedLink(applicationName, (client) => {
+    const query = client.query.bind(client);
+    client.query = ((text: string) => (/^LISTEN/.test(text) ? Promise.reject(new Error('LISTEN refused')) : query(text))) as typeof query;
+  });
+  await assert.rejects(link.listen('quarry_link_failed', () => {}), /LISTEN refused/);
+  await noneLeftOpen(admin, applicationName);
 
-    await link.close();
-    assert.equal(await link.tryLock('quarry:after-close'), null);
-    await noneLeftOpen(admin, applicationName);
-  } finally {
-    await admin.end();
-  }
+  await link.close();
+  assert.equal(await link.tryLock('quarry:after-close'), null);
+  await noneLeftOpen(admin, applicationName);
 });
