@@ -53,10 +53,9 @@ export interface StreamOptions {
  * once on a long history hold the process: the store answers at once (SQLite), a loopback
  * socket takes megabytes before it pushes back, and libuv accepts one new connection per turn
  * of the loop, so a /healthz behind 500 stream connections waits for 500 turns, each as long as
- * the pages written in it. A turn covers writing a page, not reading it: a read that waits on
- * the database (PostgreSQL) would hold every other replay for as long as it takes, for ever if
- * it never answers. Each replay reads its next page only once its last one is written, so a
- * turn of the event loop still holds at most one read per replay that wrote in it.
+ * the pages written in it. A read that waits on the database (PostgreSQL) gives its turn up
+ * meanwhile: held, it would keep every other replay waiting for as long as it takes, for ever
+ * if it never answers.
  */
 class ReplayTurns {
   /** The waiters, oldest first: each is handed the function that ends its turn. */
@@ -275,18 +274,29 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
 
   try {
     while (!ended) {
-      // Read outside the turn: a read that waits on the database (or never answers) holds no
-      // other replay, and gives up after its time limit.
-      const page = await readWithin(opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE), opts.readTimeoutMs);
-      const through = opts.closing?.throughSeq ?? Infinity;
-      const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
-      const done = await replayTurns.take();
+      let done = await replayTurns.take();
+      let page: EventRecord[];
       try {
+        const reading = readWithin(opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE), opts.readTimeoutMs);
+        // An embedded store (SQLite) answers within the turn, and its read counts in the turn's
+        // time. A read that waits on the network (PostgreSQL) gives the turn up while it waits,
+        // so that a slow read, or one that never answers, holds no other replay.
+        const answered = await Promise.race([reading, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
+        if (answered) page = answered;
+        else {
+          done();
+          done = () => {};
+          page = await reading;
+          done = await replayTurns.take();
+        }
+        const through = opts.closing?.throughSeq ?? Infinity;
+        const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
         send(wanted);
+        if (wanted !== page) break;
       } finally {
         done();
       }
-      if (page.length < REPLAY_PAGE || wanted !== page) break;
+      if (page.length < REPLAY_PAGE) break;
       // Waiting for a slow client holds no turn.
       await drained();
     }
