@@ -76,6 +76,11 @@ export interface Config {
   /** Bytes an SSE client may fall behind before it is cut off. */
   sseMaxBufferBytes: number;
   /**
+   * The longest a stream waits for one read of stored events before it ends with a retryable
+   * `error` (docs/durability.md). Not read from the environment: tests shorten it.
+   */
+  sseReadTimeoutMs: number;
+  /**
    * Browser origins allowed to call the API (CORS); empty = CORS off, `['*']` = any origin.
    * QUARRY_CORS_ORIGINS, comma-separated.
    */
@@ -159,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: env.QUARRY_LOG_LEVEL || 'info',
     pingIntervalMs: int(env, 'QUARRY_SSE_PING_MS', 15_000, 10),
     sseMaxBufferBytes: int(env, 'QUARRY_SSE_MAX_BUFFER_BYTES', 1024 * 1024, 1024),
+    sseReadTimeoutMs: 10_000,
     corsOrigins: corsOrigins(env.QUARRY_CORS_ORIGINS),
     requestTimeoutSeconds: int(env, 'QUARRY_REQUEST_TIMEOUT_S', 300, 1),
     webhooks: webhookConfig(env),

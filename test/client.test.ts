@@ -493,6 +493,18 @@ describe('client against a server that runs turns', () => {
     assert.equal(events[1]!.type === 'done' && events[1]!.outcome, 'idle');
   });
 
+  it('on an idle task, from its last event: the snapshot and idle done, in one connection, and its position kept', async () => {
+    const task = await client(h).tasks.create({ prompt: 'idle stream from its last event' });
+    await waitIdle(h, task.task_id);
+    const last = (await client(h).tasks.state(task.task_id)).last_event_id;
+    for (const stream of [client(h).tasks.stream(task.task_id), client(h).tasks.stream(task.task_id, { after: last })]) {
+      const events = await collect(stream);
+      assert.deepEqual(events.map((e) => e.type === 'done' ? `done ${e.outcome}` : e.type), ['task', 'done idle']);
+      assert.equal(stream.reconnects, 0, 'the idle done ended the stream');
+      assert.equal(stream.lastEventId, last, 'the stream knows where it got to');
+    }
+  });
+
   it('throws a refusal inside a stream as its error class, without resending', async () => {
     const prompt = 'refused inside the stream';
     script(prompt, { hang: true });

@@ -32,7 +32,7 @@ import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody 
 import { within } from './helpers/bounded-waits.js';
 import { fetchJson, waitIdle, type TestResponse } from './helpers/http.js';
 import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
-import { openSse, readSse, type SseEvent, type SseStream } from './sse-client.js';
+import { isStored, openSse, readSse, type SseEvent, type SseStream } from './sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
@@ -262,7 +262,7 @@ async function allEvents(s: ServerProcess, key: string, taskId: string): Promise
   }
 }
 
-const stored = (events: SseEvent[]) => events.filter((e) => e.id !== undefined);
+const stored = (events: SseEvent[]) => events.filter(isStored);
 const sha256 = (data: Buffer | string) => crypto.createHash('sha256').update(data).digest('hex');
 
 // ---- one case -----------------------------------------------------------------------------------

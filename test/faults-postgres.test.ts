@@ -16,7 +16,7 @@ import { until, within } from './helpers/bounded-waits.js';
 import { assertUnavailable, fetchJson, waitIdle, type TestResponse } from './helpers/http.js';
 import { skipWithoutPrivatePostgres, startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres.js';
 import { killAll, startServer, tempDataDir, type ServerProcess } from './helpers/process.js';
-import { openSse, type SseStream } from './sse-client.js';
+import { isStored, openSse, type SseStream } from './sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
@@ -87,7 +87,7 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
     for (const [name, stream] of streams) {
       assert.equal(stream.status, 200, name);
       // The replay read the store: from here on the stream is fed live.
-      await stream.waitFor((e) => e.id !== undefined, 10_000, `the first stored event on the ${name} stream`);
+      await stream.waitFor(isStored, 10_000, `the first stored event on the ${name} stream`);
     }
 
     for (const mode of ['fast', 'immediate'] as const) {
@@ -151,7 +151,7 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
           stream.waitFor((e) => e.event === 'done', 15_000, `done on the ${name} stream`).then(() => false),
           stream.finished(15_000).then(() => true),
         ]);
-        seen.push(...stream.events.filter((e) => e.id !== undefined).map((e) => Number(e.id)));
+        seen.push(...stream.events.filter(isStored).map((e) => Number(e.id)));
         if (!ended || stream.events.some((e) => e.event === 'done')) break;
         const last = stream.events.at(-1);
         assert.equal(last?.event, 'error', `the ${name} stream ended without done or an error event`);

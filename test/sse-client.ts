@@ -18,9 +18,17 @@ export interface SseEvent {
 }
 
 /**
+ * Whether an event is a stored one: an `id:` and its seq in the data. An unstored frame may carry
+ * an `id:` too (an idle task's `done` carries the last stored seq, so a client keeps its place).
+ */
+export function isStored(event: SseEvent): boolean {
+  return event.id !== undefined && typeof event.json?.seq === 'number';
+}
+
+/**
  * Incremental parser of an SSE byte stream (text/event-stream framing rules). As in an
- * EventSource, a frame without a `data:` line is no event; unlike one, neither is Quarry's
- * position marker (an unnamed frame with empty data).
+ * EventSource, a frame without a `data:` line is no event; every other frame is one, so a test
+ * sees each frame Quarry sends.
  */
 export class SseParser {
   private buffer = '';
@@ -61,10 +69,7 @@ export class SseParser {
 
   private line(line: string): void {
     if (line === '') {
-      // An unnamed frame with empty data is Quarry's position marker (it only sets an
-      // EventSource's last event id, see lastEventIdFrame in src/http/sse.ts): no event here.
-      const positionOnly = this.event === '' && this.data.length === 1 && this.data[0] === '';
-      if (this.data.length > 0 && !positionOnly) {
+      if (this.data.length > 0) {
         const data = this.data.join('\n');
         let json: unknown;
         if (this.opts.parseJson !== false) {

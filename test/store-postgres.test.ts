@@ -15,6 +15,7 @@ import { TurnRunner } from '../src/tasks/turn-runner.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
+import { PostgresLink } from '../src/store/postgres/postgres-link.js';
 import { PreparingClient } from '../src/store/postgres/prepared-statements.js';
 import type { EventRecord, Store } from '../src/store/store.js';
 import { ClusterRelay } from '../src/events/cluster-relay.js';
@@ -370,4 +371,112 @@ test('a shared rate limit counts requests in the store in batches, and decides o
     await store.close();
     await dropSchemas(limitSchema);
   }
+});
+
+// ---- the cluster link's own connections --------------------------------------------------------
+
+/** The connections open under `applicationName`, as PostgreSQL counts them. */
+async function openConnections(admin: pg.Client, applicationName: string): Promise<number> {
+  const r = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where application_name = $1', [applicationName]);
+  return r.rows[0]!.n;
+}
+
+/** A link whose connections the test sees as they are made, and changes with `prepare` (the nth, from 1) before the link uses them. */
+function watchedLink(applicationName: string, prepare: (client: pg.Client, n: number) => void = () => {}) {
+  const clients: pg.Client[] = [];
+  const link = new PostgresLink({ connectionString: TEST_DATABASE_URL, application_name: applicationName }, 'public', {
+    reconnectMs: 0,
+    newClient: (config) => {
+      const client = new pg.Client(config);
+      clients.push(client);
+      prepare(client, clients.length);
+      return client;
+    },
+  });
+  return { link, clients };
+}
+
+/** Makes `client` wait for `released` before it connects; `connected` settles once it has. */
+function heldUntil(client: pg.Client, released: Promise<void>, connected: (outcome: Promise<unknown>) => void): void {
+  const connect = client.connect.bind(client);
+  client.connect = (() => {
+    const outcome = released.then(() => connect());
+    connected(outcome);
+    return outcome;
+  }) as unknown as typeof client.connect;
+}
+
+/** Ends the backends of `applicationName`'s connections, as an administrator (or a restart) would. */
+async function terminate(admin: pg.Client, applicationName: string): Promise<void> {
+  await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [applicationName]);
+}
+
+const noneLeftOpen = (admin: pg.Client, applicationName: string) =>
+  until(`no connection of ${applicationName} left open`, async () => (await openConnections(admin, applicationName)) === 0, { timeoutMs: 3000 });
+
+/** A test of the link on a connection of the test's own (`admin`), the link's named `applicationName`. */
+function linkCase(title: string, tag: string, body: (admin: pg.Client, applicationName: string) => Promise<void>): void {
+  test(title, { skip }, async () => {
+    const admin = await connectClient();
+    try {
+      await body(admin, `quarry link ${tag} ${process.pid}`);
+    } finally {
+      await admin.end();
+    }
+  });
+}
+
+linkCase('the cluster link closed while its listening connection is being set up leaves no connection open', 'setup', async (admin, applicationName) => {
+  const { link } = watchedLink(applicationName);
+  const listening = link.listen('quarry_link_setup', () => {});
+  await link.close();
+  await assert.rejects(listening, /closed/);
+  await noneLeftOpen(admin, applicationName);
+});
+
+linkCase('the cluster link closed while it reconnects after losing its listening connection leaves no connection open', 'reconnect', async (admin, applicationName) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let reconnected: Promise<unknown> | undefined;
+  const { link, clients } = watchedLink(applicationName, (client, n) => n === 2 && heldUntil(client, released, (outcome) => (reconnected = outcome)));
+  await link.listen('quarry_link_reconnect', () => {});
+  assert.equal(await openConnections(admin, applicationName), 1);
+  await terminate(admin, applicationName);
+  await until('the link to reconnect', () => clients.length === 2);
+  // Closed while the new connection is on its way, which then arrives.
+  const closing = link.close();
+  release();
+  await closing;
+  await reconnected;
+  await noneLeftOpen(admin, applicationName);
+});
+
+linkCase('the cluster link closed after losing its listening connection does not reconnect', 'lost', async (admin, applicationName) => {
+  const { link, clients } = watchedLink(applicationName);
+  await link.listen('quarry_link_lost', () => {});
+  const lost = new Promise((resolve) => {
+    clients[0]!.once('error', resolve);
+    clients[0]!.once('end', resolve);
+  });
+  await terminate(admin, applicationName);
+  // The link heard of the loss in the same emit, before this: its reconnect (after 0 ms) is due.
+  await lost;
+  await link.close();
+  // A timer set after the link's fires after it: by then a reconnect would have begun.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(clients.length, 1, 'no connection after the close');
+  await noneLeftOpen(admin, applicationName);
+});
+
+linkCase('the cluster link ends a listening connection whose LISTEN failed, and takes no lock once closed', 'failed', async (admin, applicationName) => {
+  const { link } = watchedLink(applicationName, (client) => {
+    const query = client.query.bind(client);
+    client.query = ((text: string) => (/^LISTEN/.test(text) ? Promise.reject(new Error('LISTEN refused')) : query(text))) as typeof query;
+  });
+  await assert.rejects(link.listen('quarry_link_failed', () => {}), /LISTEN refused/);
+  await noneLeftOpen(admin, applicationName);
+
+  await link.close();
+  assert.equal(await link.tryLock('quarry:after-close'), null);
+  await noneLeftOpen(admin, applicationName);
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
 import { taskEvents, taskState, waitIdleAs } from './helpers/task-api.js';
 import type { FakeOpenAI, FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { openSse, parseRawResponse, parseSseText, readSse, stalledGet, type SseEvent, type SseStream } from './sse-client.js';
+import { isStored, openSse, parseRawResponse, parseSseText, readSse, stalledGet, type SseEvent, type SseStream } from './sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -321,24 +321,44 @@ describe('event streams', () => {
     assert.deepEqual(s.events.map((e) => e.json), await history(h, taskId, Number(s.events[0]!.id) - 1));
   });
 
-  it('GET /task/{id}/stream on an idle task sends a task snapshot and a done at once, without ids', async () => {
+  it('GET /task/{id}/stream on an idle task sends a task snapshot without an id and a done with the last stored seq, and no other frame', async () => {
     const prompt = 'Stream-idle: finishes at once.';
     const taskId = await startTask(h, prompt);
     await waitIdle(h, taskId);
-    const s = await readSse(h.url, `/task/${taskId}/stream`, { key: h.key }, 5_000);
-    assert.equal(s.status, 200);
-    assert.match(String(s.headers['content-type']), /^text\/event-stream/);
-    assert.ok(s.completed);
-    assert.deepEqual(s.events.map((e) => e.event), ['task', 'done']);
-    for (const e of s.events) {
-      assert.equal(e.id, undefined, 'the snapshot and done are not stored and carry no id:');
-      assert.equal(e.json.task_id, taskId);
-      assert.equal(e.json.type, e.event);
-    }
-    const snapshot = s.events[0]!.json;
+    const last = (await taskState(h, taskId)).last_event_id as number;
+    assert.ok(last > 0);
+    // The bytes on the wire, frame by frame: nothing the SSE reader might pass over.
+    const client = await stalledGet(h.url, `/task/${taskId}/stream`, { 'X-API-Key': h.key });
+    const raw = parseRawResponse((await client.drain(5_000)).bytes);
+    assert.equal(raw.status, 200);
+    assert.match(raw.head, /content-type: text\/event-stream/i);
+    assert.ok(raw.complete, 'the stream ended');
+    const frames = raw.body.split('\n\n');
+    assert.equal(frames.pop(), '', 'the body is whole frames');
+    const lines = frames.map((f) => f.split('\n'));
+    assert.equal(lines.length, 2, `two frames, no more: ${JSON.stringify(raw.body)}`);
+    const [task, done] = lines as [string[], string[]];
+    assert.equal(task.length, 2);
+    assert.equal(task[0], 'event: task', 'the snapshot carries no id:');
+    assert.equal(done.length, 3);
+    assert.equal(done[0], `id: ${last}`, 'the done carries the last stored seq');
+    assert.equal(done[1], 'event: done');
+    const snapshot = JSON.parse(task[1]!.replace(/^data: /, ''));
+    assert.equal(snapshot.type, 'task');
+    assert.equal(snapshot.task_id, taskId);
+    assert.equal(snapshot.seq, undefined, 'not stored');
+    assert.equal(snapshot.reason, 'snapshot');
     assert.equal(snapshot.task.task_id, taskId);
     assert.equal(snapshot.task.status, 'plan');
     assert.equal(snapshot.task.activity, 'idle');
+    const idle = JSON.parse(done[2]!.replace(/^data: /, ''));
+    assert.equal(idle.type, 'done');
+    assert.equal(idle.outcome, 'idle');
+    assert.equal(idle.seq, undefined, 'not stored');
+
+    // Reconnecting from that id, as an EventSource does: nothing new, 204.
+    const again = await openSse(h.url, `/task/${taskId}/stream`, { key: h.key, headers: { 'last-event-id': String(last) } });
+    assert.equal(again.status, 204);
   });
 
   it('GET /task/{id}/stream on an active task follows until no turn runs and nothing is queued', async () => {
@@ -435,9 +455,14 @@ describe('event streams', () => {
     const from = 3;
     const s = await readSse(h.url, `/task/${taskId}/stream`, { key: h.key, headers: { 'last-event-id': String(from) } }, 5_000);
     assert.equal(s.status, 200);
-    const stored = s.events.filter((e) => e.id !== undefined);
+    const stored = s.events.filter(isStored);
     assert.deepEqual(stored.map((e) => e.json), all.filter((e) => e.seq > from));
-    assert.deepEqual(s.events.slice(stored.length).map((e) => [e.id, e.event]), [[undefined, 'task'], [undefined, 'done']]);
+    const last = String(all.at(-1).seq);
+    // The replay ended on the last stored event, so the client is there already: the done repeats no id.
+    assert.equal(stored.at(-1)!.id, last);
+    assert.deepEqual(s.events.slice(stored.length).map((e) => [e.id, e.event]), [[undefined, 'task'], [undefined, 'done']], 'no other frame');
+    const again = await openSse(h.url, `/task/${taskId}/stream`, { key: h.key, headers: { 'last-event-id': last } });
+    assert.equal(again.status, 204);
   });
 
   it('a reading client resuming a history larger than the buffer limit (1 MiB default) gets all of it', async () => {
@@ -460,7 +485,7 @@ describe('event streams', () => {
     }
     assert.equal(s.status, 200);
     assert.ok(s.completed, `the resumed stream was cut off after ${s.events.length} events`);
-    const stored = s.events.filter((e) => e.id !== undefined);
+    const stored = s.events.filter(isStored);
     assert.deepEqual(seqs(stored), all.slice(1).map((e) => e.seq), 'every missed event is replayed');
     assert.deepEqual(s.events.slice(stored.length).map((e) => e.event), ['task', 'done']);
   });
@@ -567,7 +592,7 @@ describe('event streams', () => {
       // Without chunks, parseRawResponse gives the body as it came.
       assert.doesNotMatch(raw.body, /^[0-9a-f]+\r?$/m, `HTTP/${version}: no chunk framing left in the body`);
       const events = parseSseText(raw.body).events;
-      assert.deepEqual(events.filter((e) => e.id !== undefined).map((e) => Number(e.id)), expected, `HTTP/${version}: every stored event once, in order`);
+      assert.deepEqual(events.filter(isStored).map((e) => Number(e.id)), expected, `HTTP/${version}: every stored event once, in order`);
       assert.equal(events.at(-1)?.event, 'done');
     }
   });

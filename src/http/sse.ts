@@ -7,6 +7,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_EVENT_SEQ, type EventPayload, type EventType } from '../contract/index.js';
 import { QuarryError, turnError } from '../errors.js';
+import { readWithin } from '../store/store-errors.js';
 import type { EventRecord, Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
 
@@ -33,10 +34,17 @@ export interface StreamOptions {
   afterSeq: number;
   pingIntervalMs: number;
   maxBufferBytes: number;
+  /** The longest one read of stored events may take; past it the stream ends with a retryable `error`. */
+  readTimeoutMs: number;
   /** Decides after each event whether the stream is over. Called per client per event: keep it cheap. */
   isLast: (event: EventRecord) => boolean;
-  /** When set, the stream sends these unstored frames after the replay and ends instead of going live. */
-  closingFrames?: string[];
+  /**
+   * When set, the replay stops at `throughSeq` (the last event the frames speak for: a turn that
+   * starts meanwhile is not replayed under an idle snapshot), then the stream sends `frames` and
+   * ends instead of going live. `frames` is told the seq of the last stored event this stream
+   * sent (0 when none), so that no frame repeats that id.
+   */
+  closing?: { throughSeq: number; frames: (sentSeq: number) => string[] };
 }
 
 /**
@@ -45,7 +53,9 @@ export interface StreamOptions {
  * once on a long history hold the process: the store answers at once (SQLite), a loopback
  * socket takes megabytes before it pushes back, and libuv accepts one new connection per turn
  * of the loop, so a /healthz behind 500 stream connections waits for 500 turns, each as long as
- * the pages written in it.
+ * the pages written in it. A read that waits on the database (PostgreSQL) gives its turn up
+ * meanwhile: held, it would keep every other replay waiting for as long as it takes, for ever
+ * if it never answers.
  */
 class ReplayTurns {
   /** The waiters, oldest first: each is handed the function that ends its turn. */
@@ -100,19 +110,13 @@ export function leavesTaskIdle(event: EventRecord): boolean {
 }
 
 /**
- * Sets a client's last event id: a stream of an idle task ends with unstored frames, and an
- * EventSource that reconnects must still say where it is, so that it gets 204 instead of the
- * same frames again. The frame carries an empty `data:` line because some EventSource clients
- * (the `eventsource` package among them) take an `id:` only from a frame with data; it arrives
- * as an unnamed `message` event with empty data, which clients that listen by kind never see.
+ * An event that is not stored: no seq and no turn. It has no `id:` line unless `position` (a
+ * stored seq above 0) is given: the idle `done` carries the task's last stored seq, so that an
+ * EventSource that reconnects says where it is and gets 204 instead of the same frames again.
  */
-export function lastEventIdFrame(seq: number): string {
-  return `id: ${seq}\ndata:\n\n`;
-}
-
-/** An event that is not stored: no `id:` line, no seq, and no turn. */
-export function unstoredFrame<T extends EventType>(type: T, taskId: string | null, at: string, payload: EventPayload<T>): string {
-  return `event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
+export function unstoredFrame<T extends EventType>(type: T, taskId: string | null, at: string, payload: EventPayload<T>, position = 0): string {
+  const id = position > 0 ? `id: ${position}\n` : '';
+  return `${id}event: ${type}\ndata: ${JSON.stringify({ type, task_id: taskId, turn_id: null, at, ...payload })}\n\n`;
 }
 
 /**
@@ -187,6 +191,8 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
   // The client is already gone: there is nothing to stream to.
   if (!socket || socket.destroyed) return;
   let lastSeq = opts.afterSeq;
+  /** The seq of the last stored event written to this stream (0: none yet). */
+  let sentSeq = 0;
   let live = false;
   let ended = false;
   const backlog: EventRecord[] = [];
@@ -245,6 +251,7 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
       }
     }
     if (!text || !write(text)) return;
+    sentSeq = lastSeq;
     if (!last) return;
     // Ended on the next turn of the event loop: at a turn's end thousands of streams end in one
     // delivery pass, and writing everyone's last frames before ending any gets them all their
@@ -267,28 +274,41 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
 
   try {
     while (!ended) {
-      const done = await replayTurns.take();
-      let more = false;
+      let done = await replayTurns.take();
+      let page: EventRecord[];
       try {
-        if (ended) break;
-        const page = await opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE);
-        send(page);
-        more = page.length === REPLAY_PAGE;
+        const reading = readWithin(opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE), opts.readTimeoutMs);
+        // An embedded store (SQLite) answers within the turn, and its read counts in the turn's
+        // time. A read that waits on the network (PostgreSQL) gives the turn up while it waits,
+        // so that a slow read, or one that never answers, holds no other replay.
+        const answered = await Promise.race([reading, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
+        if (answered) page = answered;
+        else {
+          done();
+          done = () => {};
+          page = await reading;
+          done = await replayTurns.take();
+        }
+        const through = opts.closing?.throughSeq ?? Infinity;
+        const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
+        send(wanted);
+        if (wanted !== page) break;
       } finally {
         done();
       }
-      if (!more) break;
+      if (page.length < REPLAY_PAGE) break;
       // Waiting for a slow client holds no turn.
       await drained();
     }
-    if (opts.closingFrames) {
-      for (const text of opts.closingFrames) write(text);
+    if (opts.closing) {
+      for (const text of opts.closing.frames(sentSeq)) write(text);
       return end();
     }
     send(backlog.splice(0));
     // No await between the backlog and this line, so no event can fall between backlog and live.
     live = true;
   } catch (err) {
+    if (ended) return;
     request.log.warn({ err, task_id: opts.streamId }, 'event replay failed');
     const failure = turnError('service_unavailable', 'Events cannot be read right now: reconnect with Last-Event-ID.');
     write(unstoredFrame('error', opts.streamId, new Date().toISOString(), failure));

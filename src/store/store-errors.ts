@@ -4,6 +4,7 @@
  * the same request may succeed later. Recognized by the drivers' error codes, so nothing outside
  * store/ needs to know a driver.
  */
+import { QuarryError } from '../errors.js';
 
 const SQLITE_TRANSIENT = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM)/;
 /**
@@ -22,4 +23,25 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (typeof code === 'string' && (SQLITE_TRANSIENT.test(code) || POSTGRES_TRANSIENT.test(code) || NETWORK.has(code) || FILE_SYSTEM.has(code))) return true;
   // A closed pool or database (shutdown in progress, or the connection is gone).
   return /driver has already been destroyed|database connection is not open|Connection terminated|Cannot use a pool after calling end/i.test(err.message);
+}
+
+/**
+ * `read`'s answer, or 503 `service_unavailable` once `ms` pass without one: a read that hangs (a
+ * stalled connection, a lock that is never released) must not hold what waits on it for ever.
+ * The read is left to settle on its own; nothing waits on it any more.
+ */
+export function readWithin<T>(read: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new QuarryError('service_unavailable', `The store did not answer within ${ms} ms.`)), ms);
+    read.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }

@@ -333,7 +333,7 @@ export class QuarryA2AHandler implements A2ARequestHandler {
   private async *frames(taskId: string, afterSeq: number, first: A2ATask | null, rowsHeld: Map<string, number>, signal: AbortSignal): AsyncGenerator<Frame, void, undefined> {
     if (first) yield { id: afterSeq, response: { payload: { $case: 'task', value: first } } };
     const mapper = new EventFrames(this.deps.store, taskId, rowsHeld);
-    for await (const event of followEvents({ store: this.deps.store, bus: this.deps.bus, taskId, afterSeq, signal })) {
+    for await (const event of followEvents({ store: this.deps.store, bus: this.deps.bus, taskId, afterSeq, signal, readTimeoutMs: this.deps.config.sseReadTimeoutMs })) {
       const { frames, last } = await mapper.map(event);
       for (const frame of frames) yield frame;
       if (last) return;

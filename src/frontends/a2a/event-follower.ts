@@ -5,6 +5,7 @@
  * (or before the follower caught up) are read on the next pass, never lost, never sent twice.
  */
 import type { EventBus } from '../../events/event-bus.js';
+import { readWithin } from '../../store/store-errors.js';
 import type { EventRecord, Store } from '../../store/store.js';
 
 const PAGE = 200;
@@ -17,12 +18,15 @@ export interface FollowOptions {
   afterSeq: number;
   /** Ends the follow (the client left): waits are cut short. */
   signal: AbortSignal;
+  /** The longest one store read may take; past it the follow fails with 503 `service_unavailable`. */
+  readTimeoutMs: number;
 }
 
 /**
  * Yields the events; ends when the signal aborts, or when it has caught up for the first time
  * and the task has no running turn (nothing more will come for the stream to wait for). The
- * caller ends it earlier, at the event it decides is its last.
+ * caller ends it earlier, at the event it decides is its last. A store read that does not answer
+ * within the time limit fails it (503, retryable): the stream ends with an error, not never.
  */
 export async function* followEvents(opts: FollowOptions): AsyncGenerator<EventRecord, void, undefined> {
   const { store, taskId, signal } = opts;
@@ -40,7 +44,7 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<EventRe
     let caughtUp = false;
     while (!signal.aborted) {
       published = false;
-      const page = await store.events.list(taskId, lastSeq, PAGE);
+      const page = await readWithin(store.events.list(taskId, lastSeq, PAGE), opts.readTimeoutMs);
       for (const event of page) {
         if (signal.aborted) return;
         lastSeq = event.seq;
@@ -48,7 +52,7 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<EventRe
       }
       if (page.length === PAGE) continue;
       if (!caughtUp) {
-        const state = await store.tasks.getState(taskId);
+        const state = await readWithin(store.tasks.getState(taskId), opts.readTimeoutMs);
         if (!state) return;
         if (state.lastEventSeq > lastSeq) continue;
         caughtUp = true;

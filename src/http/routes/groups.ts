@@ -72,7 +72,7 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
       // still to come (an earlier one, followed by more inputs, is passed over).
       const openedAt = group.lastEventSeq;
       await streamEvents(request, reply, {
-        store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
+        store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes, readTimeoutMs: config.sseReadTimeoutMs,
         streamId: group.id, afterSeq,
         isLast: idle ? (event) => event.seq >= openedAt : (event) => event.type === 'done' && event.seq >= openedAt,
       });

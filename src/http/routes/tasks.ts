@@ -11,7 +11,7 @@ import { toTaskView } from '../../tasks/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
-import { frame, lastEventIdFrame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamEvents, unstoredFrame } from '../sse.js';
+import { frame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamEvents, unstoredFrame } from '../sse.js';
 import { eventsBody, taskDetailBody } from '../spliced-bodies.js';
 import { StreamFanout } from '../sse-fanout.js';
 
@@ -42,7 +42,7 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   const { commands, queries, store, bus, config } = app.deps;
   // One fan-out for every stream these routes open: one bus subscription per followed task.
   const fanout = new StreamFanout(bus);
-  const streamOptions = { store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes };
+  const streamOptions = { store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes, readTimeoutMs: config.sseReadTimeoutMs };
 
   /** Runs a change and follows it as SSE until its own turn's `done`. */
   async function streamChange(request: FastifyRequest, reply: FastifyReply, change: () => Promise<TaskReply>): Promise<void> {
@@ -148,18 +148,26 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
       // client that did not follow the task before (no resume point) gets the stored `error` of
       // a last turn that failed first, as it was sent then: the stream then shows why nothing
       // happens (a turn without a model fails at once), and clients take it as any stored event.
+      // The done carries the last stored seq as its id (decisions §13), unless this stream just
+      // sent that event: an EventSource that reconnects then says where it is and gets the 204
+      // above, and no client sees an id twice.
       const failure = afterSeq > 0 ? undefined : await queries.lastTurnError(task);
       const at = new Date().toISOString();
       await streamEvents(request, reply, {
         ...streamOptions, streamId: task.id,
         afterSeq: afterSeq > 0 ? afterSeq : task.lastEventSeq,
         isLast: () => false,
-        closingFrames: [
-          ...(failure ? [frame(failure)] : []),
-          lastEventIdFrame(task.lastEventSeq),
-          unstoredFrame('task', task.id, at, { reason: 'snapshot', task: toTaskView(task) }),
-          unstoredFrame('done', task.id, at, { outcome: 'idle', output_count: task.spec.outputs.length, credits_used: 0 }),
-        ],
+        closing: {
+          throughSeq: task.lastEventSeq,
+          frames: (sentSeq) => {
+            const sent = Math.max(sentSeq, failure?.seq ?? 0);
+            return [
+              ...(failure ? [frame(failure)] : []),
+              unstoredFrame('task', task.id, at, { reason: 'snapshot', task: toTaskView(task) }),
+              unstoredFrame('done', task.id, at, { outcome: 'idle', output_count: task.spec.outputs.length, credits_used: 0 }, sent === task.lastEventSeq ? 0 : task.lastEventSeq),
+            ];
+          },
+        },
       });
     },
   });

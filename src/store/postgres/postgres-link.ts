@@ -12,14 +12,31 @@
  * (lines of its payload). A notice is a hint: what it announces is in the store already, and a
  * reader that misses one (this process died between the commit and the send, or the connection
  * dropped) catches up from the store (events/cluster-relay.ts sweeps, the turn runner polls).
+ *
+ * Every connection the link opens is either held (and ended by close()) or ended at once: one
+ * whose set-up fails, one that finishes setting up after close() began, one lost to an error.
+ * After close() the link opens none, and a reconnect that was due is called off.
  */
 import pg from 'pg';
 import type { HeldLock } from '../store.js';
 import type { ClusterLink, Notice } from '../sql/cluster.js';
 
 const RECONNECT_MS = 1000;
+
 /** NOTIFY takes payloads of less than 8,000 bytes. */
 const MAX_PAYLOAD_BYTES = 7_900;
+
+export interface PostgresLinkOptions {
+  /** Makes each of the link's own connections (tests count them, and hold one half way). */
+  newClient?: (config: pg.ClientConfig) => pg.Client;
+  /** How long after losing the listening connection the link connects again. */
+  reconnectMs?: number;
+}
+
+/** What listen() meets once close() has begun: the link opens no connection any more. */
+function closedError(): Error {
+  return new Error('the cluster link is closed');
+}
 
 /** The notices as (channel, payload) columns: each channel's notices in order, joined by lines. */
 export function packNotices(notices: readonly Notice[]): { channels: string[]; payloads: string[] } {
@@ -57,6 +74,9 @@ export class PostgresLink implements ClusterLink {
   private unsent: Notice[] = [];
   private sending: Promise<void> | undefined;
   private sender: pg.Client | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private readonly newClient: (config: pg.ClientConfig) => pg.Client;
+  private readonly reconnectMs: number;
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -65,7 +85,27 @@ export class PostgresLink implements ClusterLink {
      * key names the schema: installs side by side in one database each get their own scheduler.
      */
     private readonly schema: string,
-  ) {}
+    opts: PostgresLinkOptions = {},
+  ) {
+    this.newClient = opts.newClient ?? ((config) => new pg.Client(config));
+    this.reconnectMs = opts.reconnectMs ?? RECONNECT_MS;
+  }
+
+  /**
+   * Connects `client` and runs `setUp` on it. A client whose set-up fails is ended: a connection
+   * that is neither handed out nor ended stays open for as long as the process lives. Its end is
+   * not waited for (a connection that never opened may never report it).
+   */
+  private async opened(client: pg.Client, setUp: (client: pg.Client) => Promise<unknown>): Promise<pg.Client> {
+    try {
+      await client.connect();
+      await setUp(client);
+      return client;
+    } catch (err) {
+      void client.end().catch(() => {});
+      throw err;
+    }
+  }
 
   notify(notices: readonly Notice[]): void {
     if (this.closed || notices.length === 0) return;
@@ -101,15 +141,13 @@ export class PostgresLink implements ClusterLink {
   }
 
   private async connectSender(): Promise<pg.Client> {
-    const client = new pg.Client(this.clientConfig);
+    const client = this.newClient(this.clientConfig);
     client.on('error', () => {
       if (this.sender === client) this.sender = undefined;
     });
-    await client.connect();
     // A send is a transaction of its own, and a notice is no data to keep: its commit need not
     // wait for the WAL to reach the disk (it is delivered at commit either way).
-    await client.query('set synchronous_commit = off');
-    return client;
+    return this.opened(client, (c) => c.query('set synchronous_commit = off'));
   }
 
   async listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {
@@ -134,46 +172,61 @@ export class PostgresLink implements ClusterLink {
 
   private listenerClient(): Promise<pg.Client> {
     if (this.listener) return Promise.resolve(this.listener);
-    this.connecting ??= (async () => {
-      const client = new pg.Client(this.clientConfig);
-      client.on('notification', (msg) => {
-        const handlers = this.handlers.get(msg.channel);
-        if (!handlers) return;
-        // One notice per line (packNotices).
-        for (const notice of (msg.payload ?? '').split('\n')) for (const handler of handlers) handler(notice);
-      });
-      const lost = () => {
-        if (this.listener !== client) return;
-        this.listener = undefined;
-        this.lostListener = true;
-        // Reconnect and listen again; notifications sent meanwhile are lost, and readers catch up
-        // from the store on the next one they get.
-        if (!this.closed) setTimeout(() => this.reconnect(), RECONNECT_MS).unref();
-      };
-      client.on('error', lost);
-      client.on('end', lost);
-      await client.connect();
-      for (const channel of this.handlers.keys()) await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      this.listener = client;
-      if (this.lostListener) {
-        this.lostListener = false;
-        for (const handler of this.resumeHandlers) handler();
-      }
-      return client;
-    })().finally(() => {
+    if (this.closed) return Promise.reject(closedError());
+    this.connecting ??= this.connectListener().finally(() => {
       this.connecting = undefined;
     });
     return this.connecting;
   }
 
-  private reconnect(): void {
-    this.listenerClient().catch(() => {
-      if (!this.closed) setTimeout(() => this.reconnect(), RECONNECT_MS).unref();
+  private async connectListener(): Promise<pg.Client> {
+    const client = this.newClient(this.clientConfig);
+    client.on('notification', (msg) => {
+      const handlers = this.handlers.get(msg.channel);
+      if (!handlers) return;
+      // One notice per line (packNotices).
+      for (const notice of (msg.payload ?? '').split('\n')) for (const handler of handlers) handler(notice);
     });
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      this.lostListener = true;
+      // An error need not close the socket: end it, so that the reconnect does not leave it open.
+      void client.end().catch(() => {});
+      // Reconnect and listen again; notifications sent meanwhile are lost, and readers catch up
+      // from the store on the next one they get.
+      this.reconnectLater();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    await this.opened(client, async (c) => {
+      for (const channel of this.handlers.keys()) await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    });
+    // close() ran while this connection was being set up: it found no listener to end.
+    if (this.closed) {
+      await client.end().catch(() => {});
+      throw closedError();
+    }
+    this.listener = client;
+    if (this.lostListener) {
+      this.lostListener = false;
+      for (const handler of this.resumeHandlers) handler();
+    }
+    return client;
+  }
+
+  private reconnectLater(): void {
+    if (this.closed || this.reconnectTimer) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      this.listenerClient().catch(() => this.reconnectLater());
+    }, this.reconnectMs);
+    this.reconnectTimer.unref();
   }
 
   async tryLock(name: string): Promise<HeldLock | null> {
-    const client = new pg.Client(this.clientConfig);
+    if (this.closed) return null;
+    const client = this.newClient(this.clientConfig);
     let held = false;
     client.on('error', () => {
       held = false;
@@ -182,10 +235,14 @@ export class PostgresLink implements ClusterLink {
       held = false;
       this.locks.delete(client);
     });
-    await client.connect();
-    const r = await client.query<{ ok: boolean }>('select pg_try_advisory_lock(hashtext($1)) as ok', [`${this.schema}:${name}`]);
-    if (!r.rows[0]?.ok) {
-      await client.end();
+    let ok = false;
+    await this.opened(client, async (c) => {
+      const r = await c.query<{ ok: boolean }>('select pg_try_advisory_lock(hashtext($1)) as ok', [`${this.schema}:${name}`]);
+      ok = r.rows[0]?.ok === true;
+    });
+    // Not taken, or taken while close() ran (it ends only the locks it finds).
+    if (!ok || this.closed) {
+      await client.end().catch(() => {});
       return null;
     }
     held = true;
@@ -204,10 +261,14 @@ export class PostgresLink implements ClusterLink {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
     // What was committed before the close is still announced.
     while (this.sending) await this.sending;
     await this.sender?.end().catch(() => {});
     this.sender = undefined;
+    // A listening connection being set up ends itself once it sees the link closed.
+    await this.connecting?.catch(() => {});
     const listener = this.listener;
     this.listener = undefined;
     await listener?.end().catch(() => {});

@@ -2,7 +2,7 @@
  * The machinery behind TaskStream and GroupStream: a server-sent-events endpoint read as an async
  * iterator of typed events that survives dropped connections. A connection that drops (or goes
  * silent past the idle timeout) is reopened with `Last-Event-ID` after a backoff, and the server
- * replays what was missed; stored events (those with an `id:`, their sequence number) are handed
+ * replays what was missed; stored events (an `id:`, their sequence number, and `seq` in the data) are handed
  * out once each, in sequence order. What differs between the streams comes in a StreamSpec: which
  * kinds are handed out, what unstored frames mean, when the stream is over, how it is reached.
  */
@@ -54,7 +54,7 @@ export interface StreamSpec<E> {
 /** How one connection's frames are judged, beyond sequence numbers. */
 export interface ConnectionRules<E> {
   /**
-   * A frame without an id, which is not stored and so never replayed: whether to hand it out (if
+   * A frame without a seq, which is not stored and so never replayed: whether to hand it out (if
    * its kind is handed out). May throw, for what the frame reports.
    */
   unstored?(kind: string, data: Record<string, unknown>): boolean;
@@ -183,11 +183,11 @@ export class ResumableStream<E extends { type: string }> implements AsyncIterabl
         if (!chunk || silent) return 'dropped';
         if (chunk.done) return rules.ended() ? 'finished' : 'dropped';
         for (const frame of decoder.push(text.decode(chunk.value, { stream: true }))) {
-          const event = this.take(frame, rules);
-          if (!event) continue;
-          yield event;
+          const taken = this.take(frame, rules);
+          if (!taken) continue;
+          yield taken.event;
           if (this.stopped()) return this.endStopped();
-          if (frame.id !== undefined && rules.afterStored(event)) return 'finished';
+          if (taken.stored && rules.afterStored(taken.event)) return 'finished';
         }
       }
     } finally {
@@ -199,23 +199,27 @@ export class ResumableStream<E extends { type: string }> implements AsyncIterabl
   }
 
   /**
-   * The event a frame hands out, if any. A stored frame is new when its sequence number is past
-   * the last one seen (a reconnect's replay may repeat events); a new one moves `lastEventId` on
-   * and resets the drops in a row, whether or not it is handed out.
+   * The event a frame hands out, if any, and whether it is stored. A stored frame (an `id:`, and
+   * its seq in the data) is new when its sequence number is past the last one seen (a
+   * reconnect's replay may repeat events); a new one moves `lastEventId` on and resets the drops
+   * in a row, whether or not it is handed out. An unstored frame may carry an `id:` too (an idle
+   * task's `done`: the last stored seq it speaks for), which moves `lastEventId` on and nothing else.
    */
-  private take(frame: SseFrame, rules: ConnectionRules<E>): E | undefined {
+  private take(frame: SseFrame, rules: ConnectionRules<E>): { event: E; stored: boolean } | undefined {
     const data = parse(frame);
     if (!data) return undefined;
-    if (frame.id === undefined) {
+    const seq = frame.id === undefined ? NaN : Number(frame.id);
+    const stored = Number.isFinite(seq) && typeof data.seq === 'number';
+    if (!stored) {
+      if (Number.isFinite(seq) && (this.lastSeq === undefined || seq > this.lastSeq)) this.lastSeq = seq;
       if (!rules.unstored?.(frame.event, data)) return undefined;
     } else {
-      const seq = Number(frame.id);
-      if (!Number.isFinite(seq) || (this.lastSeq !== undefined && seq <= this.lastSeq)) return undefined;
+      if (this.lastSeq !== undefined && seq <= this.lastSeq) return undefined;
       this.lastSeq = seq;
       this.drops = 0;
       this.spec.stored?.(data);
     }
-    return this.spec.kinds.has(frame.event) ? (data as unknown as E) : undefined;
+    return this.spec.kinds.has(frame.event) ? { event: data as unknown as E, stored } : undefined;
   }
 
   private stopped(): boolean {

@@ -6,7 +6,7 @@
 
 /** One frame as it came over the wire. */
 export interface SseFrame {
-  /** The `id:` field; undefined when the frame had none (unstored Quarry frames). */
+  /** The `id:` field; undefined when the frame had none (unstored Quarry frames but the idle `done`). */
   id: string | undefined;
   /** The `event:` field, `message` when absent. */
   event: string;
