@@ -452,19 +452,23 @@ linkCase('the cluster link closed while it reconnects after losing its listening
 });
 
 linkCase('the cluster link closed after losing its listening connection does not reconnect', 'lost', async (admin, applicationName) => {
-  const { link, clients } = watchedLink(applicationName);
+  let closing = false;
+  let madeAfterClose = 0;
+  const { link, clients } = watchedLink(applicationName, () => void (closing && madeAfterClose++));
   await link.listen('quarry_link_lost', () => {});
   const lost = new Promise((resolve) => {
     clients[0]!.once('error', resolve);
     clients[0]!.once('end', resolve);
   });
   await terminate(admin, applicationName);
-  // The link heard of the loss in the same emit, before this: its reconnect (after 0 ms) is due.
+  // The link heard of the loss in the same emit, before this: its reconnect (after 0 ms) is due,
+  // or, on a busy machine, already begun (the close must then end that connection).
   await lost;
+  closing = true;
   await link.close();
   // A timer set after the link's fires after it: by then a reconnect would have begun.
   await new Promise((resolve) => setTimeout(resolve, 0));
-  assert.equal(clients.length, 1, 'no connection after the close');
+  assert.equal(madeAfterClose, 0, 'no connection made after the close');
   await noneLeftOpen(admin, applicationName);
 });
 

@@ -779,7 +779,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "origin_not_allowed" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do: show it to a person. */
             message: string;
             /** @description Whether the same request may succeed later. */
@@ -819,7 +819,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "origin_not_allowed" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             message: string;
             retryable: boolean;
         };
@@ -1315,7 +1315,7 @@ export type components = {
              * @description Stable snake_case code: branch on it.
              * @enum {string}
              */
-            error: "invalid_request" | "unauthorized" | "out_of_credits" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+            error: "invalid_request" | "unauthorized" | "out_of_credits" | "origin_not_allowed" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
             /** @description What went wrong and what to do about it; show it to a person. */
             message: string;
             retryable: boolean;
