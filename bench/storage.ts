@@ -1,78 +1,99 @@
 /**
  * The storage benchmark (`npm run bench:storage`): does the database stop growing once data
- * expires? BENCH_STORAGE_TURNS turns (default 20,000) are written straight into a store, on
- * SQLite and on PostgreSQL (BENCH_STORAGE_DBS, default both), in the shape turns leave: monitor
- * tasks of 20 turns, each turn with 10 events, 2 steps, 2 rows, an idempotency record, a
- * rate-limit window and a delivered webhook delivery; one source snapshot per task. Everything is
- * backdated 30 days but each live task's last turn; half the tasks are deleted 30 days ago.
- * Then one pruner pass runs with QUARRY_EVENT_RETENTION_DAYS=7, and the database's size is
- * compared with a fresh database holding only the rows that remain.
+ * expires? `quarry serve` runs from the build, on SQLite and on PostgreSQL (BENCH_STORAGE_DBS,
+ * default both), with a model in its own process that answers every turn with two rows and a
+ * final answer (bench/instant-model.ts --rows), a webhook endpoint taking every turn's end
+ * (bench/webhook-receiver.ts), and every expiry forced: deleted tasks purged at once
+ * (QUARRY_DELETED_TASK_GRACE_HOURS=0), events of ended turns dropped after a second
+ * (QUARRY_EVENT_RETENTION_DAYS), delivered deliveries dropped at once, a pass every second.
+ *
+ * BENCH_STORAGE_CYCLES cycles (default 4) of BENCH_STORAGE_TURNS turns each (default 5,000): tasks
+ * of TURNS_PER_TASK turns, TASKS_IN_FLIGHT at a time, each created over HTTP with an
+ * Idempotency-Key, then sent messages one after the other, every turn run to `done`; every
+ * second task is then deleted (DELETE /task/{id}). After each cycle, once the pruner has caught up,
+ * the database's size is measured and every row it holds is copied into a fresh database of the
+ * same kind ("live only": what the live data needs).
  *
  * Size: SQLite counts the pages in use (page_count - freelist_count, times page_size: the file
- * keeps freed pages until VACUUM); PostgreSQL sums pg_total_relation_size of the schema's tables
- * after VACUUM (which frees dead rows for reuse; only VACUUM FULL gives disk back).
+ * keeps freed pages on its free list for new rows) and the file itself; PostgreSQL sums
+ * pg_total_relation_size of the schema's tables after a plain VACUUM (which makes dead rows'
+ * space reusable but does not shrink the files).
  *
  * Results: a table on stdout and .bench/storage.json.
  */
-import pino from 'pino';
+import fs from 'node:fs';
+import path from 'node:path';
 import { sql, type Kysely } from 'kysely';
-import { loadConfig } from '../src/config.js';
-import { Pruner } from '../src/pruner.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { openSqliteStore, SQLITE_FILE } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
-import { emptySpec } from '../src/tasks/spec.js';
+import { within } from '../test/helpers/bounded-waits.js';
 import { dropSchemas, TEST_DATABASE_URL } from '../test/helpers/postgres.js';
-import { freshDataDir, log, round, table, writeReport } from './lib.js';
+import { spawnNode } from '../test/helpers/process.js';
+import {
+  expectOk, freshDataDir, log, mapLimit, reportHeader, loadAverage, round, sleep, startInstantModel, startQuarry, startWatchdog, table, waitIdle, writeReport, type QuarryProcess,
+} from './lib.js';
 
-const TURNS = Number(process.env.BENCH_STORAGE_TURNS ?? 20_000);
+const CYCLES = Number(process.env.BENCH_STORAGE_CYCLES ?? 4);
+const TURNS = Number(process.env.BENCH_STORAGE_TURNS ?? 5000);
 const DBS = (process.env.BENCH_STORAGE_DBS ?? 'sqlite,postgres').split(',');
+/** Past the 100 events a task always keeps, so event retention has old turns' events to drop. */
 const TURNS_PER_TASK = 20;
-const EVENTS_PER_TURN = 10;
-const DAY = 24 * 60 * 60 * 1000;
+const TASKS_IN_FLIGHT = 32;
+const PRUNE_INTERVAL_S = 1;
+const QUARRY_ENV = {
+  QUARRY_LOG_LEVEL: 'warn',
+  QUARRY_FETCH_ALLOW_PRIVATE: '1',
+  QUARRY_PRUNE_INTERVAL_S: String(PRUNE_INTERVAL_S),
+  QUARRY_DELETED_TASK_GRACE_HOURS: '0',
+  // About a second: every turn ended before the pass is past it.
+  QUARRY_EVENT_RETENTION_DAYS: '0.00001',
+  QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS: '0',
+};
+const SPEC = {
+  prompt: 'Watch the capacity of the plants in the registry.',
+  outputs: [{ id: 'facts', kind: 'table', columns: [{ name: 'plant', required: true }, { name: 'capacity_mw', type: 'number' }] }],
+};
 const TABLES = ['accounts', 'tasks', 'turns', 'turn_steps', 'events', 'outputs', 'rows', 'row_batches', 'idempotency', 'rate_windows',
-  'webhook_endpoints', 'webhook_deliveries', 'source_snapshots', 'uploads', 'upload_chunks', 'settings', 'groups', 'group_inputs'] as const;
+  'webhook_endpoints', 'webhook_deliveries', 'source_snapshots', 'uploads', 'upload_chunks', 'settings', 'groups', 'group_inputs', 'api_keys'] as const;
+
+type AnyDb = Kysely<Record<string, Record<string, unknown>>>;
+
+function kysely(store: Store): AnyDb {
+  // The bench reads whole tables by name: the store's own handle, untyped.
+  return (store as unknown as { root: AnyDb }).root;
+}
 
 interface Side {
   store: Store;
-  /** The database's bytes in use, measured as the header says. */
+  /** The bytes the database's data takes: pages in use (SQLite), tables after VACUUM (PostgreSQL). */
   size(): Promise<number>;
-  /** The bytes once rewritten compactly (SQLite VACUUM, PostgreSQL VACUUM FULL): what the kept rows themselves take. */
-  compacted(): Promise<number>;
+  /** The bytes on disk (SQLite: the file and its WAL); undefined on PostgreSQL (the tables are `size`). */
+  fileSize(): number | undefined;
   close(): Promise<void>;
 }
 
-function kysely(store: Store): Kysely<Record<string, Record<string, unknown>>> {
-  // The bench reads whole tables by name: the store's own handle, untyped.
-  return (store as unknown as { root: Kysely<Record<string, Record<string, unknown>>> }).root;
+async function sqliteSide(dir: string): Promise<Side> {
+  const store = openSqliteStore(dir);
+  await store.migrate();
+  const bytes = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
+  return {
+    store,
+    async size() {
+      const db = kysely(store);
+      await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
+      const one = async (p: string) => Number(Object.values((await sql.raw(`pragma ${p}`).execute(db)).rows[0] as object)[0]);
+      return (await one('page_count') - await one('freelist_count')) * await one('page_size');
+    },
+    fileSize: () => bytes(path.join(dir, SQLITE_FILE)) + bytes(path.join(dir, `${SQLITE_FILE}-wal`)),
+    close: () => store.close(),
+  };
 }
 
-async function openSide(kind: string, label: string): Promise<Side> {
-  if (kind === 'sqlite') {
-    const dir = freshDataDir(`storage-${label}`);
-    const store = openSqliteStore(dir);
-    await store.migrate();
-    const side: Side = {
-      store,
-      async size() {
-        const db = kysely(store);
-        await sql`pragma wal_checkpoint(TRUNCATE)`.execute(db);
-        const one = async (p: string) => Number(Object.values((await sql.raw(`pragma ${p}`).execute(db)).rows[0] as object)[0]);
-        return (await one('page_count') - await one('freelist_count')) * await one('page_size');
-      },
-      async compacted() {
-        await sql`vacuum`.execute(kysely(store));
-        return side.size();
-      },
-      close: () => store.close(),
-    };
-    return side;
-  }
-  const schema = `bench_storage_${label}_${process.pid}`;
-  await dropSchemas(schema);
+async function postgresSide(schema: string, opts: { drop: boolean }): Promise<Side> {
   const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema });
   await store.migrate();
-  const side: Side = {
+  return {
     store,
     async size() {
       const db = kysely(store);
@@ -80,96 +101,150 @@ async function openSide(kind: string, label: string): Promise<Side> {
       const r = await sql<{ n: string }>`select coalesce(sum(pg_total_relation_size(c.oid)), 0) as n from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = ${schema} and c.relkind = 'r'`.execute(db);
       return Number(r.rows[0]!.n);
     },
-    async compacted() {
-      for (const t of TABLES) await sql`vacuum full ${sql.table(`${schema}.${t}`)}`.execute(kysely(store));
-      return side.size();
-    },
+    fileSize: () => undefined,
     async close() {
       await store.close();
-      await dropSchemas(schema);
+      if (opts.drop) await dropSchemas(schema);
     },
   };
-  return side;
 }
 
-async function populate(store: Store, now: number): Promise<void> {
-  const old = (ms: number) => new Date(now - 30 * DAY + ms).toISOString();
-  const accountId = 'acct_bench';
-  await store.accounts.insert({ id: accountId, name: 'bench', balanceMicros: 1e12, creditsUsedMicros: 0, createdAt: old(0) });
-  const endpoint = { id: 'wh_bench', accountId, url: 'https://hooks.example.com/q', events: ['task.turn_completed' as const], description: null, secret: 'whsec_x', previousSecret: null, previousSecretExpiresAt: null, createdAt: old(0) };
-  await store.webhooks.insertEndpoint(endpoint);
-  const tasks = Math.ceil(TURNS / TURNS_PER_TASK);
-  const text = 'The plant’s capacity rose to 1,200 MW in 2024, a record for the region. '.repeat(4);
-  for (let t = 0; t < tasks; t++) {
-    const taskId = `tsk_bench_${String(t).padStart(6, '0')}`;
-    const deleted = t % 2 === 1;
-    await store.transaction(async (tx) => {
-      await tx.tasks.insert({
-        id: taskId, accountId, name: null, type: 'research', status: deleted ? 'deleted' : 'plan', phase: deleted ? null : 'plan', activity: deleted ? null : 'idle',
-        spec: emptySpec('watch the plant'), pinned: false, cronExpression: null, cronTimezone: null, cronNextRunAt: null, activeOutput: 'facts', creditsUsedMicros: 0,
-        lastEventSeq: TURNS_PER_TASK * EVENTS_PER_TURN, currentTurnId: null, queuedCount: 0, createdAt: old(0), updatedAt: old(0), deletedAt: deleted ? old(DAY) : null,
-      });
-      for (let k = 0; k < TURNS_PER_TASK; k++) {
-        const turnId = `turn_bench_${t}_${k}`;
-        const at = k === TURNS_PER_TASK - 1 && !deleted ? new Date(now).toISOString() : old(k * 60_000);
-        await tx.turns.insert({ id: turnId, taskId, accountId, kind: 'execute', status: 'completed', input: 'check again', planOnly: false, createdAt: at, startedAt: at, endedAt: at, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null });
-        for (let s = 1; s <= 2; s++) await tx.steps.insert(turnId, s, JSON.stringify({ reply: text }), at);
-        await tx.events.insert(Array.from({ length: EVENTS_PER_TURN }, (_, e) => {
-          const seq = k * EVENTS_PER_TURN + e + 1;
-          return { taskId, seq, type: 'text', turnId, data: JSON.stringify({ seq, type: 'text', task_id: taskId, turn_id: turnId, at, text }) };
-        }));
-        await tx.rows.append(taskId, 'facts', `${turnId}:1`, [0, 1].map(() => (n: number) => JSON.stringify({ _row: n, plant: 'North', capacity_mw: 1200 })), at);
-        await tx.idempotency.put(accountId, `key-${t}-${k}`, { requestHash: 'h'.repeat(64), status: 200, body: JSON.stringify({ task_id: taskId }), createdAt: at });
-        await tx.cluster.hitRateWindow(`key_${t}`, at);
-        await tx.webhooks.insertDeliveries([{ id: `msg_${t}_${k}`, endpointId: endpoint.id, event: 'task.turn_completed', payload: JSON.stringify({ type: 'task.turn_completed', data: { task_id: taskId } }), status: 'delivered', attempts: 1, lastStatusCode: 204, lastError: null, nextAttemptAt: null, retrySince: at, createdAt: at, deliveredAt: at }]);
-      }
-      await tx.sources.record({ id: `src_bench_${t}`, taskId, url: 'https://energy.example.com/plants', finalUrl: 'https://energy.example.com/plants', uploadId: null, title: 'Plants', fetchedAt: old(0), sha256: 'a'.repeat(64), bytes: text.length, text });
-    });
-  }
-}
-
-/** Copies every row that remains into a fresh database of the same kind: what the live data needs. */
+/** Copies every row into a fresh database of the same kind: what the live data needs. */
 async function copyInto(from: Store, to: Store): Promise<void> {
   const src = kysely(from);
   const dst = kysely(to);
   for (const t of TABLES) {
-    if (t === 'accounts' || t === 'webhook_endpoints' || t === 'settings') await dst.deleteFrom(t).execute();
+    await dst.deleteFrom(t).execute();
     const rows = await src.selectFrom(t).selectAll().execute();
     for (let i = 0; i < rows.length; i += 200) await dst.insertInto(t).values(rows.slice(i, i + 200)).execute();
   }
 }
 
-async function run(kind: string): Promise<Record<string, unknown>> {
-  const now = Date.now();
-  const side = await openSide(kind, 'pruned');
-  log(`${kind}: writing ${TURNS} turns`);
-  const t0 = performance.now();
-  await populate(side.store, now);
-  const writeS = (performance.now() - t0) / 1000;
-  const before = await side.size();
-  const config = loadConfig({ QUARRY_EVENT_RETENTION_DAYS: '7' }).prune;
-  const pruner = new Pruner({ store: side.store, config, requestTimeoutMs: 300_000, logger: pino({ level: 'silent' }), now: () => now });
-  const t1 = performance.now();
-  const counts = await pruner.pass();
-  const pruneS = (performance.now() - t1) / 1000;
-  const after = await side.size();
-  const fresh = await openSide(kind, 'fresh');
-  await copyInto(side.store, fresh.store);
-  const live = await fresh.size();
-  const afterCompacted = await side.compacted();
-  const liveCompacted = await fresh.compacted();
-  await side.close();
-  await fresh.close();
-  return { db: kind, turns: TURNS, write_s: round(writeS), prune_s: round(pruneS), pruned: counts, bytes_before: before, bytes_after: after, bytes_live: live, after_over_live: round(after / live, 3), bytes_after_compacted: afterCompacted, bytes_live_compacted: liveCompacted, compacted_over_live: round(afterCompacted / liveCompacted, 3) };
+async function liveOnly(kind: string, from: Store, label: string): Promise<number> {
+  const schema = `bench_storage_live_${label}_${process.pid}`;
+  if (kind === 'postgres') await dropSchemas(schema);
+  const fresh = kind === 'sqlite' ? await sqliteSide(freshDataDir(`storage-live-${label}`)) : await postgresSide(schema, { drop: true });
+  try {
+    await copyInto(from, fresh.store);
+    return await fresh.size();
+  } finally {
+    await fresh.close();
+  }
 }
 
+/** One task: created, then sent messages, every turn run to `done`; returns its id. */
+async function runTask(q: QuarryProcess, name: string): Promise<string> {
+  const created = await expectOk('POST', `${q.url}/task/start`, { key: q.key, body: { task: { ...SPEC, name } }, headers: { 'idempotency-key': name } });
+  const taskId = created.body.task_id as string;
+  await waitIdle(q, taskId, 60_000);
+  for (let k = 1; k < TURNS_PER_TASK; k++) {
+    // `wait` answers once this message's turn has ended.
+    const res = await expectOk('POST', `${q.url}/task/${encodeURIComponent(taskId)}/continue`, { key: q.key, body: { message: `Check again (${k}).`, wait: true } });
+    if (res.status !== 200) throw new Error(`continue ${k} of ${taskId} answered ${res.status}: ${res.text.slice(0, 300)}`);
+  }
+  return taskId;
+}
+
+/** Rows of what the pruner deletes: all zero (and events steady) once it has caught up. */
+async function backlog(db: AnyDb): Promise<{ unpurged: number; deliveries: number; events: number }> {
+  const count = async (q: Promise<{ n: unknown } | undefined>) => Number((await q)?.n ?? 0);
+  return {
+    unpurged: await count(db.selectFrom('tasks').select((eb) => eb.fn.countAll().as('n')).where('deleted_at', 'is not', null).where('purged_at', 'is', null).executeTakeFirst()),
+    deliveries: await count(db.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst()),
+    events: await count(db.selectFrom('events').select((eb) => eb.fn.countAll().as('n')).executeTakeFirst()),
+  };
+}
+
+/**
+ * Waits until the pruner has caught up: every deleted task purged, every delivery (all delivered)
+ * dropped, and the events left unchanged over three pass intervals (the pruner reports no end
+ * of pass; a pass that drops nothing leaves the count as it is).
+ */
+async function prunerCaughtUp(db: AnyDb, receiverUrl: string, deliveries: number): Promise<void> {
+  await within((async () => {
+    while (Number((await expectOk('GET', `${receiverUrl}/_count`)).body.count) < deliveries) await sleep(200);
+    let steady = 0;
+    let last = -1;
+    while (steady < 3) {
+      const b = await backlog(db);
+      steady = b.unpurged === 0 && b.deliveries === 0 && b.events === last ? steady + 1 : 0;
+      last = b.events;
+      await sleep(PRUNE_INTERVAL_S * 1000);
+    }
+  })(), 15 * 60_000, 'the pruner to catch up');
+}
+
+interface CycleResult {
+  cycle: number;
+  turns: number;
+  live_tasks: number;
+  deleted_tasks: number;
+  soak_s: number;
+  catch_up_s: number;
+  bytes_in_use: number;
+  bytes_file: number | undefined;
+  bytes_live: number;
+  in_use_over_live: number;
+}
+
+async function run(kind: string): Promise<{ db: string; cycles: CycleResult[] }> {
+  const dataDir = freshDataDir(`storage-${kind}`);
+  const schema = `bench_storage_${process.pid}`;
+  if (kind === 'postgres') await dropSchemas(schema);
+  const storeEnv: Record<string, string> = kind === 'postgres' ? { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema } : {};
+  const model = await startInstantModel({ rowsOutput: 'facts' });
+  const receiver = spawnNode('bench/webhook-receiver.ts', [], { name: 'receiver' });
+  const receiverUrl = (await receiver.waitForLine(/^receiver listening on (http:\/\/\S+)/, 30_000))[1]!;
+  const q = await startQuarry({ dataDir, modelUrl: model.url, label: `quarry-storage-${kind}`, env: { ...QUARRY_ENV, ...storeEnv } });
+  const side = kind === 'sqlite' ? await sqliteSide(dataDir) : await postgresSide(schema, { drop: true });
+  const cycles: CycleResult[] = [];
+  try {
+    await expectOk('POST', `${q.url}/webhooks`, { key: q.key, body: { url: `${receiverUrl}/hook`, events: ['task.turn_completed'] } });
+    let live = 0;
+    let deleted = 0;
+    for (let cycle = 1; cycle <= CYCLES; cycle++) {
+      const tasks = Math.ceil(TURNS / TURNS_PER_TASK);
+      log(`${kind}: cycle ${cycle}/${CYCLES}, ${tasks} tasks of ${TURNS_PER_TASK} turns`);
+      const t0 = performance.now();
+      await mapLimit(Array.from({ length: tasks }, (_, i) => i), TASKS_IN_FLIGHT, async (i) => {
+        const taskId = await runTask(q, `storage-${cycle}-${i}`);
+        if (i % 2 === 1) {
+          await expectOk('DELETE', `${q.url}/task/${encodeURIComponent(taskId)}`, { key: q.key });
+          deleted++;
+        } else live++;
+      });
+      const soakS = (performance.now() - t0) / 1000;
+      const t1 = performance.now();
+      await prunerCaughtUp(kysely(side.store), receiverUrl, cycle * tasks * TURNS_PER_TASK);
+      const catchUpS = (performance.now() - t1) / 1000;
+      const inUse = await side.size();
+      const liveBytes = await liveOnly(kind, side.store, String(cycle));
+      const r: CycleResult = {
+        cycle, turns: cycle * tasks * TURNS_PER_TASK, live_tasks: live, deleted_tasks: deleted, soak_s: round(soakS), catch_up_s: round(catchUpS),
+        bytes_in_use: inUse, bytes_file: side.fileSize(), bytes_live: liveBytes, in_use_over_live: round(inUse / liveBytes, 3),
+      };
+      log(`${kind}: ${JSON.stringify(r)}`);
+      cycles.push(r);
+    }
+  } finally {
+    await q.child.stop('SIGTERM');
+    await model.child.stop('SIGTERM');
+    await receiver.stop('SIGTERM');
+    await side.close();
+  }
+  return { db: kind, cycles };
+}
+
+startWatchdog('bench:storage', 3 * 60 * 60_000);
+const started = new Date();
+const loadAtStart = loadAverage();
 const results = [];
 for (const kind of DBS) results.push(await run(kind));
-const MB = (n: unknown) => `${round(Number(n) / 1e6, 1)} MB`;
+const MB = (n: number | undefined) => (n === undefined ? '-' : `${round(n / 1e6, 1)} MB`);
 console.log(table([
-  ['db', 'turns', 'before', 'after prune', 'live only', 'after / live', 'compacted: after', 'live', 'after / live', 'prune s'],
-  ...results.map((r) => [String(r.db), String(r.turns), MB(r.bytes_before), MB(r.bytes_after), MB(r.bytes_live), String(r.after_over_live),
-    MB(r.bytes_after_compacted), MB(r.bytes_live_compacted), String(r.compacted_over_live), String(r.prune_s)]),
+  ['db', 'cycle', 'turns', 'live tasks', 'deleted', 'in use', 'file', 'live only', 'in use / live', 'soak s', 'catch-up s'],
+  ...results.flatMap((r) => r.cycles.map((c) => [r.db, String(c.cycle), String(c.turns), String(c.live_tasks), String(c.deleted_tasks), MB(c.bytes_in_use),
+    MB(c.bytes_file), MB(c.bytes_live), String(c.in_use_over_live), String(c.soak_s), String(c.catch_up_s)])),
 ]));
-writeReport('storage.json', { results });
+writeReport('storage.json', { ...reportHeader(started, loadAtStart, { cycles: CYCLES, turns_per_cycle: TURNS, turns_per_task: TURNS_PER_TASK, env: QUARRY_ENV }), results });
 process.exit(0);
