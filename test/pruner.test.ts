@@ -6,12 +6,33 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { Pruner } from '../src/pruner.js';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { Store } from '../src/store/store.js';
+import { startHarness } from './helpers/harness.js';
+import { waitIdle } from './helpers/http.js';
+import { dropSchemas, TEST_DATABASE_URL, testStoreEnv } from './helpers/postgres.js';
+import { fakeModel } from './helpers/task-api.js';
 import { task, turn } from './store/store-cases.js';
 
-test('a pass purges a deleted task only after its grace, and keeps old turns’ events until retention is set', async () => {
-  const store = openSqliteStore(fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-prune-')));
+/** A migrated store of the kind the suite runs on (QUARRY_TEST_STORE), and how to remove it. */
+async function openTestStore(): Promise<{ store: Store; remove(): Promise<void> }> {
+  const { schema } = testStoreEnv('t_prune');
+  const store = schema === undefined
+    ? openSqliteStore(fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-prune-')))
+    : await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema });
   await store.migrate();
+  return {
+    store,
+    async remove() {
+      await store.close();
+      if (schema !== undefined) await dropSchemas(schema);
+    },
+  };
+}
+
+test('a pass purges a deleted task only after its grace, and keeps old turns’ events until retention is set', async () => {
+  const { store, remove } = await openTestStore();
   const accountId = 'acct_prune';
   await store.accounts.insert({ id: accountId, name: 'a', balanceMicros: 0, creditsUsedMicros: 0, createdAt: '2030-01-01T00:00:00.000Z' });
   const deletedAt = '2030-01-01T00:00:00.000Z';
@@ -39,5 +60,37 @@ test('a pass purges a deleted task only after its grace, and keeps old turns’ 
   now += 30 * 24 * 3600_000;
   assert.equal((await pruner({ QUARRY_EVENT_RETENTION_DAYS: '7' }).pass()).events, 50);
   assert.deepEqual((await store.events.list(live.id, 0, 1)).map((e) => e.seq), [51], 'a resume from before starts at the oldest kept event');
-  await store.close();
+  await remove();
+});
+
+test('GET /task/{task_id} of a deleted task answers the same after its data is purged', async () => {
+  const h = await startHarness({ inject: true });
+  try {
+    // A row written, then enough failing tool calls that the task has more events than its body shows.
+    fakeModel(h).setResponder((_body, index) => {
+      if (index === 0) return { text: 'Writing.', toolCalls: [{ name: 'write_rows', arguments: { output: 'facts', rows: [{ plant: 'North' }] } }] };
+      if (index <= 40) return { text: `Check ${index}.`, toolCalls: [{ name: 'no_such_tool', arguments: {} }] };
+      return { text: 'Done.' };
+    });
+    const spec = { prompt: 'Watch the plants.', limits: { max_steps: 100 }, outputs: [{ id: 'facts', kind: 'table', columns: [{ name: 'plant' }] }] };
+    const created = await h.request('POST', '/task/start', { body: { task: spec } });
+    assert.equal(created.status, 200, created.text);
+    const id = created.body.task_id as string;
+    await waitIdle(h.request, id, { timeoutMs: 30_000 });
+    assert.equal((await h.request('DELETE', `/task/${id}`)).status, 200);
+    const before = await h.request('GET', `/task/${id}`);
+    assert.equal(before.status, 200);
+    assert.equal(before.body.events.length, 100, 'the task has more events than its body shows');
+
+    const pruner = new Pruner({ store: h.quarry.store, config: loadConfig({}).prune, requestTimeoutMs: 300_000, logger: pino({ level: 'silent' }), now: () => Date.now() + 25 * 3600_000 });
+    const counts = await pruner.pass();
+    assert.equal(counts.purgedTasks, 1);
+    assert.ok(counts.deletedTaskRows > 0, 'its turns, steps, older events and rows were deleted');
+
+    const after = await h.request('GET', `/task/${id}`);
+    assert.equal(after.status, 200);
+    assert.deepEqual(after.body, before.body);
+  } finally {
+    await h.close();
+  }
 });
