@@ -177,11 +177,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     corsOrigins: corsOrigins(env.QUARRY_CORS_ORIGINS),
     requestTimeoutSeconds: int(env, 'QUARRY_REQUEST_TIMEOUT_S', 300, 1),
     webhooks: webhookConfig(env),
+    // Rounded up: a tiny fraction must not become 0, which turns pruning or retention off.
     prune: {
-      intervalMs: Math.round(num(env, 'QUARRY_PRUNE_INTERVAL_S', 300) * 1000),
-      deletedTaskGraceMs: Math.round(num(env, 'QUARRY_DELETED_TASK_GRACE_HOURS', 24) * HOUR_MS),
-      eventRetentionMs: Math.round(num(env, 'QUARRY_EVENT_RETENTION_DAYS', 0) * 24 * HOUR_MS),
-      deliveryRetentionMs: Math.round(num(env, 'QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS', 7) * 24 * HOUR_MS),
+      intervalMs: Math.ceil(num(env, 'QUARRY_PRUNE_INTERVAL_S', 300) * 1000),
+      deletedTaskGraceMs: Math.ceil(num(env, 'QUARRY_DELETED_TASK_GRACE_HOURS', 24) * HOUR_MS),
+      eventRetentionMs: Math.ceil(num(env, 'QUARRY_EVENT_RETENTION_DAYS', 0) * 24 * HOUR_MS),
+      deliveryRetentionMs: Math.ceil(num(env, 'QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS', 7) * 24 * HOUR_MS),
     },
   };
   return { ...config, ...overrides };

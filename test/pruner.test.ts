@@ -94,3 +94,13 @@ test('GET /task/{task_id} of a deleted task answers the same after its data is p
     await h.close();
   }
 });
+
+test('the pruning settings take fractions and zero, and refuse anything else naming the setting', () => {
+  const prune = loadConfig({ QUARRY_PRUNE_INTERVAL_S: '0.5', QUARRY_DELETED_TASK_GRACE_HOURS: '0', QUARRY_EVENT_RETENTION_DAYS: '0.25', QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS: '0.5' }).prune;
+  assert.deepEqual(prune, { intervalMs: 500, deletedTaskGraceMs: 0, eventRetentionMs: 6 * 3600_000, deliveryRetentionMs: 12 * 3600_000 });
+  const tiny = loadConfig({ QUARRY_PRUNE_INTERVAL_S: '0.0000001', QUARRY_EVENT_RETENTION_DAYS: '0.0000000001' }).prune;
+  assert.deepEqual([tiny.intervalMs, tiny.eventRetentionMs], [1, 1], 'a tiny setting is not 0, which would turn pruning or retention off');
+  for (const name of ['QUARRY_PRUNE_INTERVAL_S', 'QUARRY_DELETED_TASK_GRACE_HOURS', 'QUARRY_EVENT_RETENTION_DAYS', 'QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS']) {
+    for (const bad of ['-1', 'soon', 'Infinity']) assert.throws(() => loadConfig({ [name]: bad }), new RegExp(`^Error: ${name} must be a number >= 0`));
+  }
+});
