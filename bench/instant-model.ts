@@ -7,11 +7,14 @@
  * baseline server can send the model the very request Quarry sent.
  *
  * With `--rows <output>`, each turn first writes two rows to that output (a `write_rows` call)
- * and then answers: a turn that leaves what research turns leave, steps and rows included.
+ * and then answers: a turn that leaves what research turns leave, steps and rows included. A turn
+ * whose message contains NO_NEW_ROWS writes none (a monitor re-run that found nothing new).
  */
 import fs from 'node:fs';
 import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
 
+/** Kept in step with bench/storage.ts, which sends it (a separate process: no shared import). */
+const NO_NEW_ROWS = '[nothing new]';
 const REPLY: FakeReply = { text: 'Found three plants; the table is complete.' };
 /** The fake records every request for the tests to read; nothing reads them here, so it keeps at most this many. */
 const KEEP_REQUESTS = 1000;
@@ -35,7 +38,8 @@ fake.setResponder((body) => {
   // kept, they would grow this process by gigabytes and its garbage collection with them.
   if (fake.requests.length > KEEP_REQUESTS) fake.requests.length = 0;
   // The call after the rows were written carries their result as the last message.
-  if (rowsOutput !== undefined && body.messages?.at(-1)?.role !== 'tool') return WRITE_ROWS;
+  const last = body.messages?.at(-1);
+  if (rowsOutput !== undefined && last?.role !== 'tool' && !JSON.stringify(last ?? '').includes(NO_NEW_ROWS)) return WRITE_ROWS;
   return REPLY;
 });
 process.stdout.write(`instant model listening on ${fake.url}\n`);

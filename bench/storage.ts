@@ -7,12 +7,19 @@
  * (QUARRY_DELETED_TASK_GRACE_HOURS=0), events of ended turns dropped after a second
  * (QUARRY_EVENT_RETENTION_DAYS), delivered deliveries dropped at once, a pass every second.
  *
- * BENCH_STORAGE_CYCLES cycles (default 4) of BENCH_STORAGE_TURNS turns each (default 5,000): tasks
- * of TURNS_PER_TASK turns, TASKS_IN_FLIGHT at a time, each created over HTTP with an
- * Idempotency-Key, then sent messages one after the other, every turn run to `done`; every
- * second task is then deleted (DELETE /task/{id}). After each cycle, once the pruner has caught up,
- * the database's size is measured and every row it holds is copied into a fresh database of the
- * same kind ("live only": what the live data needs).
+ * BENCH_STORAGE_CYCLES cycles (default 8) of about BENCH_STORAGE_TURNS turns each (default 2,500),
+ * TASKS_IN_FLIGHT tasks at a time. Short-lived tasks of TURNS_PER_TASK turns are each created over
+ * HTTP with an Idempotency-Key, then sent messages one after the other, every turn run to `done`.
+ * BENCH_STORAGE_WORKLOAD picks what stays:
+ * - `steady` (default): the live data stays about the same, as in a service that runs for a year.
+ *   MONITORS long-lived tasks, created before the first cycle, get one more turn every cycle, a
+ *   turn that writes no rows (the model's NO_NEW_ROWS); every short-lived task is deleted at the
+ *   end of its cycle. What the live data still gains per cycle: the monitors' new turn records
+ *   and the idempotency records of the cycle's creates (kept 24 h).
+ * - `growing`: every second short-lived task is deleted, the others kept, so the live data grows
+ *   every cycle.
+ * After each cycle, once the pruner has caught up, the database's size is measured and every row
+ * it holds is copied into a fresh database of the same kind ("live only": what the live data needs).
  *
  * Size: SQLite counts the pages in use (page_count - freelist_count, times page_size: the file
  * keeps freed pages on its free list for new rows) and the file itself; PostgreSQL sums
@@ -20,7 +27,7 @@
  * space reusable but does not shrink the files). On a PostgreSQL with autovacuum off, the bench
  * runs a plain VACUUM every minute during the soak, as autovacuum would.
  *
- * Results: a table on stdout and .bench/storage.json.
+ * Results: a table on stdout and .bench/storage.json (storage-<db>.json when BENCH_STORAGE_DBS names one).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,9 +42,14 @@ import {
   expectOk, freshDataDir, log, mapLimit, reportHeader, loadAverage, round, sleep, startInstantModel, startQuarry, startWatchdog, table, waitIdle, writeReport, type QuarryProcess,
 } from './lib.js';
 
-const CYCLES = Number(process.env.BENCH_STORAGE_CYCLES ?? 4);
-const TURNS = Number(process.env.BENCH_STORAGE_TURNS ?? 5000);
+const CYCLES = Number(process.env.BENCH_STORAGE_CYCLES ?? 8);
+const TURNS = Number(process.env.BENCH_STORAGE_TURNS ?? 2500);
 const DBS = (process.env.BENCH_STORAGE_DBS ?? 'sqlite,postgres').split(',');
+const WORKLOAD = process.env.BENCH_STORAGE_WORKLOAD ?? 'steady';
+if (WORKLOAD !== 'steady' && WORKLOAD !== 'growing') throw new Error(`BENCH_STORAGE_WORKLOAD: steady or growing, not ${WORKLOAD}`);
+const MONITORS = WORKLOAD === 'steady' ? 50 : 0;
+/** In a message, tells bench/instant-model.ts to write no rows in that turn. */
+const NO_NEW_ROWS = '[nothing new]';
 /** Past the 100 events a task always keeps, so event retention has old turns' events to drop. */
 const TURNS_PER_TASK = 20;
 const TASKS_IN_FLIGHT = 32;
@@ -135,16 +147,18 @@ async function liveOnly(kind: string, from: Store, label: string): Promise<numbe
   }
 }
 
-/** One task: created, then sent messages, every turn run to `done`; returns its id. */
-async function runTask(q: QuarryProcess, name: string): Promise<string> {
+async function turn(q: QuarryProcess, taskId: string, message: string): Promise<void> {
+  // `wait` answers once this message's turn has ended.
+  const res = await expectOk('POST', `${q.url}/task/${encodeURIComponent(taskId)}/continue`, { key: q.key, body: { message, wait: true } });
+  if (res.status !== 200) throw new Error(`continue of ${taskId} answered ${res.status}: ${res.text.slice(0, 300)}`);
+}
+
+/** One task: created, then sent messages, every turn (`turns` in all) run to `done`; returns its id. */
+async function runTask(q: QuarryProcess, name: string, turns: number): Promise<string> {
   const created = await expectOk('POST', `${q.url}/task/start`, { key: q.key, body: { task: { ...SPEC, name } }, headers: { 'idempotency-key': name } });
   const taskId = created.body.task_id as string;
   await waitIdle(q, taskId, 60_000);
-  for (let k = 1; k < TURNS_PER_TASK; k++) {
-    // `wait` answers once this message's turn has ended.
-    const res = await expectOk('POST', `${q.url}/task/${encodeURIComponent(taskId)}/continue`, { key: q.key, body: { message: `Check again (${k}).`, wait: true } });
-    if (res.status !== 200) throw new Error(`continue ${k} of ${taskId} answered ${res.status}: ${res.text.slice(0, 300)}`);
-  }
+  for (let k = 1; k < turns; k++) await turn(q, taskId, `Check again (${k}).`);
   return taskId;
 }
 
@@ -199,12 +213,16 @@ interface CycleResult {
   turns: number;
   live_tasks: number;
   deleted_tasks: number;
+  live_rows: number;
+  live_turns: number;
   soak_s: number;
   catch_up_s: number;
   bytes_in_use: number;
   bytes_file: number | undefined;
   bytes_live: number;
   in_use_over_live: number;
+  /** The file (SQLite) or the tables after VACUUM (PostgreSQL) against the same at cycle 2: the plateau. */
+  file_over_cycle_2: number | undefined;
 }
 
 async function run(kind: string): Promise<{ db: string; cycles: CycleResult[] }> {
@@ -220,30 +238,41 @@ async function run(kind: string): Promise<{ db: string; cycles: CycleResult[] }>
   const cycles: CycleResult[] = [];
   try {
     await expectOk('POST', `${q.url}/webhooks`, { key: q.key, body: { url: `${receiverUrl}/hook`, events: ['task.turn_completed'] } });
-    let live = 0;
+    const monitors = await mapLimit(Array.from({ length: MONITORS }, (_, i) => i), TASKS_IN_FLIGHT, (i) => runTask(q, `storage-monitor-${i}`, 1));
+    let turns = MONITORS;
+    let live = MONITORS;
     let deleted = 0;
+    let fileAtCycle2: number | undefined;
+    const db = kysely(side.store);
+    const count = async (t: 'rows' | 'turns') => Number((await db.selectFrom(t).select((eb) => eb.fn.countAll().as('n')).executeTakeFirst())?.n ?? 0);
     for (let cycle = 1; cycle <= CYCLES; cycle++) {
-      const tasks = Math.ceil(TURNS / TURNS_PER_TASK);
-      log(`${kind}: cycle ${cycle}/${CYCLES}, ${tasks} tasks of ${TURNS_PER_TASK} turns`);
+      const tasks = Math.ceil((TURNS - MONITORS) / TURNS_PER_TASK);
+      log(`${kind}: cycle ${cycle}/${CYCLES}, ${MONITORS} monitor turns and ${tasks} tasks of ${TURNS_PER_TASK} turns`);
       const t0 = performance.now();
       const vacuuming = kind === 'postgres' ? await standInForAutovacuum(side) : undefined;
-      await mapLimit(Array.from({ length: tasks }, (_, i) => i), TASKS_IN_FLIGHT, async (i) => {
-        const taskId = await runTask(q, `storage-${cycle}-${i}`);
-        if (i % 2 === 1) {
+      await mapLimit(Array.from({ length: MONITORS + tasks }, (_, i) => i), TASKS_IN_FLIGHT, async (i) => {
+        if (i < MONITORS) return turn(q, monitors[i]!, `Check again (cycle ${cycle}). ${NO_NEW_ROWS}`);
+        const j = i - MONITORS;
+        const taskId = await runTask(q, `storage-${cycle}-${j}`, TURNS_PER_TASK);
+        if (WORKLOAD === 'steady' || j % 2 === 1) {
           await expectOk('DELETE', `${q.url}/task/${encodeURIComponent(taskId)}`, { key: q.key });
           deleted++;
         } else live++;
       });
       clearInterval(vacuuming);
+      turns += MONITORS + tasks * TURNS_PER_TASK;
       const soakS = (performance.now() - t0) / 1000;
       const t1 = performance.now();
-      await prunerCaughtUp(kysely(side.store), receiverUrl, cycle * tasks * TURNS_PER_TASK);
+      await prunerCaughtUp(db, receiverUrl, turns);
       const catchUpS = (performance.now() - t1) / 1000;
       const inUse = await side.size();
+      const file = side.fileSize() ?? inUse;
+      if (cycle === 2) fileAtCycle2 = file;
       const liveBytes = await liveOnly(kind, side.store, String(cycle));
       const r: CycleResult = {
-        cycle, turns: cycle * tasks * TURNS_PER_TASK, live_tasks: live, deleted_tasks: deleted, soak_s: round(soakS), catch_up_s: round(catchUpS),
-        bytes_in_use: inUse, bytes_file: side.fileSize(), bytes_live: liveBytes, in_use_over_live: round(inUse / liveBytes, 3),
+        cycle, turns, live_tasks: live, deleted_tasks: deleted, live_rows: await count('rows'), live_turns: await count('turns'),
+        soak_s: round(soakS), catch_up_s: round(catchUpS), bytes_in_use: inUse, bytes_file: side.fileSize(), bytes_live: liveBytes,
+        in_use_over_live: round(inUse / liveBytes, 3), file_over_cycle_2: fileAtCycle2 === undefined ? undefined : round(file / fileAtCycle2, 3),
       };
       log(`${kind}: ${JSON.stringify(r)}`);
       cycles.push(r);
@@ -264,9 +293,13 @@ const results = [];
 for (const kind of DBS) results.push(await run(kind));
 const MB = (n: number | undefined) => (n === undefined ? '-' : `${round(n / 1e6, 1)} MB`);
 console.log(table([
-  ['db', 'cycle', 'turns', 'live tasks', 'deleted', 'in use', 'file', 'live only', 'in use / live', 'soak s', 'catch-up s'],
-  ...results.flatMap((r) => r.cycles.map((c) => [r.db, String(c.cycle), String(c.turns), String(c.live_tasks), String(c.deleted_tasks), MB(c.bytes_in_use),
-    MB(c.bytes_file), MB(c.bytes_live), String(c.in_use_over_live), String(c.soak_s), String(c.catch_up_s)])),
+  ['db', 'cycle', 'turns', 'live tasks', 'deleted', 'live rows', 'live turns', 'in use', 'file', 'live only', 'in use / live', 'file / cycle 2', 'soak s', 'catch-up s'],
+  ...results.flatMap((r) => r.cycles.map((c) => [r.db, String(c.cycle), String(c.turns), String(c.live_tasks), String(c.deleted_tasks), String(c.live_rows),
+    String(c.live_turns), MB(c.bytes_in_use), MB(c.bytes_file), MB(c.bytes_live), String(c.in_use_over_live), String(c.file_over_cycle_2 ?? '-'),
+    String(c.soak_s), String(c.catch_up_s)])),
 ]));
-writeReport('storage.json', { ...reportHeader(started, loadAtStart, { cycles: CYCLES, turns_per_cycle: TURNS, turns_per_task: TURNS_PER_TASK, env: QUARRY_ENV }), results });
+writeReport(DBS.length === 1 ? `storage-${DBS[0]}.json` : 'storage.json', {
+  ...reportHeader(started, loadAtStart, { workload: WORKLOAD, monitors: MONITORS, cycles: CYCLES, turns_per_cycle: TURNS, turns_per_task: TURNS_PER_TASK, env: QUARRY_ENV }),
+  results,
+});
 process.exit(0);
