@@ -17,6 +17,14 @@ import { RATE_WINDOW_MS } from './http/rate-limiter.js';
 import { isStoreUnavailable } from './store/store-errors.js';
 import type { HeldLock, RetentionCandidate, Store } from './store/store.js';
 import { TASK_BODY_EVENTS } from './tasks/task-queries.js';
+
+/**
+ * What a purged task keeps of its events: its last, the `deleted` snapshot. `GET /task/{task_id}`
+ * still shows the task `deleted` with its spec; keeping its body's last 100 events as well would
+ * cost each deleted task tens of kilobytes for good, so a service that creates and deletes tasks
+ * would grow without bound.
+ */
+const PURGED_TASK_EVENTS = 1;
 import { IDEMPOTENCY_WINDOW_MS } from './tasks/task-service.js';
 
 const PRUNE_LOCK = 'quarry:pruner';
@@ -125,7 +133,7 @@ export class Pruner {
       for (const task of tasks) {
         for (;;) {
           if (this.stopped) return { deletedTaskRows: rows, purgedTasks: purged };
-          const n = await store.prune.purgeTask(task.id, { keepEvents: TASK_BODY_EVENTS, keepRows: task.groupRun, limit: BATCH, now });
+          const n = await store.prune.purgeTask(task.id, { keepEvents: PURGED_TASK_EVENTS, keepRows: task.groupRun, limit: BATCH, now });
           await yieldToRequests();
           if (n === 0) break;
           rows += n;

@@ -53,7 +53,7 @@ test('a pass purges a deleted task only after its grace, and keeps old turns’ 
   now += 2 * 3600_000;
   const counts = await pruner({}).pass();
   assert.equal(counts.purgedTasks, 1);
-  assert.equal((await store.events.list(gone.id, 0, 1000)).length, 100, 'the deleted task keeps the events its body shows');
+  assert.deepEqual((await store.events.list(gone.id, 0, 1000)).map((e) => e.seq), [150], 'the deleted task keeps its last event');
   assert.equal((await store.tasks.get(gone.id))?.status, 'deleted');
   assert.equal((await store.events.list(live.id, 0, 1000)).length, 150, 'a live task keeps every event while retention is off');
 
@@ -63,7 +63,7 @@ test('a pass purges a deleted task only after its grace, and keeps old turns’ 
   await remove();
 });
 
-test('GET /task/{task_id} of a deleted task answers the same after its data is purged', async () => {
+test('GET /task/{task_id} of a deleted task still shows it deleted, with its spec and its deleted event, after its data is purged', async () => {
   const h = await startHarness({ inject: true });
   try {
     // A row written, then enough failing tool calls that the task has more events than its body shows.
@@ -89,7 +89,13 @@ test('GET /task/{task_id} of a deleted task answers the same after its data is p
 
     const after = await h.request('GET', `/task/${id}`);
     assert.equal(after.status, 200);
-    assert.deepEqual(after.body, before.body);
+    const { events: keptEvents, ...task } = after.body;
+    const { events: bodyEvents, ...taskBefore } = before.body;
+    assert.deepEqual(task, taskBefore, 'the task, its status and its spec as they were');
+    assert.equal(task.status, 'deleted');
+    assert.deepEqual(keptEvents, [bodyEvents.at(-1)], 'its last event, the deleted snapshot, kept');
+    assert.equal(keptEvents[0].reason, 'deleted');
+    assert.equal((await h.request('GET', `/task/${id}/output`)).status, 404, 'every other route answers 404 as before');
   } finally {
     await h.close();
   }

@@ -74,7 +74,7 @@ export class SqlPrune extends SqlRepository implements PruneRepository {
       ['turn_steps', db.selectFrom('turn_steps').select(this.address('turn_steps'))
         .where('turn_id', 'in', db.selectFrom('turns').select('id').where('task_id', '=', taskId)).limit(limit)],
       ['turns', db.selectFrom('turns').select(this.address('turns')).where('task_id', '=', taskId).limit(limit)],
-      // GET /task/{task_id} shows a deleted task with its last events: those stay.
+      // GET /task/{task_id} shows a deleted task with its last events: `keepEvents` of them stay.
       ['events', db.selectFrom('events').select(this.address('events')).where('task_id', '=', taskId).where('seq', '<=', Number(task.last_event_seq) - opts.keepEvents).limit(limit)],
       ['source_snapshots', db.selectFrom('source_snapshots').select(this.address('source_snapshots')).where('task_id', '=', taskId).limit(limit)],
       ['row_batches', db.selectFrom('row_batches').select(this.address('row_batches')).where('task_id', '=', taskId).limit(limit)],
