@@ -11,7 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { FakeReply } from '../test/fake-model/fake-openai-server.js';
-import { fetchJson, httpClient, waitIdle as waitIdleOn, type TestResponse } from '../test/helpers/http.js';
+import { fetchJson, httpClient, waitIdle as waitIdleOn, type RequestOptions, type TestResponse } from '../test/helpers/http.js';
 import { liveProcesses, ROOT, spawnNode, startServer, tempDataDir, type NodeProcess, type ServerProcess } from '../test/helpers/process.js';
 
 export { ROOT };
@@ -87,17 +87,18 @@ export async function startBaseline(apiKey: string): Promise<{ url: string; chil
  * chat-completions call is answered at once with a final answer. `url` is its base URL;
  * `requestFile` holds the body of the first call it answered (Quarry's), for the baseline to send.
  */
-export async function startInstantModel(): Promise<{ url: string; child: Child; requestFile: string }> {
+export async function startInstantModel(opts: { rowsOutput?: string } = {}): Promise<{ url: string; child: Child; requestFile: string }> {
   const requestFile = path.join(OUT_DIR, 'instant-model-request.json');
   fs.mkdirSync(OUT_DIR, { recursive: true });
   fs.rmSync(requestFile, { force: true });
-  const child = spawnNode('bench/instant-model.ts', [requestFile], { name: 'instant-model', raiseFdLimit: true });
+  const rows = opts.rowsOutput === undefined ? [] : ['--rows', opts.rowsOutput];
+  const child = spawnNode('bench/instant-model.ts', [requestFile, ...rows], { name: 'instant-model', raiseFdLimit: true });
   const url = (await child.waitForLine(/^instant model listening on (http:\/\/\S+)/, 30_000))[1]!;
   return { url, child, requestFile };
 }
 
 /** One request with fetch that must succeed (for set-up and checks, not for measuring). */
-export async function expectOk(method: string, url: string, opts: { key?: string; body?: unknown; timeoutMs?: number } = {}): Promise<TestResponse> {
+export async function expectOk(method: string, url: string, opts: RequestOptions = {}): Promise<TestResponse> {
   const res = await fetchJson(method, url, opts);
   if (res.status < 200 || res.status >= 300) throw new Error(`${method} ${url} answered ${res.status}: ${res.text.slice(0, 500)}`);
   return res;

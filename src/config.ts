@@ -92,6 +92,19 @@ export interface Config {
   requestTimeoutSeconds: number;
   /** Webhook deliveries (docs/webhooks.md). */
   webhooks: WebhookConfig;
+  /** What the pruner deletes, and when (docs/durability.md#what-is-pruned-and-when). */
+  prune: PruneConfig;
+}
+
+export interface PruneConfig {
+  /** QUARRY_PRUNE_INTERVAL_S: how often a pass runs; 0 = never. */
+  intervalMs: number;
+  /** QUARRY_DELETED_TASK_GRACE_HOURS: how long a deleted task's data is kept before it is purged. */
+  deletedTaskGraceMs: number;
+  /** QUARRY_EVENT_RETENTION_DAYS: events of turns that ended longer ago are dropped; 0 = kept for ever. */
+  eventRetentionMs: number;
+  /** QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS: how long delivered and dead deliveries stay in the log. */
+  deliveryRetentionMs: number;
 }
 
 export interface WebhookConfig {
@@ -105,6 +118,8 @@ export interface WebhookConfig {
 
 /** About 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, then hourly (decisions §15.3). */
 const WEBHOOK_RETRY_S = [5, 30, 120, 600, 1800, 3600];
+
+const HOUR_MS = 60 * 60 * 1000;
 
 class ConfigError extends Error {}
 
@@ -168,6 +183,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     corsOrigins: corsOrigins(env.QUARRY_CORS_ORIGINS),
     requestTimeoutSeconds: int(env, 'QUARRY_REQUEST_TIMEOUT_S', 300, 1),
     webhooks: webhookConfig(env),
+    // Rounded up: a tiny fraction must not become 0, which turns pruning or retention off.
+    prune: {
+      intervalMs: Math.ceil(num(env, 'QUARRY_PRUNE_INTERVAL_S', 300) * 1000),
+      deletedTaskGraceMs: Math.ceil(num(env, 'QUARRY_DELETED_TASK_GRACE_HOURS', 24) * HOUR_MS),
+      eventRetentionMs: Math.ceil(num(env, 'QUARRY_EVENT_RETENTION_DAYS', 0) * 24 * HOUR_MS),
+      deliveryRetentionMs: Math.ceil(num(env, 'QUARRY_WEBHOOK_DELIVERY_RETENTION_DAYS', 7) * 24 * HOUR_MS),
+    },
   };
   return { ...config, ...overrides };
 }

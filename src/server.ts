@@ -24,6 +24,7 @@ import { TaskQueries } from './tasks/task-queries.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
 import { TaskService } from './tasks/task-service.js';
+import { Pruner } from './pruner.js';
 import { TurnRunner } from './tasks/turn-runner.js';
 import { createSandbox } from './sandbox/sandbox.js';
 import { Uploads } from './uploads/uploads.js';
@@ -93,6 +94,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const dispatcher = runsTurns ? new WebhookDispatcher({ store, config: config.webhooks, allowPrivate: config.fetchAllowPrivate, logger, metrics }) : undefined;
   const webhooks = new Webhooks({ store, allowPrivate: config.fetchAllowPrivate, onDeliveryDue: () => dispatcher?.wake() });
   if (dispatcher) tasks.onDeliveriesQueued = () => dispatcher.wake();
+  const pruner = runsTurns ? new Pruner({ store, config: config.prune, requestTimeoutMs: config.requestTimeoutSeconds * 1000, logger }) : undefined;
   // Only a process that runs turns runs code; the probe costs a moment at start-up.
   const sandbox = runsTurns
     ? await createSandbox({
@@ -147,6 +149,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       starterKey = await accounts.ensureStarterAccount(config.starterCredits, opts.onStarterKey);
       await runner?.start({ reclaimAll: store.kind === 'sqlite' });
       dispatcher?.start();
+      pruner?.start();
       ready = true;
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.port;
@@ -159,6 +162,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       try {
         await runner?.shutdown();
         await dispatcher?.stop();
+        await pruner?.stop();
         await sandbox?.close();
         await relay.stop();
       } finally {

@@ -35,7 +35,8 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 }
 
-const WINDOW_MS = 60_000;
+/** The length of a shared window; the pruner deletes those that ended. */
+export const RATE_WINDOW_MS = 60_000;
 
 /** How long a process counts requests before adding them to the store's count. */
 const FLUSH_MS = 50;
@@ -76,7 +77,7 @@ export class StoreRateLimiter implements RateLimiter {
 
   take(keyId: string): number | Promise<number> {
     const now = this.clock();
-    const start = now - (now % WINDOW_MS);
+    const start = now - (now % RATE_WINDOW_MS);
     let window = this.windows.get(keyId);
     if (!window || window.start !== start) {
       window = { start, known: 0, knownAt: Number.NEGATIVE_INFINITY, pending: 0 };
@@ -87,14 +88,14 @@ export class StoreRateLimiter implements RateLimiter {
       this.flushSoon();
       return 0;
     }
-    const wait = Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
+    const wait = Math.max(1, Math.ceil((start + RATE_WINDOW_MS - now) / 1000));
     return this.write(keyId, window, 1).then((hits) => (hits <= this.perMinute ? 0 : wait));
   }
 
   private flushSoon(): void {
     this.flushTimer ??= setTimeout(() => {
       this.flushTimer = undefined;
-      const current = this.clock() - (this.clock() % WINDOW_MS);
+      const current = this.clock() - (this.clock() % RATE_WINDOW_MS);
       for (const [keyId, window] of this.windows) {
         if (window.pending > 0) void this.write(keyId, window, 0).catch(() => {});
         else if (window.start < current) this.windows.delete(keyId);

@@ -55,6 +55,10 @@ export interface TasksTable {
   group_input: ColumnType<string | null, string | null | undefined, string | null>;
   /** Raised by every change of the row: the list's cached views are of one version. */
   version: ColumnType<number, number | undefined, number>;
+  /** When a deleted task's data was purged (src/pruner.ts); null before. */
+  purged_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The event retention dropped the task's events up to this seq. */
+  events_pruned_seq: ColumnType<number, number | undefined, number>;
 }
 
 export interface GroupsTable {

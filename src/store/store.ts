@@ -507,6 +507,49 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
+// ---- pruning: what has expired, deleted a bounded batch at a time (src/pruner.ts) --------------
+
+/** A live task whose events the retention may drop: its last seq, the `error` it keeps, and how far it dropped before. */
+export interface RetentionCandidate {
+  id: string;
+  lastEventSeq: number;
+  lastErrorSeq: number | null;
+  prunedSeq: number;
+}
+
+/**
+ * Every method deletes at most `limit` rows in one statement (or says what to delete next) and
+ * returns how many it deleted: running one twice, or on two processes at once, deletes nothing
+ * more than once. Times are ISO-8601 text, as stored.
+ */
+export interface PruneRepository {
+  /** Idempotency records created before `before`. */
+  idempotency(before: string, limit: number): Promise<number>;
+  /** Rate-limit windows that started before `before`. */
+  rateWindows(before: string, limit: number): Promise<number>;
+  /** Delivered and dead deliveries whose last round of retries (creation or redelivery) started before `before`. */
+  deliveries(before: string, limit: number): Promise<number>;
+  /** Uploads never completed whose URL expired before `before`, with the contents kept in the store. */
+  uploads(before: string, limit: number): Promise<number>;
+  /** Up to `limit` tasks deleted before `before` whose data is not purged yet, oldest first. */
+  deletedTasks(before: string, limit: number): Promise<{ id: string; groupRun: boolean }[]>;
+  /**
+   * Deletes up to `limit` rows of a deleted task's data: its turns and their steps, snapshots,
+   * events but the last `keepEvents`, and (unless `keepRows`, a group's run whose rows the group
+   * still shows) its rows and outputs. Once nothing is left, marks the task purged at `now` and
+   * returns 0.
+   */
+  purgeTask(taskId: string, opts: { keepEvents: number; keepRows: boolean; limit: number; now: string }): Promise<number>;
+  /** Live tasks, in id order after `afterId`, with more than `keepEvents` events not yet dropped. */
+  retentionCandidates(afterId: string | null, keepEvents: number, limit: number): Promise<RetentionCandidate[]>;
+  /** The seq and turn of the task's first `limit` events after `afterSeq`. */
+  eventTurns(taskId: string, afterSeq: number, limit: number): Promise<{ seq: number; turnId: string | null }[]>;
+  /** Of these turns, those that ended before `before`. */
+  turnsEndedBefore(turnIds: readonly string[], before: string): Promise<Set<string>>;
+  /** Drops the task's events after `afterSeq` up to `throughSeq` but `keepSeq`, and records `throughSeq` as dropped. */
+  dropEvents(taskId: string, afterSeq: number, throughSeq: number, keepSeq: number | null): Promise<number>;
+}
+
 // ---- the store --------------------------------------------------------------------------------
 
 /** Every repository, as `store.transaction` hands them to its function (`tx.tasks`, `tx.turns`, …). */
@@ -558,6 +601,7 @@ export interface Store extends Repositories {
   readonly rows: StoreRows;
   readonly uploads: StoreUploads;
   readonly cluster: StoreCluster;
+  readonly prune: PruneRepository;
   migrate(): Promise<void>;
   /** Runs a trivial query: resolves once the database answers, rejects as any statement would when it cannot. */
   ping(): Promise<void>;

@@ -30,6 +30,9 @@ function decodeCursor(raw: string): TaskListCursor {
   ]);
 }
 
+/** How many of its last events `GET /task/{task_id}` shows; the pruner keeps them (src/pruner.ts). */
+export const TASK_BODY_EVENTS = 100;
+
 export class TaskQueries {
   private readonly views = new TaskViewCache();
   /**
@@ -48,14 +51,14 @@ export class TaskQueries {
     return task;
   }
 
-  /** The task (deleted ones too) and its last 100 events; with `waitSeconds`, after its running turn ends. */
+  /** The task (deleted ones too) and its last TASK_BODY_EVENTS events; with `waitSeconds`, after its running turn ends. */
   async detail(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<{ task: TaskRecord; events: EventRecord[] }> {
     let task = await this.task(accountId, taskId, { includeDeleted: true });
     if (waitSeconds > 0 && task.currentTurnId) {
       await this.tasks.waitForTurn(task.id, task.currentTurnId, waitSeconds * 1000, signal);
       task = await this.task(accountId, taskId, { includeDeleted: true });
     }
-    return { task, events: await this.store.events.last(task.id, 100) };
+    return { task, events: await this.store.events.last(task.id, TASK_BODY_EVENTS) };
   }
 
   /** The stored `error` event of the task's last ended turn when that turn failed, else undefined. */

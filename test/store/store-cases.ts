@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
 import { turnError } from '../../src/errors.js';
-import type { DeliveryRecord, GroupInputRecord, GroupRecord, SourceSnapshotRecord, Repositories, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
+import type { DeliveryRecord, GroupInputRecord, UploadRecord, GroupRecord, SourceSnapshotRecord, Repositories, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
 import { emptySpec } from '../../src/tasks/spec.js';
 
 let counter = 0;
@@ -883,6 +883,141 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         assert.deepEqual(await store.sources.cited(taskId, [], []), []);
         assert.deepEqual(await store.sources.cited(otherTask, ['https://a.example.com/old', 'https://b.example.com/'], ['upl_cited']), theirs, 'another task finds its own only');
         assert.deepEqual(await store.sources.cited(uid('tsk'), ['https://a.example.com/old'], ['upl_cited']), []);
+      });
+    });
+
+    describe('pruning', () => {
+      // Rows of these cases are backdated to 2001; every other case's rows are younger than 2002.
+      const OLD = '2001-06-01T00:00:00.000Z';
+      const CUTOFF = '2002-01-01T00:00:00.000Z';
+      const RECENT = '2003-01-01T00:00:00.000Z';
+
+      it('deletes idempotency records older than their window, a bounded batch at a time', async () => {
+        const acct = uid('acct');
+        const rec = (createdAt: string) => ({ requestHash: 'h', status: 200, body: '{}', createdAt });
+        for (let i = 0; i < 5; i++) await store.idempotency.put(acct, `old-${i}`, rec(OLD));
+        await store.idempotency.put(acct, 'recent', rec(RECENT));
+        assert.equal(await store.prune.idempotency(CUTOFF, 2), 2, 'at most the batch');
+        while ((await store.prune.idempotency(CUTOFF, 2)) > 0);
+        for (let i = 0; i < 5; i++) assert.equal(await store.idempotency.get(acct, `old-${i}`, '1970-01-01T00:00:00.000Z'), undefined);
+        assert.equal((await store.idempotency.get(acct, 'recent', '1970-01-01T00:00:00.000Z'))?.createdAt, RECENT);
+        assert.equal(await store.prune.idempotency(CUTOFF, 100), 0, 'a second pass finds nothing');
+      });
+
+      it('deletes rate windows that started before the cutoff and keeps the counts of later ones', async () => {
+        const key = uid('key');
+        await store.cluster.hitRateWindow(key, OLD, 7);
+        await store.cluster.hitRateWindow(key, RECENT, 3);
+        assert.ok((await store.prune.rateWindows(CUTOFF, 100)) >= 1);
+        assert.equal(await store.cluster.hitRateWindow(key, OLD), 1, 'the old window starts again from nothing');
+        assert.equal(await store.cluster.hitRateWindow(key, RECENT), 4, 'the later window kept its count');
+      });
+
+      it('deletes delivered and dead deliveries past their retention, never pending ones', async () => {
+        const e = webhookEndpoint(accountId);
+        await store.webhooks.insertEndpoint(e);
+        const ended = { nextAttemptAt: null, attempts: 1 };
+        const delivered = webhookDelivery(e.id, { ...ended, status: 'delivered', retrySince: OLD, createdAt: OLD, deliveredAt: OLD });
+        const dead = webhookDelivery(e.id, { ...ended, status: 'dead', retrySince: OLD, createdAt: OLD });
+        const pending = webhookDelivery(e.id, { retrySince: OLD, createdAt: OLD });
+        const redelivered = webhookDelivery(e.id, { ...ended, status: 'delivered', retrySince: RECENT, createdAt: OLD, deliveredAt: RECENT });
+        await store.webhooks.insertDeliveries([delivered, dead, pending, redelivered]);
+        assert.equal(await store.prune.deliveries(CUTOFF, 100), 2);
+        assert.deepEqual((await store.webhooks.listDeliveries(e.id, 10)).map((d) => d.id).sort(), [pending.id, redelivered.id].sort());
+      });
+
+      it('deletes uploads never finished once their URL expired, with their stored contents', async () => {
+        const upload = (overrides: Partial<UploadRecord>): UploadRecord => ({
+          id: uid('upl'), accountId, filename: 'a.txt', contentType: 'text/plain', declaredBytes: 3, sizeBytes: null, sha256: null, storagePath: null,
+          expiresAt: OLD, createdAt: OLD, completedAt: null, ...overrides,
+        });
+        const unfinished = upload({});
+        const finished = upload({ sizeBytes: 3, sha256: 'x', completedAt: OLD });
+        const live = upload({ expiresAt: RECENT });
+        for (const u of [unfinished, finished, live]) {
+          await store.uploads.insert(u);
+          await store.uploads.putChunk(u.id, 0, Buffer.from('abc'));
+        }
+        assert.equal(await store.prune.uploads(CUTOFF, 100), 1);
+        assert.equal(await store.uploads.get(unfinished.id), undefined);
+        const chunks: Buffer[] = [];
+        for await (const c of store.uploads.readChunks(unfinished.id)) chunks.push(c);
+        assert.deepEqual(chunks, []);
+        assert.ok(await store.uploads.get(finished.id));
+        assert.ok(await store.uploads.get(live.id));
+      });
+
+      /** A deleted task with 150 events, two turns with steps, rows, a snapshot. */
+      async function deletedTask(overrides: Partial<TaskRecord> = {}): Promise<{ t: TaskRecord; turns: TurnRecord[] }> {
+        const t = task(accountId, { status: 'deleted', phase: null, activity: null, lastEventSeq: 150, deletedAt: OLD, ...overrides });
+        await store.tasks.insert(t);
+        const turns = [turn(t.id, accountId, { status: 'completed', endedAt: OLD }), turn(t.id, accountId, { status: 'stopped', endedAt: OLD })];
+        for (const r of turns) {
+          await store.turns.insert(r);
+          await store.steps.insert(r.id, 1, '{}', OLD);
+          await store.steps.insert(r.id, 2, '{}', OLD);
+        }
+        await store.events.insert(Array.from({ length: 150 }, (_, i) => ({ taskId: t.id, seq: i + 1, type: 'text', turnId: turns[i < 75 ? 0 : 1]!.id, data: `{"seq":${i + 1}}` })));
+        await store.rows.append(t.id, 'facts', 'k1', [(n) => `{"_row":${n}}`, (n) => `{"_row":${n}}`], OLD);
+        await store.sources.record(sourceSnapshot(t.id));
+        return { t, turns };
+      }
+
+      async function purge(taskId: string, keepRows: boolean): Promise<void> {
+        let statements = 0;
+        while ((await store.prune.purgeTask(taskId, { keepEvents: 100, keepRows, limit: 40, now: RECENT })) > 0) statements++;
+        assert.ok(statements > 1, 'in several bounded batches');
+      }
+
+      it('purges a deleted task’s data after its grace, keeping the task and its last events as GET /task shows them', async () => {
+        const { t, turns } = await deletedTask();
+        const kept = await store.events.last(t.id, 100);
+        const recent = task(accountId, { status: 'deleted', deletedAt: RECENT });
+        await store.tasks.insert(recent);
+        const due = (await store.prune.deletedTasks(CUTOFF, 1000)).map((d) => d.id);
+        assert.ok(due.includes(t.id));
+        assert.ok(!due.includes(recent.id), 'inside its grace');
+        await purge(t.id, false);
+        assert.deepEqual(await store.tasks.get(t.id), await store.tasks.get(t.id));
+        assert.equal((await store.tasks.get(t.id))?.status, 'deleted');
+        assert.deepEqual(await store.events.last(t.id, 100), kept);
+        assert.equal((await store.events.list(t.id, 0, 1000)).length, 100);
+        for (const r of turns) {
+          assert.equal(await store.turns.get(r.id), undefined);
+          assert.deepEqual(await store.steps.list(r.id), []);
+        }
+        assert.deepEqual(await store.rows.read(t.id, 'facts', 0, 10), []);
+        assert.deepEqual(await store.rows.stats(t.id), []);
+        assert.equal((await store.sources.list(t.id, 10, 0)).total, 0);
+        assert.ok(!(await store.prune.deletedTasks(CUTOFF, 1000)).some((d) => d.id === t.id), 'a purged task is not listed again');
+      });
+
+      it('keeps the rows of a deleted group run, which its group still shows', async () => {
+        const g = group(accountId);
+        await store.groups.insert(g);
+        const { t } = await deletedTask({ group: { id: g.id, inputIndex: 0, input: '{}' } });
+        assert.deepEqual((await store.prune.deletedTasks(CUTOFF, 1000)).find((d) => d.id === t.id), { id: t.id, groupRun: true });
+        await purge(t.id, true);
+        assert.equal((await store.rows.read(t.id, 'facts', 0, 10)).length, 2);
+        assert.equal((await store.rows.stats(t.id))[0]?.rowCount, 2);
+      });
+
+      it('drops a range of events but the one to keep, and reads on from where it stopped', async () => {
+        const t = task(accountId, { lastEventSeq: 130, lastErrorSeq: 3 });
+        await store.tasks.insert(t);
+        const old = turn(t.id, accountId, { status: 'failed', endedAt: OLD });
+        const late = turn(t.id, accountId, { status: 'completed', endedAt: RECENT });
+        const open = turn(t.id, accountId, { status: 'running' });
+        for (const r of [old, late, open]) await store.turns.insert(r);
+        await store.events.insert(Array.from({ length: 130 }, (_, i) => ({ taskId: t.id, seq: i + 1, type: 'text', turnId: i < 10 ? old.id : i === 10 ? null : late.id, data: '{}' })));
+        assert.ok((await store.prune.retentionCandidates(null, 100, 100_000)).some((c) => c.id === t.id && c.prunedSeq === 0 && c.lastErrorSeq === 3));
+        assert.deepEqual((await store.prune.eventTurns(t.id, 9, 2)), [{ seq: 10, turnId: old.id }, { seq: 11, turnId: null }]);
+        assert.deepEqual([...await store.prune.turnsEndedBefore([old.id, late.id, open.id], CUTOFF)], [old.id]);
+        assert.equal(await store.prune.dropEvents(t.id, 0, 10, 3), 9);
+        assert.deepEqual((await store.events.list(t.id, 0, 3)).map((e) => e.seq), [3, 11, 12]);
+        assert.ok(!(await store.prune.retentionCandidates(null, 120, 100_000)).some((c) => c.id === t.id), 'with 10 dropped, 120 remain to keep');
+        assert.equal(await store.prune.dropEvents(t.id, 0, 5, 3), 0, 'a range dropped before');
+        assert.ok((await store.prune.retentionCandidates(null, 100, 100_000)).some((c) => c.id === t.id && c.prunedSeq === 10), 'never moved back');
       });
     });
 

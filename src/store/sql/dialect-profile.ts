@@ -16,9 +16,14 @@ export interface DialectProfile {
    * database that writes one transaction at a time anyway; PostgreSQL runs them side by side.
    */
   groupCommit: boolean;
+  /**
+   * The hidden column that addresses a row where it lies, which a batched delete picks its rows
+   * by: neither database deletes with LIMIT, and picking by address needs no key of the table.
+   */
+  rowAddress: 'rowid' | 'ctid';
 }
 
 export const DIALECT_PROFILES = {
-  sqlite: { kind: 'sqlite', rowLocks: false, skipLocked: false, shared: false, groupCommit: true },
-  postgres: { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true, groupCommit: false },
+  sqlite: { kind: 'sqlite', rowLocks: false, skipLocked: false, shared: false, groupCommit: true, rowAddress: 'rowid' },
+  postgres: { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true, groupCommit: false, rowAddress: 'ctid' },
 } as const satisfies Record<DialectProfile['kind'], DialectProfile>;

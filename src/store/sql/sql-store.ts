@@ -14,6 +14,7 @@ import * as m000005 from '../migrations/000005_webhooks.js';
 import * as m000006 from '../migrations/000006_sources.js';
 import * as m000007 from '../migrations/000007_groups.js';
 import * as m000008 from '../migrations/000008_task_version.js';
+import * as m000009 from '../migrations/000009_pruning.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink, type Notice } from './cluster.js';
@@ -21,6 +22,7 @@ import type { DialectProfile } from './dialect-profile.js';
 import { runTransaction } from './run-transaction.js';
 import { SqlEvents } from './events.js';
 import { SqlIdempotency } from './idempotency.js';
+import { SqlPrune } from './prune.js';
 import { SqlRows } from './rows.js';
 import type { RunInTransaction, SqlHandle } from './sql-repository.js';
 import { SqlSources } from './sources.js';
@@ -40,6 +42,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000006_sources': m000006,
   '000007_groups': m000007,
   '000008_task_version': m000008,
+  '000009_pruning': m000009,
 };
 
 class StaticMigrations implements MigrationProvider {
@@ -106,6 +109,7 @@ export interface SqlStoreOptions {
 export class SqlStore extends SqlRepositories implements Store {
   readonly kind: DialectProfile['kind'];
   readonly shared: boolean;
+  readonly prune: SqlPrune;
   private readonly commits: GroupCommit | undefined;
 
   constructor(
@@ -115,6 +119,7 @@ export class SqlStore extends SqlRepositories implements Store {
     super(root, opts.profile, opts.link, { own: opts.own });
     this.kind = opts.profile.kind;
     this.shared = opts.profile.shared;
+    this.prune = new SqlPrune(root, opts.profile);
     if (opts.profile.groupCommit) {
       // Its savepoints run straight on the connection the group's transaction holds.
       if (!opts.runInTransaction) throw new Error('group commit needs the adapter to give runInTransaction');
