@@ -4,7 +4,7 @@
  * the same request may succeed later. Recognized by the drivers' error codes, so nothing outside
  * store/ needs to know a driver.
  */
-import { QuarryError } from '../errors.js';
+import { QuarryError, type ErrorExtras } from '../errors.js';
 
 const SQLITE_TRANSIENT = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|PROTOCOL|NOMEM)/;
 /**
@@ -28,11 +28,12 @@ export function isStoreUnavailable(err: unknown): boolean {
 /**
  * `read`'s answer, or 503 `service_unavailable` once `ms` pass without one: a read that hangs (a
  * stalled connection, a lock that is never released) must not hold what waits on it for ever.
- * The read is left to settle on its own; nothing waits on it any more.
+ * The read is left to settle on its own; nothing waits on it any more. `extras` go on the error
+ * (an HTTP answer's `retry_after`).
  */
-export function readWithin<T>(read: Promise<T>, ms: number): Promise<T> {
+export function readWithin<T>(read: Promise<T>, ms: number, extras: ErrorExtras = {}): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new QuarryError('service_unavailable', `The store did not answer within ${ms} ms.`)), ms);
+    const timer = setTimeout(() => reject(new QuarryError('service_unavailable', `The store did not answer within ${ms} ms.`, extras)), ms);
     read.then(
       (value) => {
         clearTimeout(timer);
