@@ -17,6 +17,7 @@ import { RATE_WINDOW_MS } from './http/rate-limiter.js';
 import { isStoreUnavailable } from './store/store-errors.js';
 import type { HeldLock, RetentionCandidate, Store } from './store/store.js';
 import { TASK_BODY_EVENTS } from './tasks/task-queries.js';
+import { IDEMPOTENCY_WINDOW_MS } from './tasks/task-service.js';
 
 /**
  * What a purged task keeps of its events: its last, the `deleted` snapshot. `GET /task/{task_id}`
@@ -25,7 +26,6 @@ import { TASK_BODY_EVENTS } from './tasks/task-queries.js';
  * would grow without bound.
  */
 const PURGED_TASK_EVENTS = 1;
-import { IDEMPOTENCY_WINDOW_MS } from './tasks/task-service.js';
 
 const PRUNE_LOCK = 'quarry:pruner';
 /** Rows per statement: a few milliseconds of work, short enough to sit between requests. */
