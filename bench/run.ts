@@ -235,8 +235,10 @@ async function compareGet(q: QuarryProcess, b: Awaited<ReturnType<typeof startBa
   });
 }
 
+type Baseline = Awaited<ReturnType<typeof startBaseline>>;
+
 /** An idle task's `/state` path and body in Quarry, and the baseline set to answer the same. */
-async function idleStateTask(q: QuarryProcess, b: Awaited<ReturnType<typeof startBaseline>>): Promise<{ statePath: string; stateBody: string }> {
+async function idleStateTask(q: QuarryProcess, b: Baseline): Promise<{ statePath: string; stateBody: string }> {
   const created = await expectOk('POST', `${q.url}/task`, { key: q.key, body: { prompt: 'Benchmark the state route.' } });
   const id = created.body.task_id as string;
   await waitIdle(q, id, 15_000);
@@ -247,17 +249,23 @@ async function idleStateTask(q: QuarryProcess, b: Awaited<ReturnType<typeof star
   return { statePath, stateBody };
 }
 
-async function benchState(): Promise<void> {
-  const q = await startQuarry({ dataDir: freshDataDir('state'), nodeArgs: profArgs('state'), label: 'quarry-state' });
-  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
+/** Quarry and the baseline started, both answering one idle task's `/state` alike, for `run`; both stopped after it. */
+async function withStateServers(bench: string, run: (q: QuarryProcess, b: Baseline, state: { statePath: string; stateBody: string }) => Promise<void>): Promise<void> {
+  const q = await startQuarry({ dataDir: freshDataDir(bench), nodeArgs: profArgs(bench), label: `quarry-${bench}` });
+  let b: Baseline | undefined;
   try {
     b = await startBaseline(q.key);
-    const { statePath, stateBody } = await idleStateTask(q, b);
-    await compareGet(q, b, { bench: 'state', metric: 'GET /task/{id}/state', path: statePath, body: stateBody, baselineConfig: { statePath, stateBody }, connections: CONNECTIONS });
+    await run(q, b, await idleStateTask(q, b));
   } finally {
     await q.child.stop('SIGTERM');
     await b?.child.stop('SIGTERM');
   }
+}
+
+async function benchState(): Promise<void> {
+  await withStateServers('state', async (q, b, { statePath, stateBody }) => {
+    await compareGet(q, b, { bench: 'state', metric: 'GET /task/{id}/state', path: statePath, body: stateBody, baselineConfig: { statePath, stateBody }, connections: CONNECTIONS });
+  });
 }
 
 // ---- 1a. GET /task/{id}/state, server on one core ----------------------------------------------
@@ -274,11 +282,7 @@ const PINNED_CONNECTIONS = Number(process.env.BENCH_PINNED_CONNECTIONS ?? 32);
  * process on the same core shows as a share below 1).
  */
 async function benchStatePinned(): Promise<void> {
-  const q = await startQuarry({ dataDir: freshDataDir('state-pinned'), nodeArgs: profArgs('state-pinned'), label: 'quarry-state-pinned' });
-  let b: Awaited<ReturnType<typeof startBaseline>> | undefined;
-  try {
-    b = await startBaseline(q.key);
-    const { statePath, stateBody } = await idleStateTask(q, b);
+  await withStateServers('state-pinned', async (q, b, { statePath, stateBody }) => {
     const servers = { quarry: { url: q.url, pid: q.child.proc.pid! }, baseline: { url: b.url, pid: b.child.proc.pid! } };
     for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
     const load = (url: string, seconds: number) =>
@@ -330,10 +334,7 @@ async function benchStatePinned(): Promise<void> {
         baseline: summary(rounds.baseline),
       },
     });
-  } finally {
-    await q.child.stop('SIGTERM');
-    await b?.child.stop('SIGTERM');
-  }
+  });
 }
 
 // ---- 1b. GET /task?limit=50 ------------------------------------------------------------------
