@@ -14,6 +14,8 @@ export interface ReceivedWebhook {
   body: string;
   /** 0-based index among every request this receiver got. */
   index: number;
+  /** When it arrived (Date.now()). */
+  receivedAt: number;
 }
 
 /** A status to answer with, `{status, headers}`, or 'hang' to never answer. */
@@ -47,7 +49,7 @@ export async function startWebhookReceiver(answer: WebhookReceiver['answer'] = (
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const request: ReceivedWebhook = { path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), index: received.length };
+      const request: ReceivedWebhook = { path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), index: received.length, receivedAt: Date.now() };
       received.push(request);
       const reply = receiver.answer(request);
       if (reply === 'hang') return;
