@@ -27,8 +27,8 @@
 import crypto from 'node:crypto';
 import { CitationChecker, normalizeQuoteText, type CheckedSource } from '../src/outputs/citations.js';
 import { OPEN_POLICY } from '../src/net/domain-policy.js';
-import type { SourceSnapshotRecord } from '../src/store/store.js';
-import type { SourceRef } from '../src/outputs/row-validation.js';
+import type { SourceSnapshotRecord } from '../src/domain/records.js';
+import type { SourceRef } from '../src/domain/row-validation.js';
 import { loadAverage, log, noteLoad, percentile, reportHeader, round, startWatchdog, table, writeReport } from './lib.js';
 
 const ROWS = Number(process.env.BENCH_CITATIONS_ROWS ?? 5000);

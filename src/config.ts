@@ -4,21 +4,45 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS } from './agent/providers/anthropic.js';
-import { DEFAULT_MODEL_TIMEOUT_MS } from './agent/providers/provider-http.js';
-import { SEARCH_PROVIDERS, searchConfigProblem, type SearchConfig } from './agent/web/search.js';
+import type { Prices } from './domain/credits.js';
 import type { SandboxLimits } from './sandbox/types.js';
 
-export type Role = 'all' | 'api' | 'worker';
+// ---- provider and search defaults: the providers read them from here ----------------------------
 
-export interface Prices {
-  /** Credits per 1,000 input tokens. */
-  inputPer1k: number;
-  /** Credits per 1,000 output tokens. */
-  outputPer1k: number;
-  /** Credits per tool call. */
-  toolCall: number;
+export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 8192;
+
+/** QUARRY_MODEL_TIMEOUT_S's default: a model that says nothing for two minutes is taken as hung. */
+export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
+
+export type SearchProviderName = 'searxng' | 'brave' | 'tavily';
+export const SEARCH_PROVIDERS: readonly SearchProviderName[] = ['searxng', 'brave', 'tavily'];
+
+export interface SearchConfig {
+  provider: SearchProviderName;
+  /** SearXNG: its base URL (required). Brave and Tavily: replaces the public API's base URL. */
+  url?: string;
+  /** Brave: the subscription token. Tavily: the API key. SearXNG: sent as a Bearer token if given. */
+  apiKey?: string;
 }
+
+/** Checks a search configuration; returns the problem, or undefined when it is usable. */
+export function searchConfigProblem(config: SearchConfig): string | undefined {
+  if (!SEARCH_PROVIDERS.includes(config.provider)) return `QUARRY_SEARCH_PROVIDER must be one of ${SEARCH_PROVIDERS.join(', ')}, got "${String(config.provider)}"`;
+  if (config.provider === 'searxng' && !config.url) return 'QUARRY_SEARCH_PROVIDER=searxng needs QUARRY_SEARCH_URL (the SearXNG base URL)';
+  if (config.provider !== 'searxng' && !config.apiKey) return `QUARRY_SEARCH_PROVIDER=${config.provider} needs QUARRY_SEARCH_API_KEY`;
+  if (config.url) {
+    try {
+      const url = new URL(config.url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'QUARRY_SEARCH_URL must be an http or https URL';
+    } catch {
+      return `QUARRY_SEARCH_URL is not a valid URL: "${config.url}"`;
+    }
+  }
+  return undefined;
+}
+
+export type Role = 'all' | 'api' | 'worker';
 
 export interface ModelConfig {
   /** `demo` is the scripted stand-in of src/agent/providers/demo-model.ts, for trying Quarry without a model. */

@@ -16,7 +16,7 @@ import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
 import { EVENT_STREAM_URLS } from './contract/index.js';
 import { A2A_URL } from './frontends/a2a/a2a-routes.js';
-import { buildApp } from './http/app.js';
+import { buildApp } from './app.js';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { TaskCommands } from './tasks/task-commands.js';
 import { GroupService } from './groups/group-service.js';

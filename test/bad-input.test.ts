@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
 import { uid } from './helpers/task-api.js';
 import { openSse } from './sse-client.js';
-import { validateRows } from '../src/outputs/row-validation.js';
+import { validateRows } from '../src/domain/row-validation.js';
 import type { OutputDecl } from '../src/contract/index.js';
 
 const NUL = '\u0000';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CitationChecker, normalizeQuoteText, rowVerified, uploadUrl, urlKey, type CheckedSource } from '../src/outputs/citations.js';
 import { domainPolicy, normalizeDomain, OPEN_POLICY } from '../src/net/domain-policy.js';
-import type { SourceSnapshotRecord } from '../src/store/store.js';
+import type { SourceSnapshotRecord } from '../src/domain/records.js';
 
 let nextId = 0;
 function snapshot(fields: Partial<SourceSnapshotRecord> & { text: string }): SourceSnapshotRecord {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { exportContentType, exportFileName, exportRows, type ExportFormat } from '../src/outputs/export.js';
-import { serializeRow, validateRows } from '../src/outputs/row-validation.js';
+import { serializeRow, validateRows } from '../src/domain/row-validation.js';
 import type { OutputDecl } from '../src/contract/index.js';
 
 const makers: OutputDecl = {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { QuarryError } from '../src/errors.js';
 import { followEvents } from '../src/frontends/a2a/event-follower.js';
-import type { EventRecord } from '../src/store/store.js';
+import type { EventRecord } from '../src/domain/records.js';
 import { until, within } from './helpers/bounded-waits.js';
 import { waitIdle, type Harness } from './helpers/harness.js';
 import { startTestHarness } from './helpers/task-api.js';

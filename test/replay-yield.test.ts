@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import type { EventRecord } from '../src/store/store.js';
+import type { EventRecord } from '../src/domain/records.js';
 
 /**
  * Sized so that the replays take seconds in all. Measured on a 2-core machine (25 streams of

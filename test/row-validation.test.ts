@@ -10,7 +10,7 @@ import {
   type RowError,
   type RowValidation,
   type ValidRow,
-} from '../src/outputs/row-validation.js';
+} from '../src/domain/row-validation.js';
 import type { ColumnType, OutputDecl } from '../src/contract/index.js';
 
 const SOURCE = [{ url: 'https://example.com/a' }];

@@ -17,7 +17,7 @@ import { writeRowsTool } from '../src/agent/tools/write-rows.js';
 import { createSandbox, type Sandbox } from '../src/sandbox/sandbox.js';
 import { ensureWorkspace, openTaskWorkspace, removeTaskWorkspace, taskWorkspaceDir } from '../src/sandbox/workspace.js';
 import type { TaskSpec, TaskSpecInput } from '../src/contract/index.js';
-import { normalizeSpec } from '../src/tasks/spec.js';
+import { normalizeSpec } from '../src/domain/spec.js';
 
 const MiB = 1024 * 1024;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-run-code-test-'));

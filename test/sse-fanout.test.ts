@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EventBus } from '../src/events/event-bus.js';
 import { StreamFanout } from '../src/http/sse-fanout.js';
-import type { EventRecord } from '../src/store/store.js';
+import type { EventRecord } from '../src/domain/records.js';
 
 function event(taskId: string, seq: number): EventRecord {
   return { taskId, seq, type: 'text', turnId: null, data: `{"seq":${seq}}` };

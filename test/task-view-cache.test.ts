@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskViewCache } from '../src/tasks/task-view-cache.js';
-import type { TaskRecord } from '../src/store/store.js';
+import type { TaskRecord } from '../src/domain/records.js';
 import { task } from './store/store-cases.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

@@ -7,8 +7,9 @@ import crypto from 'node:crypto';
 import { QuarryError } from '../errors.js';
 import { CONTROL_CHANNEL } from '../events/cluster-messages.js';
 import { newId, randomToken } from '../ids.js';
-import type { AccountRecord, ApiKeyRecord, Repositories, Store, TurnRecord } from '../store/store.js';
-import { toMicros } from './credits.js';
+import type { AccountRecord, ApiKeyRecord, TurnRecord } from '../domain/records.js';
+import type { Repositories, Store } from '../store/store.js';
+import { toMicros } from '../domain/credits.js';
 
 const KEY_CACHE_MS = 5_000;
 const KEY_CACHE_MAX = 10_000;

@@ -7,7 +7,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { crashPoint } from '../crash-points.js';
 import { turnError, type ErrorName, type TurnError } from '../errors.js';
-import type { TaskPhase } from '../store/store.js';
+import type { TaskPhase } from '../contract/index.js';
 import type { ToolName } from '../contract/index.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
 import { fitToContext } from './context-window.js';

@@ -4,7 +4,8 @@
  * (`TaskTurnPort`); tests implement it in memory. Tools see a narrow view of it (`ToolContext` in
  * tools/tool.ts), derived from this interface by type.
  */
-import type { SourceSnapshotRecord, TaskActivity, TaskPhase, TurnKind } from '../store/store.js';
+import type { SourceSnapshotRecord } from '../domain/records.js';
+import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { ModelToolCall } from './providers/model-provider.js';
 import type { EventPayload } from '../contract/index.js';

@@ -12,7 +12,8 @@
  * where the store is ahead. Listeners skip what they already have, by seq.
  */
 import type { Logger } from 'pino';
-import type { EventRecord, Store } from '../store/store.js';
+import type { EventRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 import type { EventBus } from './event-bus.js';
 import { CONTROL_CHANNEL, EVENTS_CHANNEL, parseControl, parseEventsNotice, type ControlMessage } from './cluster-messages.js';
 

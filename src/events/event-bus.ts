@@ -3,7 +3,7 @@
  * Events are published only after the transaction that stored them commits, so a listener
  * never sees an event that a reader of the store could not.
  */
-import type { EventRecord } from '../store/store.js';
+import type { EventRecord } from '../domain/records.js';
 
 export type EventListener = (event: EventRecord) => void;
 

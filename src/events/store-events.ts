@@ -1,4 +1,5 @@
-import type { EventRecord, Repositories } from '../store/store.js';
+import type { EventRecord } from '../domain/records.js';
+import type { Repositories } from '../store/store.js';
 import { EVENTS_CHANNEL, eventsNotice } from './cluster-messages.js';
 
 /**

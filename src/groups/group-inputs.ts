@@ -10,8 +10,8 @@ import readline from 'node:readline';
 import { parse as parseCsv } from 'csv-parse';
 import type { ColumnDecl } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import { checkInputRecord, freeJsonProblem } from '../outputs/row-validation.js';
-import type { UploadRecord } from '../store/store.js';
+import { checkInputRecord, freeJsonProblem } from '../domain/row-validation.js';
+import type { UploadRecord } from '../domain/records.js';
 
 /** An input as stored: its `_key` (or null) and its values as JSON. */
 export interface CheckedInput {

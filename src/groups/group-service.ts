@@ -18,7 +18,7 @@
  * the group's own change has committed. One order, so no deadlock.
  */
 import { hasCredits, requireCredits } from '../accounts/accounts.js';
-import { toMicros } from '../accounts/credits.js';
+import { toMicros } from '../domain/credits.js';
 import type { Config } from '../config.js';
 import {
   DEFAULT_MAX_PARALLEL, type Group, type GroupBody, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
@@ -29,15 +29,16 @@ import { storeEvents } from '../events/store-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { EventRecord, GroupInputRecord, GroupPatch, GroupRecord, Repositories, Store } from '../store/store.js';
-import { invalid } from '../tasks/spec.js';
+import type { EventRecord, GroupInputRecord, GroupPatch, GroupRecord } from '../domain/records.js';
+import type { Repositories, Store } from '../store/store.js';
+import { invalid } from '../domain/spec.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import { claimKey, type EndedRun, type GroupRunHooks, type IdempotencyMark, type TaskService } from '../tasks/task-service.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { queueWebhooks } from '../webhooks/webhooks.js';
 import { checkInlineInputs, inputFileFormat, readInputFile, type CheckedInput } from './group-inputs.js';
 import { mergedRow, tableOutput, toGroupDetail, toGroupView } from './group-view.js';
-import { runMessage } from './run-message.js';
+import { runMessage } from '../domain/run-message.js';
 
 export interface GroupServiceOptions {
   store: Store;

@@ -2,9 +2,9 @@
  * A stored group → the contract's Group body, and a group's merged rows: each output row of a
  * run with its input, spliced from the stored JSON of both without parsing either.
  */
-import { fromMicros } from '../accounts/credits.js';
+import { fromMicros } from '../domain/credits.js';
 import type { Group, GroupDetail, OutputDecl, TaskSpec } from '../contract/index.js';
-import type { GroupRecord, GroupRowRecord } from '../store/store.js';
+import type { GroupRecord, GroupRowRecord } from '../domain/records.js';
 
 export function toGroupView(g: GroupRecord): Group {
   return {

@@ -15,9 +15,9 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../errors.js';
-import type { IdempotencyRecord } from '../store/store.js';
+import type { IdempotencyRecord } from '../domain/records.js';
 import { committedTarget, IDEMPOTENCY_WINDOW_MS, IdempotencyKeyClaimed } from '../tasks/task-service.js';
-import { toReplyView } from '../tasks/task-view.js';
+import { toReplyView } from '../domain/task-view.js';
 
 /**
  * How long a request waits for the answer of the request that made the change, counted from

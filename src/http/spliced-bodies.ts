@@ -4,9 +4,9 @@
  * 50,000-row page is tens of megabytes; parsing and re-serializing it would cost more than the
  * read. The shapes are the contract's (OutputPage, TaskDetail, EventPage).
  */
-import type { EventRecord, TaskRecord } from '../store/store.js';
+import type { EventRecord, TaskRecord } from '../domain/records.js';
 import type { OutputRef } from '../contract/index.js';
-import { toTaskView } from '../tasks/task-view.js';
+import { toTaskView } from '../domain/task-view.js';
 
 const COMMA = Buffer.from(',');
 

@@ -9,7 +9,7 @@
  * between and hold back the streams not yet written.
  */
 import type { EventBus } from '../events/event-bus.js';
-import type { EventRecord } from '../store/store.js';
+import type { EventRecord } from '../domain/records.js';
 
 export interface LiveStream {
   /** Events published since the last delivery to this stream, oldest first. */

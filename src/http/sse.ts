@@ -8,7 +8,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_EVENT_SEQ, type EventPayload, type EventType } from '../contract/index.js';
 import { QuarryError, turnError } from '../errors.js';
 import { readWithin } from '../store/store-errors.js';
-import type { EventRecord, Store } from '../store/store.js';
+import type { EventRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 import type { StreamFanout } from './sse-fanout.js';
 
 /** Events per page of a replay: one store read and one write (about 60 KiB of frames). */

@@ -13,8 +13,8 @@
  */
 import type { SourceCheck } from '../contract/index.js';
 import type { DomainPolicy } from '../net/domain-policy.js';
-import type { SourceSnapshotRecord } from '../store/store.js';
-import type { SourceRef } from './row-validation.js';
+import type { SourceSnapshotRecord } from '../domain/records.js';
+import type { SourceRef } from '../domain/row-validation.js';
 
 export interface CheckedSource extends SourceRef {
   verified: boolean;

@@ -4,7 +4,7 @@
  * memory at once.
  */
 import type { OutputDecl } from '../contract/index.js';
-import type { SourceRef } from './row-validation.js';
+import type { SourceRef } from '../domain/row-validation.js';
 
 export type ExportFormat = 'csv' | 'jsonl';
 

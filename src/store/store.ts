@@ -9,34 +9,15 @@
  * `lock: true` stay locked until the transaction ends, which is how writes to one task are
  * serialized.
  */
-import type { DeliveryStatus, GroupStatus, RunStatus, TaskSpec, WebhookEventType } from '../contract/index.js';
-
-import type { TaskActivity, TaskPhase, TaskStatus, TurnKind } from '../contract/index.js';
-
-export type { GroupStatus, RunStatus, TaskActivity, TaskPhase, TaskStatus, TurnKind };
-/** queued: waits behind the task's current turn · pending: ready for a worker · running: owned by a worker. */
-export type TurnStatus = 'queued' | 'pending' | 'running' | 'completed' | 'stopped' | 'failed' | 'cancelled';
-
-export type { TurnError } from '../errors.js';
+import type {
+  AccountRecord, ApiKeyRecord, AttemptResult, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
+  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
+  TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
+} from '../domain/records.js';
+import type { RunStatus } from '../contract/index.js';
 import type { TurnError } from '../errors.js';
 
 // ---- accounts: accounts, API keys and balances ------------------------------------------------
-
-/** Credits are integers of micro-credits everywhere in the store (src/accounts/credits.ts). */
-export interface AccountRecord {
-  id: string;
-  name: string;
-  balanceMicros: number;
-  creditsUsedMicros: number;
-  createdAt: string;
-}
-
-export interface ApiKeyRecord {
-  id: string;
-  accountId: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
 
 export interface AccountsRepository {
   insert(account: AccountRecord): Promise<void>;
@@ -57,49 +38,6 @@ export interface AccountsRepository {
 
 // ---- tasks ------------------------------------------------------------------------------------
 
-export interface TaskRecord {
-  id: string;
-  accountId: string;
-  name: string | null;
-  type: string;
-  status: TaskStatus;
-  phase: TaskPhase | null;
-  activity: TaskActivity | null;
-  spec: TaskSpec;
-  pinned: boolean;
-  cronExpression: string | null;
-  cronTimezone: string | null;
-  cronNextRunAt: string | null;
-  activeOutput: string | null;
-  creditsUsedMicros: number;
-  lastEventSeq: number;
-  /** The seq of the `error` event of the last ended turn when it failed, else null (absent: none yet, as on a new task). */
-  lastErrorSeq?: number | null;
-  currentTurnId: string | null;
-  queuedCount: number;
-  createdAt: string;
-  updatedAt: string;
-  deletedAt: string | null;
-  /** A group's run: the group, and the input it runs on (its index and its JSON). Absent or null for a single task. */
-  group?: { id: string; inputIndex: number; input: string } | null;
-}
-
-/** What the /state poll shows: a task's state fields and its current turn. */
-export interface TaskStateRecord {
-  id: string;
-  accountId: string;
-  status: TaskStatus;
-  phase: TaskPhase | null;
-  activity: TaskActivity | null;
-  queuedCount: number;
-  lastEventSeq: number;
-  currentTurnId: string | null;
-  updatedAt: string;
-  turn: { id: string; kind: TurnKind; startedAt: string | null } | null;
-  /** The error the last ended turn failed with; null when it did not fail, and while a turn runs. */
-  lastError: TurnError | null;
-}
-
 export interface TaskListCursor {
   pinned: boolean;
   updatedAt: string;
@@ -117,8 +55,6 @@ export interface TaskListPage {
   /** Where the next page starts; absent on the last page. */
   next?: TaskListCursor;
 }
-
-export type TaskPatch = Partial<Omit<TaskRecord, 'id' | 'accountId' | 'createdAt' | 'group'>>;
 
 export interface TasksRepository {
   insert(task: TaskRecord): Promise<void>;
@@ -141,28 +77,6 @@ export interface TasksRepository {
 }
 
 // ---- turns: the durable work queue (claims, leases, queued messages) --------------------------
-
-export interface TurnRecord {
-  id: string;
-  taskId: string;
-  accountId: string;
-  kind: TurnKind;
-  status: TurnStatus;
-  input: string | null;
-  planOnly: boolean;
-  createdAt: string;
-  startedAt: string | null;
-  endedAt: string | null;
-  leaseOwner: string | null;
-  leaseExpiresAt: string | null;
-  creditsUsedMicros: number;
-  tokensIn: number;
-  tokensOut: number;
-  toolCalls: number;
-  error: TurnError | null;
-}
-
-export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;
 
 export interface TurnsRepository {
   insert(turn: TurnRecord): Promise<void>;
@@ -217,15 +131,6 @@ export interface StepsRepository {
 
 // ---- events -----------------------------------------------------------------------------------
 
-export interface EventRecord {
-  taskId: string;
-  seq: number;
-  type: string;
-  turnId: string | null;
-  /** The JSON text sent as the SSE `data:` line; holds seq, type, task_id, turn_id, at and the payload. */
-  data: string;
-}
-
 export interface EventsRepository {
   /** Stores events (one statement for all of them). */
   insert(events: EventRecord[]): Promise<void>;
@@ -242,14 +147,6 @@ export interface EventsRepository {
 
 // ---- rows: the outputs' rows ------------------------------------------------------------------
 
-export interface OutputStatsRecord {
-  outputId: string;
-  rowCount: number;
-  /** Rows with at least one source, every one verified. */
-  verifiedCount: number;
-  updatedAt: string;
-}
-
 export interface RowsRepository {
   /** Each output of the task that has rows: how many, and when it last got some. */
   stats(taskId: string): Promise<OutputStatsRecord[]>;
@@ -264,23 +161,6 @@ export interface RowsRepository {
 
 // ---- sources: snapshots of what a task read ---------------------------------------------------
 
-export interface SourceSnapshotRecord {
-  id: string;
-  taskId: string;
-  /** The URL asked for; an upload's is `upload:<upload_id>`. */
-  url: string;
-  finalUrl: string;
-  uploadId: string | null;
-  title: string | null;
-  fetchedAt: string;
-  /** Of the text, UTF-8. */
-  sha256: string;
-  bytes: number;
-  text: string;
-}
-
-export type SourceSnapshotInfo = Omit<SourceSnapshotRecord, 'text'>;
-
 export interface SourcesRepository {
   /** Stores the snapshot unless the task has one of the same URL and text; returns the id of the one kept. */
   record(snapshot: SourceSnapshotRecord): Promise<string>;
@@ -293,20 +173,6 @@ export interface SourcesRepository {
 
 // ---- uploads, and the contents of those kept in the database ----------------------------------
 
-export interface UploadRecord {
-  id: string;
-  accountId: string;
-  filename: string;
-  contentType: string;
-  declaredBytes: number;
-  sizeBytes: number | null;
-  sha256: string | null;
-  storagePath: string | null;
-  expiresAt: string;
-  createdAt: string;
-  completedAt: string | null;
-}
-
 export interface UploadsRepository {
   insert(upload: UploadRecord): Promise<void>;
   get(id: string): Promise<UploadRecord | undefined>;
@@ -317,13 +183,6 @@ export interface UploadsRepository {
 }
 
 // ---- idempotency keys -------------------------------------------------------------------------
-
-export interface IdempotencyRecord {
-  requestHash: string;
-  status: number;
-  body: string;
-  createdAt: string;
-}
 
 export interface IdempotencyRepository {
   get(accountId: string, key: string, since: string): Promise<IdempotencyRecord | undefined>;
@@ -340,42 +199,6 @@ export interface IdempotencyRepository {
 }
 
 // ---- webhooks: endpoints, and the outbox of their deliveries ----------------------------------
-
-export interface WebhookEndpointRecord {
-  id: string;
-  accountId: string;
-  url: string;
-  events: WebhookEventType[];
-  description: string | null;
-  secret: string;
-  previousSecret: string | null;
-  previousSecretExpiresAt: string | null;
-  createdAt: string;
-}
-
-export interface DeliveryRecord {
-  id: string;
-  endpointId: string;
-  event: WebhookEventType;
-  /** The JSON body, the same bytes on every attempt. */
-  payload: string;
-  status: DeliveryStatus;
-  /** Attempts started (a claim counts one). */
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  /** Pending: when it is due, or while claimed, when the claim runs out. Null once delivered or dead. */
-  nextAttemptAt: string | null;
-  /** Retries stop once this lies the give-up time behind (the creation, or the last redelivery). */
-  retrySince: string;
-  createdAt: string;
-  deliveredAt: string | null;
-}
-
-/** How an attempt ended: delivered, or failed and due again at `nextAttemptAt` (null: dead). */
-export type AttemptResult =
-  | { delivered: true; statusCode: number; at: string }
-  | { delivered: false; statusCode: number | null; error: string; nextAttemptAt: string | null };
 
 export interface WebhooksRepository {
   insertEndpoint(endpoint: WebhookEndpointRecord): Promise<void>;
@@ -409,60 +232,7 @@ export interface WebhooksRepository {
   nextDue(): Promise<string | undefined>;
 }
 
-// ---- groups: one spec over many inputs, each input a run -------------------------------------
-
-export interface GroupCountsRecord {
-  pending: number;
-  running: number;
-  completed: number;
-  failed: number;
-  stopped: number;
-}
-
-export interface GroupRecord {
-  id: string;
-  accountId: string;
-  name: string | null;
-  spec: TaskSpec;
-  maxParallel: number;
-  maxCreditsMicros: number | null;
-  status: GroupStatus;
-  /** Inputs received, duplicates included: the next input's index. */
-  inputs: number;
-  duplicates: number;
-  counts: GroupCountsRecord;
-  creditsUsedMicros: number;
-  lastEventSeq: number;
-  createdAt: string;
-  updatedAt: string;
-  finishedAt: string | null;
-}
-
-export type GroupPatch = Partial<Pick<GroupRecord, 'status' | 'inputs' | 'duplicates' | 'counts' | 'creditsUsedMicros' | 'lastEventSeq' | 'updatedAt' | 'finishedAt'>>;
-
-export interface GroupInputRecord {
-  groupId: string;
-  index: number;
-  key: string | null;
-  /** The input's fields as JSON (without `_key`). */
-  data: string;
-  status: RunStatus;
-  /** The run's task once it started (its latest, after a retry). */
-  taskId: string | null;
-  /** The run's turn: only that turn's end ends the run. */
-  turnId: string | null;
-}
-
-/** A merged row: one output row of one run, with its input. */
-export interface GroupRowRecord {
-  index: number;
-  input: string;
-  taskId: string;
-  status: RunStatus;
-  rowNumber: number;
-  /** The row's stored JSON. */
-  row: string;
-}
+// ---- groups: one spec over many inputs, each input a run --------------------------------------
 
 export interface GroupsRepository {
   insert(group: GroupRecord): Promise<void>;

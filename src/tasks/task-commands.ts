@@ -6,9 +6,9 @@
 import { QuarryError } from '../errors.js';
 import type { ContinueBody, ExecuteBody, PatchBody, StartBody, TaskSpec } from '../contract/index.js';
 import type { Uploads } from '../uploads/uploads.js';
-import { checkedText, normalizeSpec } from './spec.js';
+import { checkedText, normalizeSpec } from '../domain/spec.js';
 import type { IdempotencyMark, TaskReply, TaskService } from './task-service.js';
-import { toTaskView } from './task-view.js';
+import { toTaskView } from '../domain/task-view.js';
 import type { TaskQueries } from './task-queries.js';
 
 /** Client task ids that fixed routes under /task would shadow, or that URLs cannot carry as a path segment. */

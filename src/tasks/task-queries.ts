@@ -4,9 +4,10 @@
  */
 import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, Store, TaskListCursor, TaskListPage, TaskRecord, TaskStateRecord } from '../store/store.js';
+import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskRecord, TaskStateRecord } from '../domain/records.js';
+import type { Store, TaskListCursor, TaskListPage } from '../store/store.js';
 import type { TaskService } from './task-service.js';
-import { activeOutputOf, isVisibleTo } from './task-view.js';
+import { activeOutputOf, isVisibleTo } from '../domain/task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
 
 

@@ -5,7 +5,7 @@
  * task state themselves.
  */
 import { hasCredits, requireCredits } from '../accounts/accounts.js';
-import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../accounts/credits.js';
+import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
 import type { Config } from '../config.js';
 import { QuarryError, turnError } from '../errors.js';
 import type { EventBus } from '../events/event-bus.js';
@@ -13,13 +13,14 @@ import { CONTROL_CHANNEL, type ControlMessage } from '../events/cluster-messages
 import { storeEvents } from '../events/store-events.js';
 import { crashPoint } from '../crash-points.js';
 import { newId } from '../ids.js';
-import type {
-  EventRecord, IdempotencyRecord, Repositories, Store, TaskActivity, TaskPatch, TaskPhase, TaskRecord, TurnError, TurnKind, TurnRecord,
-} from '../store/store.js';
-import { nextCronRun, normalizeSchedule } from './spec.js';
+import type { EventRecord, IdempotencyRecord, TaskPatch, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
+import type { TurnError } from '../errors.js';
+import type { Repositories, Store } from '../store/store.js';
+import { nextCronRun, normalizeSchedule } from '../domain/spec.js';
 import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
 import type { EventPayload, EventType, Schedule, Task, TaskEventReason, TaskSpec } from '../contract/index.js';
-import { isVisibleTo, toReplyView, toTaskView } from './task-view.js';
+import { isVisibleTo, toReplyView, toTaskView } from '../domain/task-view.js';
 import { queueTurnWebhooks, type TurnEnded } from '../webhooks/webhooks.js';
 
 export type TurnOutcome = 'completed' | 'stopped' | 'failed';

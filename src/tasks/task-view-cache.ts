@@ -9,8 +9,9 @@
  * Each process keeps its own; the versions read from the store are what say a view is current,
  * so a change made by another process of a cluster shows at the next read.
  */
-import type { TaskListEntry, TaskRecord } from '../store/store.js';
-import { toTaskView, viewChangesWithTime } from './task-view.js';
+import type { TaskRecord } from '../domain/records.js';
+import type { TaskListEntry } from '../store/store.js';
+import { toTaskView, viewChangesWithTime } from '../domain/task-view.js';
 
 /** How many views, and how many page bodies, are kept; past that a cache starts again empty. */
 const TASK_VIEWS_MAX = 10_000;

@@ -18,7 +18,9 @@ import { newId } from '../ids.js';
 import { sleep } from '../sleep.js';
 import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import type { HeldLock, SourceSnapshotRecord, Store, TaskActivity, TaskPhase, TaskRecord, TurnKind, TurnRecord } from '../store/store.js';
+import type { SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
+import type { HeldLock, Store } from '../store/store.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { TaskService } from './task-service.js';
 

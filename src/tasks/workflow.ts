@@ -3,7 +3,7 @@
  * state machine, and what a caller-side agent needs to write a good spec.
  */
 import { COLUMN_TYPES, EVENT_TYPES, OUTPUT_KINDS, ROUTES, TOOL_NAMES, TaskSpecInput } from '../contract/index.js';
-import { DEFAULT_LIMITS } from './spec.js';
+import { DEFAULT_LIMITS } from '../domain/spec.js';
 
 /** The route map of the task API, from the contract's route table. */
 const ROUTE_MAP = Object.values(ROUTES)

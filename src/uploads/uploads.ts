@@ -12,7 +12,8 @@ import { Readable, Transform } from 'node:stream';
 import { crashPoint } from '../crash-points.js';
 import { QuarryError } from '../errors.js';
 import { newId, randomToken } from '../ids.js';
-import type { Store, UploadRecord } from '../store/store.js';
+import type { UploadRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 
 const URL_TTL_MS = 15 * 60 * 1000;
 const SECRET_SETTING = 'upload_signing_secret';

@@ -14,7 +14,8 @@ import { crashPoint } from '../crash-points.js';
 import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import type { AttemptResult, DeliveryRecord, Store, WebhookEndpointRecord } from '../store/store.js';
+import type { AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 import { signatureHeader } from './signing.js';
 import { signingSecrets } from './webhooks.js';
 

@@ -12,8 +12,9 @@ import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
 import { blockedReason } from '../net/address-policy.js';
 import { parseUrl, WebFetchError } from '../net/safe-fetch.js';
-import type { DeliveryRecord, Repositories, Store, TaskRecord, WebhookEndpointRecord } from '../store/store.js';
-import { toTaskView } from '../tasks/task-view.js';
+import type { DeliveryRecord, TaskRecord, WebhookEndpointRecord } from '../domain/records.js';
+import type { Repositories, Store } from '../store/store.js';
+import { toTaskView } from '../domain/task-view.js';
 import { newSecret } from './signing.js';
 
 /** How long a rotated-out secret keeps signing, so receivers can switch without missing a message. */

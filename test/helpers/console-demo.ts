@@ -6,7 +6,7 @@
  * group, each run finds its company's plant, most by reading the company's page. Quarry must run
  * with QUARRY_FETCH_ALLOW_PRIVATE=1 to read the loopback pages.
  */
-import { parseRunMessage } from '../../src/groups/run-message.js';
+import { parseRunMessage } from '../../src/domain/run-message.js';
 import type { FakeReply, FakeRequestBody } from '../fake-model/fake-openai-server.js';
 import { startLoopbackServer, type LoopbackServer } from '../fake-model/loopback-server.js';
 

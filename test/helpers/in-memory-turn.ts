@@ -3,8 +3,9 @@
  * records every call it receives, and an in-memory TurnPort that keeps the task's spec, rows,
  * steps and credits and journals everything the turn did to it.
  */
-import { fromMicros, pricesInMicros, stepCostMicros, toMicros, type MicroPrices } from '../../src/accounts/credits.js';
-import { loadConfig, type Prices } from '../../src/config.js';
+import { fromMicros, pricesInMicros, stepCostMicros, toMicros, type MicroPrices } from '../../src/domain/credits.js';
+import { loadConfig } from '../../src/config.js';
+import type { Prices } from '../../src/domain/credits.js';
 import type {
   ModelMessage,
   ModelProvider,
@@ -15,9 +16,10 @@ import type {
 } from '../../src/agent/providers/model-provider.js';
 import crypto from 'node:crypto';
 import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
-import type { SourceSnapshotRecord, TaskActivity, TaskPhase, TurnKind } from '../../src/store/store.js';
+import type { SourceSnapshotRecord } from '../../src/domain/records.js';
+import type { TaskActivity, TaskPhase, TurnKind } from '../../src/contract/index.js';
 import type { TaskSpec, TaskSpecInput } from '../../src/contract/index.js';
-import { normalizeSpec } from '../../src/tasks/spec.js';
+import { normalizeSpec } from '../../src/domain/spec.js';
 
 // ---- the model --------------------------------------------------------------------------------
 

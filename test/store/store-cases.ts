@@ -7,8 +7,9 @@ import crypto from 'node:crypto';
 import { describe, it, before, after } from 'node:test';
 import { newId } from '../../src/ids.js';
 import { turnError } from '../../src/errors.js';
-import type { DeliveryRecord, GroupInputRecord, UploadRecord, GroupRecord, SourceSnapshotRecord, Repositories, Store, TaskListEntry, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/store/store.js';
-import { emptySpec } from '../../src/tasks/spec.js';
+import type { DeliveryRecord, GroupInputRecord, UploadRecord, GroupRecord, SourceSnapshotRecord, TaskRecord, TurnRecord, WebhookEndpointRecord } from '../../src/domain/records.js';
+import type { Repositories, Store, TaskListEntry } from '../../src/store/store.js';
+import { emptySpec } from '../../src/domain/spec.js';
 
 let counter = 0;
 const uid = (p: string) => `${p}_${process.pid}_${Date.now()}_${++counter}`;

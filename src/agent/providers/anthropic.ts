@@ -5,6 +5,7 @@
  * are merged (all tool results of a step go back in one user message). Streams via server-sent
  * events by default.
  */
+import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MAX_TOKENS } from '../../config.js';
 import { randomUUID } from 'node:crypto';
 import type { ModelMessage, ModelProvider, ModelProviderError, ModelRequest, ModelResponse, ModelToolCall, ModelToolDefinition } from './model-provider.js';
 import { endpointLimits, isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ParsedContent, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
@@ -23,8 +24,6 @@ export interface AnthropicOptions extends HttpProviderOptions {
   apiVersion?: string;
 }
 
-export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
-export const ANTHROPIC_DEFAULT_MAX_TOKENS = 8192;
 const NAME = 'anthropic';
 
 type ContentBlock =

@@ -6,7 +6,7 @@
  * group's table. Every row it writes and every answer it gives says so.
  */
 import type { ColumnType, OutputDecl } from '../../contract/index.js';
-import { parseRunMessage } from '../../groups/run-message.js';
+import { parseRunMessage } from '../../domain/run-message.js';
 import { CARRY_OUT_PLAN, SPEC_HEADING } from '../system-prompt.js';
 import type { ModelMessage, ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './model-provider.js';
 import { modelResponse } from './provider-http.js';

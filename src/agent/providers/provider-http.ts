@@ -8,6 +8,7 @@
  * every turn, and fetch's Request, Response, Headers and web-stream objects cost about three
  * times the CPU of the call itself (measured: ~290 µs against ~100 µs a call on loopback).
  */
+import { DEFAULT_MODEL_TIMEOUT_MS } from '../../config.js';
 import { STATUS_CODES } from 'node:http';
 import { request } from 'undici';
 import { ModelProviderError, type ModelMessage, type ModelRequest, type ModelResponse, type ModelToolCall } from './model-provider.js';
@@ -47,8 +48,6 @@ export interface HttpProviderOptions {
   requestTimeoutMs?: number;
 }
 
-/** QUARRY_MODEL_TIMEOUT_S's default: a model that says nothing for two minutes is taken as hung. */
-export const DEFAULT_MODEL_TIMEOUT_MS = 120_000;
 
 /** The longest Retry-After we read (a day); the agent loop decides how much of it to wait. */
 const RETRY_AFTER_READ_CAP_MS = 86_400_000;

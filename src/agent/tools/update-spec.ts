@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { QuarryError } from '../../errors.js';
 import { OutputInput, type OutputDecl } from '../../contract/index.js';
-import { normalizeOutputs } from '../../tasks/spec.js';
+import { normalizeOutputs } from '../../domain/spec.js';
 import type { AgentTool } from './tool.js';
 
 const parameters = Type.Object({

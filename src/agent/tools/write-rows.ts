@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { CitationChecker, rowVerified, urlKey, type CheckedSource } from '../../outputs/citations.js';
-import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError, type ValidRow } from '../../outputs/row-validation.js';
+import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError, type ValidRow } from '../../domain/row-validation.js';
 import { CONFIDENCE_LEVELS, type OutputDecl } from '../../contract/index.js';
 import { domainPolicy } from '../../net/domain-policy.js';
 import { parseRowFile, RowFileError, rowFileFormat } from '../../sandbox/row-file.js';

@@ -7,7 +7,8 @@ import { createFetchUrlTool, type FetchUrlToolOptions } from '../tools/fetch-url
 import { readInputTool } from '../tools/read-input.js';
 import { defineTool, type AgentTool } from '../tools/tool.js';
 import { createWebSearchTool } from '../tools/web-search.js';
-import { createSearchProvider, type SearchConfig, type SearchProvider } from './search.js';
+import type { SearchConfig } from '../../config.js';
+import { createSearchProvider, type SearchProvider } from './search.js';
 
 export interface WebToolsOptions {
   /** A search configuration (QUARRY_SEARCH_*) or a ready provider; undefined = web_search says none is configured. */
@@ -21,5 +22,5 @@ export function createWebTools(opts: WebToolsOptions = {}): AgentTool<unknown>[]
   return [defineTool(createWebSearchTool(search)), defineTool(createFetchUrlTool(opts.fetch)), defineTool(readInputTool)];
 }
 
-export { createSearchProvider, searchConfigProblem, SEARCH_PROVIDERS, type SearchConfig, type SearchProvider, type SearchProviderName, type SearchResult } from './search.js';
+export { createSearchProvider, type SearchProvider, type SearchResult } from './search.js';
 export { extractText, detectKind, type ExtractedText, type ContentKind } from './extract.js';

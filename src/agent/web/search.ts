@@ -5,17 +5,9 @@
  * operator's choice, so it is called directly (a SearXNG on localhost is normal), not through
  * fetch_url's address checks.
  */
+import { searchConfigProblem, type SearchConfig, type SearchProviderName } from '../../config.js';
 
-export type SearchProviderName = 'searxng' | 'brave' | 'tavily';
-export const SEARCH_PROVIDERS: readonly SearchProviderName[] = ['searxng', 'brave', 'tavily'];
 
-export interface SearchConfig {
-  provider: SearchProviderName;
-  /** SearXNG: its base URL (required). Brave and Tavily: replaces the public API's base URL. */
-  url?: string;
-  /** Brave: the subscription token. Tavily: the API key. SearXNG: sent as a Bearer token if given. */
-  apiKey?: string;
-}
 
 export interface SearchResult {
   title: string;
@@ -48,21 +40,6 @@ export class SearchError extends Error {
 export const BRAVE_DEFAULT_URL = 'https://api.search.brave.com';
 export const TAVILY_DEFAULT_URL = 'https://api.tavily.com';
 
-/** Checks a search configuration; returns the problem, or undefined when it is usable. */
-export function searchConfigProblem(config: SearchConfig): string | undefined {
-  if (!SEARCH_PROVIDERS.includes(config.provider)) return `QUARRY_SEARCH_PROVIDER must be one of ${SEARCH_PROVIDERS.join(', ')}, got "${String(config.provider)}"`;
-  if (config.provider === 'searxng' && !config.url) return 'QUARRY_SEARCH_PROVIDER=searxng needs QUARRY_SEARCH_URL (the SearXNG base URL)';
-  if (config.provider !== 'searxng' && !config.apiKey) return `QUARRY_SEARCH_PROVIDER=${config.provider} needs QUARRY_SEARCH_API_KEY`;
-  if (config.url) {
-    try {
-      const url = new URL(config.url);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'QUARRY_SEARCH_URL must be an http or https URL';
-    } catch {
-      return `QUARRY_SEARCH_URL is not a valid URL: "${config.url}"`;
-    }
-  }
-  return undefined;
-}
 
 export function createSearchProvider(opts: SearchProviderOptions): SearchProvider {
   const problem = searchConfigProblem(opts);

@@ -6,7 +6,8 @@
  */
 import type { EventBus } from '../../events/event-bus.js';
 import { readWithin } from '../../store/store-errors.js';
-import type { EventRecord, Store } from '../../store/store.js';
+import type { EventRecord } from '../../domain/records.js';
+import type { Store } from '../../store/store.js';
 
 const PAGE = 200;
 

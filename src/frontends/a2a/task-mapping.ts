@@ -6,8 +6,9 @@
  */
 import { Role, TaskState, type Artifact, type Message, type Part, type StreamResponse, type Task as A2ATask } from '@a2a-js/sdk';
 import type { DoneEvent, ErrorEvent, OutputDecl, TaskChangedEvent, TaskEvent, ToolEvent } from '../../contract/index.js';
-import type { EventRecord, Store, TaskRecord } from '../../store/store.js';
-import { toTaskView } from '../../tasks/task-view.js';
+import type { EventRecord, TaskRecord } from '../../domain/records.js';
+import type { Store } from '../../store/store.js';
+import { toTaskView } from '../../domain/task-view.js';
 import { leavesTaskIdle } from '../../http/sse.js';
 
 /** Metadata key of every task, status and artifact update: the seq of the stored event it reflects (the SSE `id:`). */

@@ -13,10 +13,10 @@ import { QuarryError } from '../../errors.js';
 import { toQuarryError, validationError } from '../../http/error-handler.js';
 import { makeAjv } from '../../http/validators.js';
 import type { EventBus } from '../../events/event-bus.js';
-import type { EventRecord } from '../../store/store.js';
+import type { EventRecord } from '../../domain/records.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
-import { toTaskView } from '../../tasks/task-view.js';
+import { toTaskView } from '../../domain/task-view.js';
 
 export interface McpToolDeps {
   commands: TaskCommands;

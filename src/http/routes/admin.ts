@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { fromMicros } from '../../accounts/credits.js';
+import { fromMicros } from '../../domain/credits.js';
 import { ROUTES } from '../../contract/index.js';
 import { contractRoute, typed } from '../contract-route.js';
 

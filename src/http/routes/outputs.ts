@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ROUTES, type OutputQuery } from '../../contract/index.js';
 import { exportFileName, exportRows } from '../../outputs/export.js';
-import type { SourceSnapshotInfo } from '../../store/store.js';
+import type { SourceSnapshotInfo } from '../../domain/records.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { sendExport, wantedFormat } from '../exports.js';
 import { outputPageBody } from '../spliced-bodies.js';

@@ -7,7 +7,7 @@ import { ROUTES, type StartBody } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import type { CommandReply } from '../../tasks/task-commands.js';
 import type { TaskReply } from '../../tasks/task-service.js';
-import { toTaskView } from '../../tasks/task-view.js';
+import { toTaskView } from '../../domain/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';

@@ -1,8 +1,9 @@
 /** Accounts, their API keys and their balances, in whole micro-credits. */
 import { sql, type Selectable } from 'kysely';
-import { fromStoredMicros } from '../../accounts/credits.js';
+import { fromStoredMicros } from '../../domain/credits.js';
 import type { AccountsTable } from '../database.js';
-import type { AccountRecord, AccountsRepository, ApiKeyRecord } from '../store.js';
+import type { AccountRecord, ApiKeyRecord } from '../../domain/records.js';
+import type { AccountsRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 /** A micro-credit amount bound into SQL: whole, so no fraction of a micro-credit reaches a column. */

@@ -1,7 +1,8 @@
 /** A task's events, numbered gap-free per task by the task service, stored as the JSON streams send. */
 import type { Selectable } from 'kysely';
 import type { EventsTable } from '../database.js';
-import type { EventRecord, EventsRepository } from '../store.js';
+import type { EventRecord } from '../../domain/records.js';
+import type { EventsRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toEvent(r: Selectable<EventsTable>): EventRecord {

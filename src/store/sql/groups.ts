@@ -3,9 +3,11 @@
  * its inputs and counts, so those are serialized per group; inputs are changed only under it.
  */
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import { fromStoredMicros } from '../../accounts/credits.js';
+import { fromStoredMicros } from '../../domain/credits.js';
 import type { GroupInputsTable, GroupsTable } from '../database.js';
-import type { GroupInputRecord, GroupPatch, GroupRecord, GroupRowRecord, GroupsRepository, RunStatus } from '../store.js';
+import type { GroupInputRecord, GroupPatch, GroupRecord, GroupRowRecord } from '../../domain/records.js';
+import type { RunStatus } from '../../contract/index.js';
+import type { GroupsRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toGroup(r: Selectable<GroupsTable>): GroupRecord {

@@ -1,5 +1,6 @@
 /** Idempotency-Key records: claimed inside the transaction of the change they guard, answered with once sent. */
-import type { IdempotencyRecord, IdempotencyRepository } from '../store.js';
+import type { IdempotencyRecord } from '../../domain/records.js';
+import type { IdempotencyRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 export class SqlIdempotency extends SqlRepository implements IdempotencyRepository {

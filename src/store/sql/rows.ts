@@ -3,7 +3,8 @@
  * 1 per output, so a page is a range of the primary key and is sent without being parsed.
  */
 import { sql, type Compilable } from 'kysely';
-import type { OutputStatsRecord, StoreRows } from '../store.js';
+import type { OutputStatsRecord } from '../../domain/records.js';
+import type { StoreRows } from '../store.js';
 import type { DialectProfile } from './dialect-profile.js';
 import { SqlRepository, type SqlHandle } from './sql-repository.js';
 

@@ -4,7 +4,8 @@
  */
 import type { Selectable } from 'kysely';
 import type { SourceSnapshotsTable } from '../database.js';
-import type { SourceSnapshotInfo, SourceSnapshotRecord, SourcesRepository } from '../store.js';
+import type { SourceSnapshotInfo, SourceSnapshotRecord } from '../../domain/records.js';
+import type { SourcesRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 /** URLs (each bound twice) and uploads looked up per statement. */

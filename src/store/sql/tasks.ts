@@ -1,8 +1,11 @@
 /** Tasks: the rows the task service locks, changes and reads, and the /state poll. */
 import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
-import { fromStoredMicros } from '../../accounts/credits.js';
+import { fromStoredMicros } from '../../domain/credits.js';
 import type { TasksTable } from '../database.js';
-import type { TaskListCursor, TaskListPage, TaskPatch, TaskRecord, TasksRepository, TaskStateRecord, TurnError, TurnKind } from '../store.js';
+import type { TaskPatch, TaskRecord, TaskStateRecord } from '../../domain/records.js';
+import type { TurnKind } from '../../contract/index.js';
+import type { TurnError } from '../../errors.js';
+import type { TaskListCursor, TaskListPage, TasksRepository } from '../store.js';
 import { SqlRepository, type SqlHandle } from './sql-repository.js';
 
 function toTask(r: Selectable<TasksTable>): TaskRecord {

@@ -8,9 +8,11 @@
  * time, so there the write itself is the lock.
  */
 import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
-import { fromStoredMicros } from '../../accounts/credits.js';
+import { fromStoredMicros } from '../../domain/credits.js';
 import type { Database, TurnsTable } from '../database.js';
-import type { TurnError, TurnPatch, TurnRecord, TurnsRepository, TurnStatus } from '../store.js';
+import type { TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
+import type { TurnError } from '../../errors.js';
+import type { TurnsRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {

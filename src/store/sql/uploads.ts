@@ -4,7 +4,8 @@
  */
 import type { Selectable } from 'kysely';
 import type { UploadsTable } from '../database.js';
-import type { StoreUploads, UploadRecord } from '../store.js';
+import type { UploadRecord } from '../../domain/records.js';
+import type { StoreUploads } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toUpload(r: Selectable<UploadsTable>): UploadRecord {

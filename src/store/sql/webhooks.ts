@@ -7,7 +7,8 @@
  */
 import type { Selectable } from 'kysely';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../database.js';
-import type { AttemptResult, DeliveryRecord, WebhookEndpointRecord, WebhooksRepository } from '../store.js';
+import type { AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../../domain/records.js';
+import type { WebhooksRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toEndpoint(r: Selectable<WebhookEndpointsTable>): WebhookEndpointRecord {

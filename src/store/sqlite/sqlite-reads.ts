@@ -21,7 +21,8 @@ import type { Database } from '../database.js';
 import type { DialectProfile } from '../sql/dialect-profile.js';
 import { rowsQuery, SqlRows } from '../sql/rows.js';
 import { SqlTasks, taskListQuery, taskListShape, taskStateQuery, toTaskState, type StateRow } from '../sql/tasks.js';
-import type { TaskListCursor, TaskListEntry, TaskListPage, TaskStateRecord } from '../store.js';
+import type { TaskStateRecord } from '../../domain/records.js';
+import type { TaskListCursor, TaskListEntry, TaskListPage } from '../store.js';
 
 /** How many /state rows are kept between writes. */
 const STATE_CACHE_SIZE = 10_000;

@@ -2,8 +2,8 @@
  * The Task body that routes, events and the client see (interface §2.1 plus decisions §9),
  * built from a stored task alone so it costs no extra read.
  */
-import { fromMicros } from '../accounts/credits.js';
-import type { TaskRecord } from '../store/store.js';
+import { fromMicros } from './credits.js';
+import type { TaskRecord } from './records.js';
 import type { Task } from '../contract/index.js';
 
 const POLL_BUSY_S = 2;

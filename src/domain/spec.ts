@@ -4,7 +4,7 @@
  * the normalized form produced here.
  */
 import { Cron } from 'croner';
-import { compileRecordSchema, freeJsonProblem } from '../outputs/row-validation.js';
+import { compileRecordSchema, freeJsonProblem } from './row-validation.js';
 import { QuarryError } from '../errors.js';
 import {
   charactersOver, MAX_POLICY_DOMAINS, MAX_TEXT_CHARS, NUL_PROBLEM, TOOL_NAMES,

@@ -3,7 +3,6 @@
  * stored, added and compared as whole micro-credits, never as binary floating point; the decimal
  * numbers the API shows and takes are converted here, at the edge, and nowhere else.
  */
-import type { Prices } from '../config.js';
 
 /** 1 credit = 1,000,000 micro-credits: credits have at most 6 fractional digits. */
 export const MICROS_PER_CREDIT = 1_000_000;
@@ -54,6 +53,16 @@ export function fromStoredMicros(value: number | string | bigint): number {
   const micros = Number(value);
   if (!Number.isSafeInteger(micros)) throw new RangeError(`stored micro-credits are not a safe integer: ${String(value)}`);
   return micros;
+}
+
+/** The price table in credits, as configured (QUARRY_PRICE_*). */
+export interface Prices {
+  /** Credits per 1,000 input tokens. */
+  inputPer1k: number;
+  /** Credits per 1,000 output tokens. */
+  outputPer1k: number;
+  /** Credits per tool call. */
+  toolCall: number;
 }
 
 /** The price table in micro-credits: per 1,000 input and output tokens, and per tool call. */
