@@ -28,7 +28,7 @@ import crypto from 'node:crypto';
 import { CitationChecker, normalizeQuoteText, type CheckedSource } from '../src/outputs/citations.js';
 import { OPEN_POLICY } from '../src/net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../src/domain/records.js';
-import type { SourceRef } from '../src/domain/row-validation.js';
+import type { RowSource } from '../src/contract/index.js';
 import { loadAverage, log, noteLoad, percentile, reportHeader, round, startWatchdog, table, writeReport } from './lib.js';
 
 const ROWS = Number(process.env.BENCH_CITATIONS_ROWS ?? 5000);
@@ -157,7 +157,7 @@ const median = (values: number[]) => percentile(values, 50);
 // ---- 1. per row -----------------------------------------------------------------------------------
 
 interface Cited {
-  source: SourceRef;
+  source: RowSource;
   /** The baseline's search: the quote as it stands in the page, in the page's raw text. */
   rawQuote: string;
   rawText: string;
@@ -217,7 +217,7 @@ function sizeCase(mb: number) {
   const bytes = Buffer.byteLength(text);
   const s = snapshot(0, text);
   const rawQuote = spanAt(text, text.length - 2000, r);
-  const source: SourceRef = { url: s.url, quote: typed(rawQuote) };
+  const source: RowSource = { url: s.url, quote: typed(rawQuote) };
   const checkOnce = (checker: CitationChecker) => {
     if (checker.check(source).check !== 'quote_found') throw new Error(`${mb} MB: the quote near the end was not found`);
   };

@@ -5,7 +5,7 @@
  */
 import { Ajv, type ErrorObject } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { charactersOver, CONFIDENCE_LEVELS, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type FieldBasis, type OutputDecl, type SourceCheck } from '../contract/index.js';
+import { charactersOver, CONFIDENCE_LEVELS, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type FieldBasis, type OutputDecl, type RowSource } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
 export const MAX_STRING_LENGTH = 100_000;
@@ -19,18 +19,6 @@ const MAX_LISTED_ERRORS = 20;
 const MAX_LISTED_COLUMNS = 20;
 const SCHEMA_CACHE_SIZE = 256;
 
-export interface SourceRef {
-  url?: string;
-  upload_id?: string;
-  title?: string;
-  quote?: string;
-  fields?: string[];
-  /** Set by the server's check (outputs/citations.ts), never taken from the agent. */
-  verified?: boolean;
-  check?: SourceCheck;
-  source_id?: string;
-}
-
 /** Per column: how sure the agent is, and why. */
 export type RowBasis = Record<string, FieldBasis>;
 const MAX_REASONING_LENGTH = 2000;
@@ -41,7 +29,7 @@ export interface ValidRow {
    * which JavaScript puts first. Reports: heading, markdown. Records: the row without `_sources`.
    */
   values: Record<string, unknown>;
-  sources: SourceRef[];
+  sources: RowSource[];
   /** `_basis`, when the call gave one for this row. */
   basis?: RowBasis;
 }
@@ -443,7 +431,7 @@ function isHttpUrl(value: unknown): value is string {
 }
 
 /** Reads a list of sources; `path` (`sources` or `_sources`) prefixes error fields. */
-function parseSources(value: unknown, path: string, columns: Set<string> | null, report: Report): SourceRef[] {
+function parseSources(value: unknown, path: string, columns: Set<string> | null, report: Report): RowSource[] {
   if (!Array.isArray(value)) {
     report(path, `must be an array of sources, got ${describe(value)}`);
     return [];
@@ -458,8 +446,8 @@ function parseSources(value: unknown, path: string, columns: Set<string> | null,
  * Reads one source, keeping only the known keys. Null counts as absent, since models often send
  * every key with null for the unused ones.
  */
-function parseSource(value: unknown, path: string, columns: Set<string> | null, report: Report): SourceRef {
-  const source: SourceRef = {};
+function parseSource(value: unknown, path: string, columns: Set<string> | null, report: Report): RowSource {
+  const source: RowSource = {};
   if (!isObject(value)) {
     report(path, `must be an object with "url" or "upload_id", got ${describe(value)}`);
     return source;

@@ -11,12 +11,11 @@
  *
  * A quote found says the page says it, not that it is true.
  */
-import type { SourceCheck } from '../contract/index.js';
+import type { RowSource, SourceCheck } from '../contract/index.js';
 import type { DomainPolicy } from '../net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../domain/records.js';
-import type { SourceRef } from '../domain/row-validation.js';
 
-export interface CheckedSource extends SourceRef {
+export interface CheckedSource extends RowSource {
   verified: boolean;
   check: SourceCheck;
   source_id?: string;
@@ -101,7 +100,7 @@ export class CitationChecker {
     }
   }
 
-  check(source: SourceRef): CheckedSource {
+  check(source: RowSource): CheckedSource {
     const read = source.upload_id !== undefined
       ? (this.byUpload.get(source.upload_id) ?? [])
       : source.url !== undefined && this.policy.refuses(source.url) === undefined ? (this.byUrl.get(urlKey(source.url)) ?? []) : [];

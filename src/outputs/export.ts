@@ -3,8 +3,7 @@
  * serializeRow) and leave in chunks as they come, so an output of any size is never held in
  * memory at once.
  */
-import type { OutputDecl } from '../contract/index.js';
-import type { SourceRef } from '../domain/row-validation.js';
+import type { OutputDecl, RowSource } from '../contract/index.js';
 
 export type ExportFormat = 'csv' | 'jsonl';
 
@@ -13,7 +12,7 @@ const CHUNK_CHARS = 64 * 1024;
 
 interface StoredRow extends Record<string, unknown> {
   _row: number;
-  _sources: SourceRef[];
+  _sources: RowSource[];
 }
 
 export function exportContentType(format: ExportFormat): string {
@@ -100,7 +99,7 @@ function csvLayout(output: OutputDecl): { header: string[]; cells: (row: StoredR
 }
 
 /** Each source as its URL or upload id, followed by the server's verdict in brackets once checked: `https://… [quote_found]`. */
-function sourcesCell(sources: SourceRef[] | undefined): string {
+function sourcesCell(sources: RowSource[] | undefined): string {
   return (sources ?? []).map((s) => `${s.url ?? s.upload_id}${s.check ? ` [${s.check}]` : ''}`).join(' ');
 }
 
