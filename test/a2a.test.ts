@@ -13,10 +13,10 @@ import fs from 'node:fs';
 import { Role, TaskState, type ListTasksRequest, type Message, type SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, VersionNotSupportedError } from '@a2a-js/sdk/errors';
-import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { createAccount, fakeModel, taskEvents, uid, userText, waitIdleAs } from './helpers/task-api.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { startHarness, waitIdle, type Harness } from './kit/harness.js';
+import { until, within } from './kit/bounded-waits.js';
+import { createAccount, fakeModel, taskEvents, uid, userText, waitIdleAs } from './kit/task-api.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

@@ -13,10 +13,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startHarness, type Harness } from './helpers/harness.js';
-import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from './helpers/console-demo.js';
-import { quarryBuild } from './helpers/process.js';
-import type { LoopbackServer } from './fake-model/loopback-server.js';
+import { startHarness, type Harness } from './kit/harness.js';
+import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from './kit/console-demo.js';
+import { quarryBuild } from './kit/process.js';
+import type { LoopbackServer } from './kit/loopback-server.js';
 
 const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
 const noBrowser = fs.existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: apt-get install chromium (or set QUARRY_CHROMIUM)`;

@@ -5,12 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import { startFakeSearch, type FakeSearch } from './fixtures/fake-search-server.js';
-import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
-import { until } from './helpers/bounded-waits.js';
-import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import { putUpload } from './helpers/task-api.js';
+import { startFakeAnthropic, type FakeAnthropic } from './kit/fake-anthropic-server.js';
+import { startFakeSearch, type FakeSearch } from './kit/fake-search-server.js';
+import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './kit/fixture-web.js';
+import { until } from './kit/bounded-waits.js';
+import { startHarness, waitIdle, type Harness } from './kit/harness.js';
+import { putUpload } from './kit/task-api.js';
 
 describe('a research turn end to end', () => {
   let web: FixtureWeb;

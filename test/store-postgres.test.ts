@@ -20,9 +20,9 @@ import { PreparingClient } from '../src/store/postgres/prepared-statements.js';
 import type { EventRecord, Store } from '../src/store/store.js';
 import { ClusterRelay } from '../src/events/cluster-relay.js';
 import { StoreRateLimiter } from '../src/http/rate-limiter.js';
-import { until } from './helpers/bounded-waits.js';
-import { connectClient, dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
-import { makeDataDir, removeDataDir } from './helpers/process.js';
+import { until } from './kit/bounded-waits.js';
+import { connectClient, dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './kit/postgres.js';
+import { makeDataDir, removeDataDir } from './kit/process.js';
 import { runStoreCases } from './store/store-cases.js';
 
 const schema = `t_store_${process.pid}_${Date.now()}`;

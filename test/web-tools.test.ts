@@ -9,9 +9,9 @@ import { blockedReason } from '../src/net/address-policy.js';
 import { createWebTools } from '../src/agent/web/index.js';
 import type { Lookup, ResolvedAddress } from '../src/net/safe-fetch.js';
 import { createSearchProvider, searchConfigProblem, type SearchConfig } from '../src/agent/web/search.js';
-import { BRAVE_KEY, startFakeSearch, TAVILY_KEY, type FakeSearch } from './fixtures/fake-search-server.js';
-import { ARTICLE_FACT, BOILERPLATE, CSV, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
-import { within } from './helpers/bounded-waits.js';
+import { BRAVE_KEY, startFakeSearch, TAVILY_KEY, type FakeSearch } from './kit/fake-search-server.js';
+import { ARTICLE_FACT, BOILERPLATE, CSV, startFixtureWeb, type FixtureWeb } from './kit/fixture-web.js';
+import { within } from './kit/bounded-waits.js';
 
 let web: FixtureWeb;
 let search: FakeSearch;

@@ -12,11 +12,11 @@ import assert from 'node:assert/strict';
 import dns from 'node:dns';
 import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
-import { startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { until } from './helpers/bounded-waits.js';
-import { createAccount, uid, userText, waitIdleAs } from './helpers/task-api.js';
-import { startWebhookReceiver, type ReceivedWebhook, type ReceiverAnswer, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { until } from './kit/bounded-waits.js';
+import { createAccount, uid, userText, waitIdleAs } from './kit/task-api.js';
+import { startWebhookReceiver, type ReceivedWebhook, type ReceiverAnswer, type WebhookReceiver } from './kit/webhook-receiver.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 import { blockedReason } from '../src/net/address-policy.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
