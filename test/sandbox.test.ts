@@ -5,7 +5,7 @@
  * time, leftover processes), and after each attack the next run still works. Then the happy
  * paths: python over an uploaded CSV, javascript, a shell pipeline, and the tar stream reader's
  * checks on its own. No mocks: when bubblewrap cannot run here the sandbox tests are skipped
- * with the probe's reason.
+ * with the probe's reason (in CI they fail).
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +18,7 @@ import { probeCgroups } from '../src/sandbox/cgroups.js';
 import { createSandbox, type RunRequest, type RunResult, type Sandbox } from '../src/sandbox/sandbox.js';
 import { extractTar, safeRelative, SnapshotError } from '../src/sandbox/tar-extract.js';
 import { ensureWorkspace, inputNames, taskWorkspaceDir } from '../src/sandbox/workspace.js';
+import { skipUnlessAvailable } from './kit/require-tool.js';
 
 const MiB = 1024 * 1024;
 const LIMITS = { memoryBytes: 256 * MiB, workspaceBytes: 32 * MiB, tmpBytes: 16 * MiB, pids: 64, concurrentRuns: 4 };
@@ -37,7 +38,7 @@ ensureWorkspace(otherWorkspace);
 fs.writeFileSync(path.join(otherWorkspace, 'outputs', 'secret.txt'), OTHER_SECRET);
 
 const sandbox: Sandbox = await createSandbox({ mode: 'bwrap', limits: LIMITS, protectedPaths: [dataDir] });
-const skip = sandbox.available ? false : `bubblewrap cannot run here: ${sandbox.reason}`;
+const skip = skipUnlessAvailable('bubblewrap', sandbox.available ? false : String(sandbox.reason));
 
 let seq = 0;
 function workspace(): string {
