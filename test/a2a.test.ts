@@ -68,10 +68,12 @@ interface Spy {
   statuses: number[];
   /** Per SSE response, its raw text once it ended (a dropped one: what had arrived). */
   streams: Promise<string>[];
+  /** Per SSE response, its raw text so far. */
+  sofar: string[];
 }
 
 function newSpy(): Spy {
-  return { statuses: [], streams: [] };
+  return { statuses: [], streams: [], sofar: [] };
 }
 
 /** fetch with our key (or none), optional header changes, and a spy that tees SSE bodies. */
@@ -84,15 +86,15 @@ function fetchWith(key: string | null, spy?: Spy, editHeaders?: (headers: Header
     spy?.statuses.push(res.status);
     if (!spy || !res.body || !res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
     const [mine, theirs] = res.body.tee();
+    const index = spy.sofar.push('') - 1;
     spy.streams.push((async () => {
       const decoder = new TextDecoder();
-      let text = '';
       try {
-        for await (const chunk of theirs) text += decoder.decode(chunk, { stream: true });
+        for await (const chunk of theirs) spy.sofar[index] += decoder.decode(chunk, { stream: true });
       } catch {
         // aborted: keep what arrived
       }
-      return text;
+      return spy.sofar[index]!;
     })());
     return new Response(mine, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
@@ -462,7 +464,8 @@ describe('A2A endpoint', () => {
     const resuming = (async () => {
       for await (const ev of resumer.resubscribeTask({ tenant: '', id: task.id }, { serviceParameters: { 'Last-Event-ID': String(lastSeen) } })) resumed.push(ev);
     })();
-    await new Promise((r) => setTimeout(r, 400));
+    await until('the resumed stream to follow the task', () => bus.listenerCount(task.id) === 2);
+    await until('a ping on the watcher\'s stream while the turn is held', () => /^: ping$/m.test(spy.sofar[0]!));
     release.resolve();
     await within(Promise.all([resuming, watching]), 10_000, 'the streams to end');
 

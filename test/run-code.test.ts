@@ -18,6 +18,8 @@ import { createSandbox, type Sandbox } from '../src/sandbox/sandbox.js';
 import { ensureWorkspace, openTaskWorkspace, removeTaskWorkspace, taskWorkspaceDir } from '../src/sandbox/workspace.js';
 import type { TaskSpec, TaskSpecInput } from '../src/contract/index.js';
 import { normalizeSpec } from '../src/tasks/spec.js';
+import { until } from './kit/bounded-waits.js';
+import { hostProcessesWith } from './kit/process.js';
 import { skipUnlessAvailable } from './kit/require-tool.js';
 
 const MiB = 1024 * 1024;
@@ -170,8 +172,11 @@ describe('run_code', { skip }, () => {
   it('throws the abort reason when the turn is stopped', async () => {
     const controller = new AbortController();
     const h = harness({ signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('turn stopped')), 300);
-    await assert.rejects(runCode(h, { language: 'shell', code: 'sleep 20' }), /turn stopped/);
+    const marker = `95${process.pid}`;
+    const running = runCode(h, { language: 'shell', code: `sleep ${marker}` });
+    await until('the code to run', () => hostProcessesWith(`sleep ${marker}`).length > 0);
+    controller.abort(new Error('turn stopped'));
+    await assert.rejects(running, /turn stopped/);
   });
 });
 
