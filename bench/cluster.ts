@@ -57,14 +57,14 @@ import http from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
 import { isAlive } from '../src/sandbox/cgroups.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../test/kit/fake-openai-server.js';
 import {
   ROOT, expectOk, fetchEvents, freshDataDir, histLatency, loadAverage, log, machineJiffies, mapLimit, mergeHist, noteLoad, percentile,
   processJiffies, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startQuarry, startWatchdog, table, timedRequest,
   waitForQuiet, writeReport,
   type Child, type SseClientResult,
 } from './lib.js';
-import { within } from '../test/helpers/bounded-waits.js';
+import { within } from '../test/kit/bounded-waits.js';
 
 const DATABASE_URL = process.env.BENCH_CLUSTER_DATABASE_URL || process.env.QUARRY_TEST_DATABASE_URL || 'postgres://root@127.0.0.1:5432/test';
 const ALL = ['turns', 'sse'] as const;

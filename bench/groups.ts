@@ -2,7 +2,7 @@
  * The task-group benchmark (`npm run bench:groups`): what running many inputs as one group costs
  * against running them as single tasks, and what exporting a large merged table costs against
  * exporting one task's output. Quarry runs as `quarry serve` from the build (SQLite, or
- * PostgreSQL with BENCH_GROUPS_STORE=postgres); the fake model (test/fake-model/, OpenAI wire
+ * PostgreSQL with BENCH_GROUPS_STORE=postgres); the fake model (test/kit/fake-openai-server.ts, OpenAI wire
  * protocol) runs in this process and answers every call at once. Everything talks over 127.0.0.1.
  *
  *   1. runs    A group of BENCH_GROUPS_INPUTS (1,000) inline inputs in one POST /group,
@@ -48,8 +48,8 @@ import http from 'node:http';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from '../test/fake-model/fake-openai-server.js';
-import { within } from '../test/helpers/bounded-waits.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from '../test/kit/fake-openai-server.js';
+import { within } from '../test/kit/bounded-waits.js';
 import {
   cpuWindow, expectOk, freshDataDir, loadAverage, log, mapLimit, noteLoad, processCpu, processJiffies, reportHeader, round, sleep, startQuarry, startWatchdog, table,
   waitForQuiet, writeReport, type CpuUse, type QuarryProcess,

@@ -11,7 +11,7 @@
  * whose message contains NO_NEW_ROWS writes none (a monitor re-run that found nothing new).
  */
 import fs from 'node:fs';
-import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
+import { startFakeOpenAI, type FakeReply } from '../test/kit/fake-openai-server.js';
 
 /** Kept in step with bench/storage.ts, which sends it (a separate process: no shared import). */
 const NO_NEW_ROWS = '[nothing new]';

@@ -1,7 +1,7 @@
 /**
  * Shared pieces of the benchmark harnesses (run.ts, cluster.ts): the servers under test (each in
- * its own process, with a raised open-files limit, started by the test kit's test/helpers/process.ts
- * as the tests start theirs), requests through the kit's test/helpers/http.ts, the SSE
+ * its own process, with a raised open-files limit, started by test/kit/process.ts
+ * as the tests start theirs), requests through test/kit/http.ts, the SSE
  * load-generator processes, statistics, CPU accounting from /proc, and report helpers.
  * Every wait here is bounded; every child is killed when the harness exits.
  */
@@ -10,9 +10,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import type { FakeReply } from '../test/fake-model/fake-openai-server.js';
-import { fetchJson, httpClient, waitIdle as waitIdleOn, type RequestOptions, type TestResponse } from '../test/helpers/http.js';
-import { liveProcesses, ROOT, spawnNode, startServer, tempDataDir, type NodeProcess, type ServerProcess } from '../test/helpers/process.js';
+import type { FakeReply } from '../test/kit/fake-openai-server.js';
+import { fetchJson, httpClient, waitIdle as waitIdleOn, type RequestOptions, type TestResponse } from '../test/kit/http.js';
+import { liveProcesses, ROOT, spawnNode, startServer, tempDataDir, type NodeProcess, type ServerProcess } from '../test/kit/process.js';
 
 export { ROOT };
 export const OUT_DIR = path.join(ROOT, '.bench');

@@ -43,14 +43,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { startFakeOpenAI, type FakeReply } from '../test/fake-model/fake-openai-server.js';
+import { startFakeOpenAI, type FakeReply } from '../test/kit/fake-openai-server.js';
 import {
   OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
   percentile, pinnedLoad, pinToCpu, PINNED_LOAD_TOOL, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startInstantModel, startQuarry, startWatchdog, table,
   timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type PinnedLoad, type QuarryProcess, type SseClientResult,
 } from './lib.js';
-import { within } from '../test/helpers/bounded-waits.js';
-import { fetchJson } from '../test/helpers/http.js';
+import { within } from '../test/kit/bounded-waits.js';
+import { fetchJson } from '../test/kit/http.js';
 
 const ALL = ['state', 'state-pinned', 'list', 'creates', 'turns', 'output', 'sse'] as const;
 type BenchName = (typeof ALL)[number];

@@ -9,7 +9,7 @@
  */
 import http from 'node:http';
 import type { SseClientResult } from './lib.js';
-import { SseParser, type SseEvent } from '../test/sse-client.js';
+import { SseParser, type SseEvent } from '../test/kit/sse-client.js';
 
 function arg(name: string, fallback?: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -35,9 +35,9 @@ import { sql, type Kysely } from 'kysely';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import { openSqliteStore, SQLITE_FILE } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
-import { within } from '../test/helpers/bounded-waits.js';
-import { dropSchemas, TEST_DATABASE_URL } from '../test/helpers/postgres.js';
-import { spawnNode } from '../test/helpers/process.js';
+import { within } from '../test/kit/bounded-waits.js';
+import { dropSchemas, TEST_DATABASE_URL } from '../test/kit/postgres.js';
+import { spawnNode } from '../test/kit/process.js';
 import {
   expectOk, freshDataDir, log, mapLimit, reportHeader, loadAverage, round, sleep, startInstantModel, startQuarry, startWatchdog, table, waitIdle, writeReport, type QuarryProcess,
 } from './lib.js';

@@ -22,8 +22,8 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { within } from '../test/helpers/bounded-waits.js';
-import { spawnNode } from '../test/helpers/process.js';
+import { within } from '../test/kit/bounded-waits.js';
+import { spawnNode } from '../test/kit/process.js';
 import {
   expectOk, freshDataDir, log, mapLimit, processCpu, reportHeader, round, sleep, startQuarry, startWatchdog, table, loadAverage, noteLoad, writeReport, type QuarryProcess,
 } from './lib.js';

@@ -1,7 +1,7 @@
 /**
  * Takes the console's screenshots in docs/screenshots/ (shown in the README and docs/console.md):
  * starts a Quarry with the fake model, a few tasks worth seeing and a group caught mid-run
- * (test/helpers/console-demo.ts), then photographs the pages in Chromium at 1280 and at 390
+ * (test/kit/console-demo.ts), then photographs the pages in Chromium at 1280 and at 390
  * pixels wide. Run by hand after the console changes, on a fresh build:
  *
  *   npm run build && node --import tsx scripts/console-screenshots.ts
@@ -10,9 +10,9 @@
  */
 import path from 'node:path';
 import { chromium, type Page } from 'playwright-core';
-import { until } from '../test/helpers/bounded-waits.js';
-import { startHarness, waitIdle, type Harness } from '../test/helpers/harness.js';
-import { GROUP_PLANTS, GROUP_TASK, groupResponder, researchTurn, startPlantPages } from '../test/helpers/console-demo.js';
+import { until } from '../test/kit/bounded-waits.js';
+import { startHarness, waitIdle, type Harness } from '../test/kit/harness.js';
+import { GROUP_PLANTS, GROUP_TASK, groupResponder, researchTurn, startPlantPages } from '../test/kit/console-demo.js';
 import { ROOT } from './build-state.js';
 
 const OUT = path.join(ROOT, 'docs', 'screenshots');

@@ -13,10 +13,10 @@ import fs from 'node:fs';
 import { Role, TaskState, type ListTasksRequest, type Message, type SendMessageRequest, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { A2AError, PushNotificationNotSupportedError, RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError, VersionNotSupportedError } from '@a2a-js/sdk/errors';
-import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { createAccount, fakeModel, taskEvents, uid, userText, waitIdleAs } from './helpers/task-api.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { startHarness, waitIdle, type Harness } from './kit/harness.js';
+import { until, within } from './kit/bounded-waits.js';
+import { createAccount, fakeModel, taskEvents, uid, userText, waitIdleAs } from './kit/task-api.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
@@ -68,10 +68,12 @@ interface Spy {
   statuses: number[];
   /** Per SSE response, its raw text once it ended (a dropped one: what had arrived). */
   streams: Promise<string>[];
+  /** Per SSE response, its raw text so far. */
+  sofar: string[];
 }
 
 function newSpy(): Spy {
-  return { statuses: [], streams: [] };
+  return { statuses: [], streams: [], sofar: [] };
 }
 
 /** fetch with our key (or none), optional header changes, and a spy that tees SSE bodies. */
@@ -84,15 +86,15 @@ function fetchWith(key: string | null, spy?: Spy, editHeaders?: (headers: Header
     spy?.statuses.push(res.status);
     if (!spy || !res.body || !res.headers.get('content-type')?.startsWith('text/event-stream')) return res;
     const [mine, theirs] = res.body.tee();
+    const index = spy.sofar.push('') - 1;
     spy.streams.push((async () => {
       const decoder = new TextDecoder();
-      let text = '';
       try {
-        for await (const chunk of theirs) text += decoder.decode(chunk, { stream: true });
+        for await (const chunk of theirs) spy.sofar[index] += decoder.decode(chunk, { stream: true });
       } catch {
         // aborted: keep what arrived
       }
-      return text;
+      return spy.sofar[index]!;
     })());
     return new Response(mine, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
@@ -462,7 +464,8 @@ describe('A2A endpoint', () => {
     const resuming = (async () => {
       for await (const ev of resumer.resubscribeTask({ tenant: '', id: task.id }, { serviceParameters: { 'Last-Event-ID': String(lastSeen) } })) resumed.push(ev);
     })();
-    await new Promise((r) => setTimeout(r, 400));
+    await until('the resumed stream to follow the task', () => bus.listenerCount(task.id) === 2);
+    await until('a ping on the watcher\'s stream while the turn is held', () => /^: ping$/m.test(spy.sofar[0]!));
     release.resolve();
     await within(Promise.all([resuming, watching]), 10_000, 'the streams to end');
 

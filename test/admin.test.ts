@@ -4,9 +4,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { createAccount, taskIds, uid, userText, waitIdleAs } from './helpers/task-api.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { createAccount, taskIds, uid, userText, waitIdleAs } from './kit/task-api.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 
 /**
  * `[hang]` in the task's prompt: the model never answers. `[tool]`: one update_spec call, then

@@ -13,7 +13,7 @@ import { defineTool, type ToolContext, type ToolResult } from '../src/agent/tool
 import { updateSpecTool } from '../src/agent/tools/update-spec.js';
 import { writeRowsTool } from '../src/agent/tools/write-rows.js';
 import type { StoredStep, ToolEvent } from '../src/agent/turn-port.js';
-import { InMemoryTurn, ScriptedModel, untilAborted, type InMemoryTurnOptions, type ScriptedReply, type SpecRequest } from './helpers/in-memory-turn.js';
+import { InMemoryTurn, ScriptedModel, untilAborted, type InMemoryTurnOptions, type ScriptedReply, type SpecRequest } from './kit/in-memory-turn.js';
 
 const QUARRIES = { id: 'quarries', kind: 'table', columns: [{ name: 'name', type: 'string', required: true }, { name: 'opened', type: 'integer' }] };
 const SOURCE = { url: 'https://www.example.org/granite', title: 'Granite in Vermont', quote: 'opened in 1885' };

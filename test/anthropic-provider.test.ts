@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAnthropicProvider, type AnthropicOptions } from '../src/agent/providers/anthropic.js';
-import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
+import { startFakeAnthropic, type FakeAnthropic } from './kit/fake-anthropic-server.js';
+import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './kit/model-provider-cases.js';
 
 const MODEL = 'claude-fake-1';
 

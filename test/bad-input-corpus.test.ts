@@ -11,8 +11,8 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { exchange } from './helpers/raw-http.js';
+import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { exchange } from './kit/raw-http.js';
 import { ROUTES, type RouteDef } from '../src/contract/index.js';
 import { ERROR_CATALOGUE } from '../src/errors.js';
 

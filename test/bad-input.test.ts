@@ -7,9 +7,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { uid } from './helpers/task-api.js';
-import { openSse } from './sse-client.js';
+import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { uid } from './kit/task-api.js';
+import { openSse } from './kit/sse-client.js';
 import { validateRows } from '../src/domain/row-validation.js';
 import type { OutputDecl } from '../src/contract/index.js';
 

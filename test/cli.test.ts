@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { fetchJson } from './helpers/http.js';
-import { dropSchemas, testStoreEnv } from './helpers/postgres.js';
-import { makeDataDir, removeDataDir, startQuarryCli, startServer, type NodeProcess, type ServerProcess } from './helpers/process.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './kit/fake-openai-server.js';
+import { fetchJson } from './kit/http.js';
+import { dropSchemas, testStoreEnv } from './kit/postgres.js';
+import { makeDataDir, removeDataDir, startQuarryCli, startServer, type NodeProcess, type ServerProcess } from './kit/process.js';
 import { LiveView, PlainView } from '../src/cli/progress-view.js';
 import type { TaskEvent } from '../packages/client/src/index.js';
 

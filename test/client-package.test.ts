@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { killAll, quarryBuild, ROOT, spawnNode, tempDataDir } from './helpers/process.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { killAll, quarryBuild, ROOT, spawnNode, tempDataDir } from './kit/process.js';
+import { startHarness, type Harness } from './kit/harness.js';
 
 after(killAll);
 

@@ -7,8 +7,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './kit/harness.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 import {
   AtCapacityError, AuthenticationError, QuarryAbortError, QuarryClient, RateLimitedError, TaskExecutingError, TaskExistsError,
   TaskNotFoundError, ValidationError, type ClientOptions, type Fetch, type TaskEvent,

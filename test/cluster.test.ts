@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
-import { until } from './helpers/bounded-waits.js';
-import { fetchJson, httpClient, waitIdle } from './helpers/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from './helpers/postgres.js';
-import { makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
-import { readSse } from './sse-client.js';
+import { startFakeOpenAI, type FakeOpenAI } from './kit/fake-openai-server.js';
+import { until } from './kit/bounded-waits.js';
+import { fetchJson, httpClient, waitIdle } from './kit/http.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from './kit/postgres.js';
+import { makeDataDir, removeDataDir, startServer, type ServerProcess } from './kit/process.js';
+import { readSse } from './kit/sse-client.js';
 
 const ADMIN_KEY = 'cluster-admin-key';
 

@@ -6,20 +6,21 @@
  * run from the group's rows, pages the task list with "Show more", and uses it all 390 pixels
  * wide. Every control is found by its role and accessible name, so unlabelled controls fail here.
  *
- * Skipped when there is no Chromium (QUARRY_CHROMIUM, default /usr/bin/chromium); `.ci/run`
- * installs it.
+ * Skipped when there is no Chromium (QUARRY_CHROMIUM, default /usr/bin/chromium), except in CI,
+ * where it fails; `.ci/run` installs it.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startHarness, type Harness } from './helpers/harness.js';
-import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from './helpers/console-demo.js';
-import { quarryBuild } from './helpers/process.js';
-import type { LoopbackServer } from './fake-model/loopback-server.js';
+import { startHarness, type Harness } from './kit/harness.js';
+import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from './kit/console-demo.js';
+import { quarryBuild } from './kit/process.js';
+import type { LoopbackServer } from './kit/loopback-server.js';
+import { skipUnlessAvailable } from './kit/require-tool.js';
 
 const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
-const noBrowser = fs.existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}: apt-get install chromium (or set QUARRY_CHROMIUM)`;
+const noBrowser = skipUnlessAvailable('Chromium', !fs.existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: apt-get install chromium (or set QUARRY_CHROMIUM)`);
 /** Long enough for a turn on a loaded CI machine; every wait is for something the page shows. */
 const SHOWN_MS = 15_000;
 

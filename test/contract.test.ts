@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { buildOpenApiDocument } from '../src/http/openapi.js';
 import { ROUTES } from '../src/contract/index.js';
 import { clientTypesSource } from '../scripts/client-types.js';
-import { startTestHarness } from './helpers/task-api.js';
+import { startTestHarness } from './kit/task-api.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 

@@ -6,8 +6,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../src/config.js';
-import { startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { openSse } from './sse-client.js';
+import { startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { openSse } from './kit/sse-client.js';
 
 const APP = 'https://app.example.com';
 const DEV = 'http://localhost:5173';

@@ -1,6 +1,6 @@
 /**
  * The crash suite (decisions §5 durability, §10 events; docs/durability.md). A real
- * `quarry serve` process (from the build, started by test/helpers/process.ts) over a temp SQLite
+ * `quarry serve` process (from the build, started by test/kit/process.ts) over a temp SQLite
  * data dir is killed with SIGKILL in the middle of scripted turns — at every named crash point of
  * src/crash-points.ts (QUARRY_CRASH_AT=<name>:<n>, at several occurrence counts each), at a few
  * moments the test observes from outside, and again while it recovers (walks: each restarted
@@ -28,11 +28,11 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { CRASH_POINTS } from '../src/crash-points.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { within } from './helpers/bounded-waits.js';
-import { fetchJson, waitIdle, type TestResponse } from './helpers/http.js';
-import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
-import { isStored, openSse, readSse, type SseEvent, type SseStream } from './sse-client.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './kit/fake-openai-server.js';
+import { within } from './kit/bounded-waits.js';
+import { fetchJson, waitIdle, type TestResponse } from './kit/http.js';
+import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './kit/process.js';
+import { isStored, openSse, readSse, type SseEvent, type SseStream } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

@@ -18,7 +18,7 @@ import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from './helpers/postgres.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from './kit/postgres.js';
 
 /** The migrations an older Quarry ran. */
 class OldMigrations implements MigrationProvider {

@@ -10,9 +10,9 @@
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { fromMicros, MICROS_PER_CREDIT, stepCostMicros, toMicros } from '../src/domain/credits.js';
-import { ADMIN_KEY, waitIdle, type Harness, type HarnessOptions } from './helpers/harness.js';
-import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs } from './helpers/task-api.js';
-import type { FakeReply } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, waitIdle, type Harness, type HarnessOptions } from './kit/harness.js';
+import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs } from './kit/task-api.js';
+import type { FakeReply } from './kit/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

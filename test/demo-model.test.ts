@@ -5,10 +5,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitIdle } from './helpers/harness.js';
-import { waitIdle as waitIdleOn } from './helpers/http.js';
-import { startTestHarness, taskEvents, taskState } from './helpers/task-api.js';
-import { readSse } from './sse-client.js';
+import { waitIdle } from './kit/harness.js';
+import { waitIdle as waitIdleOn } from './kit/http.js';
+import { startTestHarness, taskEvents, taskState } from './kit/task-api.js';
+import { readSse } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

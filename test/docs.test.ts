@@ -10,7 +10,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { ERROR_CATALOGUE } from '../src/errors.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { startHarness, type Harness } from './kit/harness.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 

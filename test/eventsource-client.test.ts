@@ -8,8 +8,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventSource } from 'eventsource';
-import type { Harness } from './helpers/harness.js';
-import { startTestHarness } from './helpers/task-api.js';
+import type { Harness } from './kit/harness.js';
+import { startTestHarness } from './kit/task-api.js';
 
 interface Followed {
   /** Every event dispatched, `message` (an unnamed frame) included. */

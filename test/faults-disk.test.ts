@@ -14,10 +14,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from './fake-model/fake-openai-server.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { assertUnavailable, fetchJson, waitIdle, type TestResponse } from './helpers/http.js';
-import { killAll, startServer, type ServerProcess } from './helpers/process.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from './kit/fake-openai-server.js';
+import { until, within } from './kit/bounded-waits.js';
+import { assertUnavailable, fetchJson, waitIdle, type TestResponse } from './kit/http.js';
+import { killAll, startServer, type ServerProcess } from './kit/process.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

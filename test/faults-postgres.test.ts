@@ -6,17 +6,17 @@
  * outage) finishes instead of failing. A second process (role api, as in a cluster) follows the
  * task's stream through LISTEN/NOTIFY, so its link must reconnect too.
  *
- * The database is a private server the test starts and stops itself (test/helpers/private-postgres.ts),
+ * The database is a private server the test starts and stops itself (test/kit/private-postgres.ts),
  * never the shared test database.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from './fake-model/fake-openai-server.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { assertUnavailable, fetchJson, waitIdle, type TestResponse } from './helpers/http.js';
-import { skipWithoutPrivatePostgres, startPrivatePostgres, type PrivatePostgres } from './helpers/private-postgres.js';
-import { killAll, startServer, tempDataDir, type ServerProcess } from './helpers/process.js';
-import { isStored, openSse, type SseStream } from './sse-client.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from './kit/fake-openai-server.js';
+import { until, within } from './kit/bounded-waits.js';
+import { assertUnavailable, fetchJson, waitIdle, type TestResponse } from './kit/http.js';
+import { skipWithoutPrivatePostgres, startPrivatePostgres, type PrivatePostgres } from './kit/private-postgres.js';
+import { killAll, startServer, tempDataDir, type ServerProcess } from './kit/process.js';
+import { isStored, openSse, type SseStream } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { Accounts } from '../src/accounts/accounts.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { fetchJson } from './helpers/http.js';
-import { killAll, startQuarryCli, startServer, tempDataDir } from './helpers/process.js';
+import { fetchJson } from './kit/http.js';
+import { killAll, startQuarryCli, startServer, tempDataDir } from './kit/process.js';
 
 after(killAll);
 

@@ -10,7 +10,7 @@ import { Kysely, SqliteDialect, sql } from 'kysely';
 import type { Database } from '../src/store/database.js';
 import { GroupCommit } from '../src/store/group-commit.js';
 import { statementRunner } from '../src/store/sqlite/sqlite-connection.js';
-import { tempDataDir } from './helpers/process.js';
+import { tempDataDir } from './kit/process.js';
 
 
 function openDatabase(): { file: string; raw: SQLite.Database; db: Kysely<Database>; commits: GroupCommit } {

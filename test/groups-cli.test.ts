@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
 import path from 'node:path';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { until } from './helpers/bounded-waits.js';
-import { dropSchemas, testStoreEnv } from './helpers/postgres.js';
-import { runQuarryCli, startQuarryCli, startServer, tempDataDir, type ServerProcess } from './helpers/process.js';
-import { userText } from './helpers/task-api.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './kit/fake-openai-server.js';
+import { until } from './kit/bounded-waits.js';
+import { dropSchemas, testStoreEnv } from './kit/postgres.js';
+import { runQuarryCli, startQuarryCli, startServer, tempDataDir, type ServerProcess } from './kit/process.js';
+import { userText } from './kit/task-api.js';
 import { GroupProgressView } from '../src/cli/progress-view.js';
 import type { Group, GroupEvent } from '../packages/client/src/index.js';
 

@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ADMIN_KEY, startHarness, type Harness } from './helpers/harness.js';
-import { until } from './helpers/bounded-waits.js';
-import { fakeModel, uid, userText } from './helpers/task-api.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, startHarness, type Harness } from './kit/harness.js';
+import { until } from './kit/bounded-waits.js';
+import { fakeModel, uid, userText } from './kit/task-api.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 import type { GroupEvent as ContractGroupEvent } from '../src/contract/index.js';
 import {
   NotFoundError, QuarryClient, ValidationError, type Fetch, type GroupDetail, type GroupEvent, type GroupRow,

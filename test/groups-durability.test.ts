@@ -1,6 +1,6 @@
 /**
  * Task groups across kill -9 (decisions §15.2 groups, §5 durability): real `quarry serve`
- * processes from the build (test/helpers/process.ts), the fake model, and crashes in the middle
+ * processes from the build (test/kit/process.ts), the fake model, and crashes in the middle
  * of a group.
  *
  * 1. One process SIGKILLs itself at a crash point while a group of 40 inputs runs 4 at a time
@@ -30,13 +30,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { fetchJson, type TestResponse } from './helpers/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, testStoreEnv } from './helpers/postgres.js';
-import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
-import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import { openSse, readSse, type SseEvent, type SseStream } from './sse-client.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './kit/fake-openai-server.js';
+import { until, within } from './kit/bounded-waits.js';
+import { fetchJson, type TestResponse } from './kit/http.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, testStoreEnv } from './kit/postgres.js';
+import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './kit/process.js';
+import { startWebhookReceiver, type WebhookReceiver } from './kit/webhook-receiver.js';
+import { openSse, readSse, type SseEvent, type SseStream } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

@@ -7,11 +7,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startHarness, type Harness } from './helpers/harness.js';
-import { until } from './helpers/bounded-waits.js';
-import { fakeModel, putUpload, uid, userText } from './helpers/task-api.js';
-import { readSse } from './sse-client.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { startHarness, type Harness } from './kit/harness.js';
+import { until } from './kit/bounded-waits.js';
+import { fakeModel, putUpload, uid, userText } from './kit/task-api.js';
+import { readSse } from './kit/sse-client.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

@@ -1,13 +1,13 @@
 /**
  * The HTTP contract of interface.md §7 and decisions.md §1, §2, §11: every status and error code,
  * the error body's fields, the headers that go with them, and the order in which refusals are
- * decided. Everything goes over real HTTP against a real Quarry (see test/helpers/harness.ts).
+ * decided. Everything goes over real HTTP against a real Quarry (see test/kit/harness.ts).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './helpers/harness.js';
-import { createAccount, taskIds, uid, userText, waitIdleAs } from './helpers/task-api.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './kit/harness.js';
+import { createAccount, taskIds, uid, userText, waitIdleAs } from './kit/task-api.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 
 // ---- helpers ---------------------------------------------------------------------------------
 

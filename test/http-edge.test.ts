@@ -8,9 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
 import { ERROR_CATALOGUE } from '../src/errors.js';
-import { startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { exchange, type RawAnswer } from './helpers/raw-http.js';
-import { openSse } from './sse-client.js';
+import { startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { exchange, type RawAnswer } from './kit/raw-http.js';
+import { openSse } from './kit/sse-client.js';
 
 /** The one error body from the catalogue, with X-Request-ID, as every refusal must be. */
 function expectCatalogueError(answer: RawAnswer | TestResponse, status: number, code: string): void {

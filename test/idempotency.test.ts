@@ -6,9 +6,9 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, waitIdle, type Harness, type TestResponse } from './helpers/harness.js';
-import { createAccount, fakeModel, startTestHarness, taskEvents, taskIds, taskState, uid, waitIdleAs } from './helpers/task-api.js';
-import type { FakeReply } from './fake-model/fake-openai-server.js';
+import { ADMIN_KEY, waitIdle, type Harness, type TestResponse } from './kit/harness.js';
+import { createAccount, fakeModel, startTestHarness, taskEvents, taskIds, taskState, uid, waitIdleAs } from './kit/task-api.js';
+import type { FakeReply } from './kit/fake-openai-server.js';
 import { emptySpec } from '../src/domain/spec.js';
 import { IdempotencyKeyClaimed } from '../src/tasks/task-service.js';
 

@@ -5,11 +5,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitIdle } from './helpers/harness.js';
-import { fakeModel, startTestHarness, taskEvents, taskState } from './helpers/task-api.js';
-import { until } from './helpers/bounded-waits.js';
+import { waitIdle } from './kit/harness.js';
+import { fakeModel, startTestHarness, taskEvents, taskState } from './kit/task-api.js';
+import { until } from './kit/bounded-waits.js';
 import { QuarryClient } from '../packages/client/src/index.js';
-import { readSse } from './sse-client.js';
+import { readSse } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { fetchJson } from './helpers/http.js';
-import { killAll, runQuarryCli, startServer, tempDataDir, type ServerProcess } from './helpers/process.js';
+import { fetchJson } from './kit/http.js';
+import { killAll, runQuarryCli, startServer, tempDataDir, type ServerProcess } from './kit/process.js';
 
 const ADMIN_KEY = 'admin-for-keys-command';
 after(killAll);

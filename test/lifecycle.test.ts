@@ -5,10 +5,10 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitIdle, type Harness } from './helpers/harness.js';
-import { until } from './helpers/bounded-waits.js';
-import { fakeModel, getTask, startTestHarness, taskEvents, taskState } from './helpers/task-api.js';
-import type { FakeReply, RecordedRequest } from './fake-model/fake-openai-server.js';
+import { waitIdle, type Harness } from './kit/harness.js';
+import { until } from './kit/bounded-waits.js';
+import { fakeModel, getTask, startTestHarness, taskEvents, taskState } from './kit/task-api.js';
+import type { FakeReply, RecordedRequest } from './kit/fake-openai-server.js';
 
 // ---- helpers --------------------------------------------------------------------------------
 

@@ -9,12 +9,12 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from './fake-model/fake-openai-server.js';
-import { until } from './helpers/bounded-waits.js';
-import { fetchJson } from './helpers/http.js';
-import { startHarness, type Harness } from './helpers/harness.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
-import { killAll, makeDataDir, removeDataDir, startServer } from './helpers/process.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from './kit/fake-openai-server.js';
+import { until } from './kit/bounded-waits.js';
+import { fetchJson } from './kit/http.js';
+import { startHarness, type Harness } from './kit/harness.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './kit/postgres.js';
+import { killAll, makeDataDir, removeDataDir, startServer } from './kit/process.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

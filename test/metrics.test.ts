@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ADMIN_KEY, waitIdle, type Harness } from './helpers/harness.js';
-import { until } from './helpers/bounded-waits.js';
-import { fakeModel, startTestHarness } from './helpers/task-api.js';
-import { startWebhookReceiver } from './helpers/webhook-receiver.js';
+import { ADMIN_KEY, waitIdle, type Harness } from './kit/harness.js';
+import { until } from './kit/bounded-waits.js';
+import { fakeModel, startTestHarness } from './kit/task-api.js';
+import { startWebhookReceiver } from './kit/webhook-receiver.js';
 
 /** The value of the sample `name` whose labels are exactly `labels`, or undefined when there is none. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

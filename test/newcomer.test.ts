@@ -16,8 +16,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fetchJson } from './helpers/http.js';
-import { freePort, ROOT, tempDataDir } from './helpers/process.js';
+import { fetchJson } from './kit/http.js';
+import { freePort, ROOT, tempDataDir } from './kit/process.js';
 
 const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
 const started: ChildProcess[] = [];

@@ -5,11 +5,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { waitIdle, type Harness } from './helpers/harness.js';
-import { fakeModel, startTestHarness, taskEvents } from './helpers/task-api.js';
-import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import type { FakeReply } from './fake-model/fake-openai-server.js';
-import { readSse } from './sse-client.js';
+import { waitIdle, type Harness } from './kit/harness.js';
+import { fakeModel, startTestHarness, taskEvents } from './kit/task-api.js';
+import { startFakeAnthropic, type FakeAnthropic } from './kit/fake-anthropic-server.js';
+import type { FakeReply } from './kit/fake-openai-server.js';
+import { readSse } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '../src/agent/providers/openai-compatible.js';
-import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
-import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './helpers/model-provider-cases.js';
+import { startFakeOpenAI, type FakeOpenAI } from './kit/fake-openai-server.js';
+import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from './kit/model-provider-cases.js';
 
 const MODEL = 'fake-model-1';
 

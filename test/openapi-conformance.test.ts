@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { startHarness, type Harness } from './kit/harness.js';
 import { OpenApiDocument } from './openapi/document.js';
 import { ProbeRunner, runScenario, scenarioModel, sweepUncovered, type Exchange } from './openapi/scenario.js';
 import { inspectResponseTypes, openapiTypescript, redoclyLint, startPrismProxy, type PrismProxy, type TypedResponse } from './openapi/tools.js';

@@ -5,9 +5,9 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { until } from './helpers/bounded-waits.js';
-import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import type { FakeReply } from './fake-model/fake-openai-server.js';
+import { until } from './kit/bounded-waits.js';
+import { startHarness, waitIdle, type Harness } from './kit/harness.js';
+import type { FakeReply } from './kit/fake-openai-server.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

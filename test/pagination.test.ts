@@ -5,8 +5,8 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { fetchJson } from './helpers/http.js';
+import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { fetchJson } from './kit/http.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

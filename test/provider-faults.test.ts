@@ -14,14 +14,14 @@ import { defineTool } from '../src/agent/tools/tool.js';
 import { updateSpecTool } from '../src/agent/tools/update-spec.js';
 import { writeRowsTool } from '../src/agent/tools/write-rows.js';
 import { DEFAULT_MODEL_TIMEOUT_MS, loadConfig, type ModelConfig } from '../src/config.js';
-import { startFakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import type { FakeModelReply, FakeModelServer } from './fake-model/fake-model-server.js';
-import { startFakeOpenAI, type FakeReply } from './fake-model/fake-openai-server.js';
+import { startFakeAnthropic } from './kit/fake-anthropic-server.js';
+import type { FakeModelReply, FakeModelServer } from './kit/fake-model-server.js';
+import { startFakeOpenAI, type FakeReply } from './kit/fake-openai-server.js';
 import { ModelText, type TaskEvent } from '../packages/client/src/index.js';
-import { until } from './helpers/bounded-waits.js';
-import { InMemoryTurn, type InMemoryTurnOptions } from './helpers/in-memory-turn.js';
-import { fakeModel, startTestHarness, taskEvents } from './helpers/task-api.js';
-import { readSse } from './sse-client.js';
+import { until } from './kit/bounded-waits.js';
+import { InMemoryTurn, type InMemoryTurnOptions } from './kit/in-memory-turn.js';
+import { fakeModel, startTestHarness, taskEvents } from './kit/task-api.js';
+import { readSse } from './kit/sse-client.js';
 
 /** Three retries, quick ones: the waits under test are the server's, not these. */
 const RETRY_DELAYS_MS = [10, 20, 40];

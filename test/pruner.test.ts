@@ -9,10 +9,10 @@ import { Pruner } from '../src/pruner.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
-import { startHarness } from './helpers/harness.js';
-import { waitIdle } from './helpers/http.js';
-import { dropSchemas, TEST_DATABASE_URL, testStoreEnv } from './helpers/postgres.js';
-import { fakeModel } from './helpers/task-api.js';
+import { startHarness } from './kit/harness.js';
+import { waitIdle } from './kit/http.js';
+import { dropSchemas, TEST_DATABASE_URL, testStoreEnv } from './kit/postgres.js';
+import { fakeModel } from './kit/task-api.js';
 import { task, turn } from './store/store-cases.js';
 
 /** A migrated store of the kind the suite runs on (QUARRY_TEST_STORE), and how to remove it. */

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { readInputTool } from '../src/agent/tools/read-input.js';
 import type { InputFile } from '../src/agent/turn-port.js';
 import type { ToolContext, ToolResult } from '../src/agent/tools/tool.js';
-import { ARTICLE_FACT, BOILERPLATE, CSV, GRANITE_HTML, JSON_DATA, PDF, PNG } from './fixtures/fixture-web.js';
+import { ARTICLE_FACT, BOILERPLATE, CSV, GRANITE_HTML, JSON_DATA, PDF, PNG } from './kit/fixture-web.js';
 
 let dir: string;
 let inputs: InputFile[];

@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { QuarryError } from '../src/errors.js';
 import { followEvents } from '../src/frontends/a2a/event-follower.js';
 import type { EventRecord } from '../src/domain/records.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { waitIdle, type Harness } from './helpers/harness.js';
-import { startTestHarness } from './helpers/task-api.js';
-import { isStored, openSse, readSse } from './sse-client.js';
+import { until, within } from './kit/bounded-waits.js';
+import { waitIdle, type Harness } from './kit/harness.js';
+import { startTestHarness } from './kit/task-api.js';
+import { isStored, openSse, readSse } from './kit/sse-client.js';
 
 async function idleTask(h: Harness, prompt: string): Promise<string> {
   const created = await h.request('POST', '/task', { body: { prompt } });

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
+import { startHarness, waitIdle, type Harness } from './kit/harness.js';
 import type { EventRecord } from '../src/domain/records.js';
 
 /**

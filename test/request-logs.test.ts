@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { startHarness, type Harness } from './kit/harness.js';
 
 describe('request logs', () => {
   let h: Harness;

@@ -5,12 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeAnthropic, type FakeAnthropic } from './fake-model/fake-anthropic-server.js';
-import { startFakeSearch, type FakeSearch } from './fixtures/fake-search-server.js';
-import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
-import { until } from './helpers/bounded-waits.js';
-import { startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import { putUpload } from './helpers/task-api.js';
+import { startFakeAnthropic, type FakeAnthropic } from './kit/fake-anthropic-server.js';
+import { startFakeSearch, type FakeSearch } from './kit/fake-search-server.js';
+import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './kit/fixture-web.js';
+import { until } from './kit/bounded-waits.js';
+import { startHarness, waitIdle, type Harness } from './kit/harness.js';
+import { putUpload } from './kit/task-api.js';
+import { skipTestWithout } from './kit/require-tool.js';
 
 describe('a research turn end to end', () => {
   let web: FixtureWeb;
@@ -154,7 +155,7 @@ describe('run_code in a turn', () => {
     });
     await waitIdle(h, start.body.task_id, 30_000);
     const toolMessage = [...(h.model!.requests[1]!.body.messages ?? [])].reverse().find((m) => m.role === 'tool');
-    if (/not available/.test(String(toolMessage?.content))) return t.skip(`the sandbox cannot run here: ${toolMessage?.content}`);
+    if (/not available/.test(String(toolMessage?.content))) return skipTestWithout(t, 'bubblewrap', String(toolMessage?.content));
     assert.match(String(toolMessage?.content), /\b3\b/);
     const rows = await h.request('GET', `/task/${start.body.task_id}/output`);
     assert.deepEqual(rows.body.rows.map((r: { part: string; price: number }) => [r.part, r.price]), [['bolt', 0.5], ['nut', 0.2], ['gear', 8]]);

@@ -3,7 +3,7 @@
  * (the one the agent loop builds, plus the proposed `sandbox` and `workspace()` members) and a
  * real bubblewrap sandbox: code writes a file to outputs/, write_rows loads it into an output,
  * validated exactly like inline rows; paths that leave outputs/ are refused. The run_code tests
- * are skipped, with the probe's reason, only when bubblewrap cannot run here.
+ * are skipped, with the probe's reason, only when bubblewrap cannot run here (in CI they fail).
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +18,9 @@ import { createSandbox, type Sandbox } from '../src/sandbox/sandbox.js';
 import { ensureWorkspace, openTaskWorkspace, removeTaskWorkspace, taskWorkspaceDir } from '../src/sandbox/workspace.js';
 import type { TaskSpec, TaskSpecInput } from '../src/contract/index.js';
 import { normalizeSpec } from '../src/domain/spec.js';
+import { until } from './kit/bounded-waits.js';
+import { hostProcessesWith } from './kit/process.js';
+import { skipUnlessAvailable } from './kit/require-tool.js';
 
 const MiB = 1024 * 1024;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-run-code-test-'));
@@ -26,7 +29,7 @@ fs.mkdirSync(path.dirname(uploadPath), { recursive: true });
 fs.writeFileSync(uploadPath, 'item,price,qty\nbolt,0.25,400\nnut,0.1,1000\nwasher,0.05,250\n');
 
 const sandbox: Sandbox = await createSandbox({ mode: 'bwrap', limits: { memoryBytes: 256 * MiB, workspaceBytes: 32 * MiB, tmpBytes: 16 * MiB }, protectedPaths: [dataDir] });
-const skip = sandbox.available ? false : `bubblewrap cannot run here: ${sandbox.reason}`;
+const skip = skipUnlessAvailable('bubblewrap', sandbox.available ? false : String(sandbox.reason));
 
 after(async () => {
   await sandbox.close();
@@ -169,8 +172,11 @@ describe('run_code', { skip }, () => {
   it('throws the abort reason when the turn is stopped', async () => {
     const controller = new AbortController();
     const h = harness({ signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('turn stopped')), 300);
-    await assert.rejects(runCode(h, { language: 'shell', code: 'sleep 20' }), /turn stopped/);
+    const marker = `95${process.pid}`;
+    const running = runCode(h, { language: 'shell', code: `sleep ${marker}` });
+    await until('the code to run', () => hostProcessesWith(`sleep ${marker}`).length > 0);
+    controller.abort(new Error('turn stopped'));
+    await assert.rejects(running, /turn stopped/);
   });
 });
 

@@ -5,7 +5,7 @@
  * time, leftover processes), and after each attack the next run still works. Then the happy
  * paths: python over an uploaded CSV, javascript, a shell pipeline, and the tar stream reader's
  * checks on its own. No mocks: when bubblewrap cannot run here the sandbox tests are skipped
- * with the probe's reason.
+ * with the probe's reason (in CI they fail).
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +18,9 @@ import { probeCgroups } from '../src/sandbox/cgroups.js';
 import { createSandbox, type RunRequest, type RunResult, type Sandbox } from '../src/sandbox/sandbox.js';
 import { extractTar, safeRelative, SnapshotError } from '../src/sandbox/tar-extract.js';
 import { ensureWorkspace, inputNames, taskWorkspaceDir } from '../src/sandbox/workspace.js';
+import { until } from './kit/bounded-waits.js';
+import { hostProcessesWith } from './kit/process.js';
+import { skipUnlessAvailable } from './kit/require-tool.js';
 
 const MiB = 1024 * 1024;
 const LIMITS = { memoryBytes: 256 * MiB, workspaceBytes: 32 * MiB, tmpBytes: 16 * MiB, pids: 64, concurrentRuns: 4 };
@@ -37,7 +40,7 @@ ensureWorkspace(otherWorkspace);
 fs.writeFileSync(path.join(otherWorkspace, 'outputs', 'secret.txt'), OTHER_SECRET);
 
 const sandbox: Sandbox = await createSandbox({ mode: 'bwrap', limits: LIMITS, protectedPaths: [dataDir] });
-const skip = sandbox.available ? false : `bubblewrap cannot run here: ${sandbox.reason}`;
+const skip = skipUnlessAvailable('bubblewrap', sandbox.available ? false : String(sandbox.reason));
 
 let seq = 0;
 function workspace(): string {
@@ -67,18 +70,6 @@ function du(dir: string): number {
 }
 
 /** Host processes whose command line contains `marker`. */
-function hostProcessesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) found.push(Number(pid));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return found;
-}
-
 after(async () => {
   await sandbox.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
@@ -233,9 +224,10 @@ describe('sandbox: limits', { skip }, () => {
   const noPids = sandbox.available && !sandbox.cgroupControllers.includes('pids') ? `no writable pids cgroup here, so a fork bomb would be stopped only by its timeout: ${sandbox.warnings.join('; ')}` : false;
   it('contains a fork bomb with the pids limit while other runs go on', { skip: noPids }, async () => {
     const ws = workspace();
-    const bomb = run({ workspaceDir: ws, language: 'shell', code: 'bomb() { bomb | bomb & }; bomb; sleep 3', timeoutS: 4 });
-    // The host, and a sandbox beside the bomb, stay responsive.
-    await new Promise((r) => setTimeout(r, 1000));
+    const marker = `97${process.pid}`;
+    const bomb = run({ workspaceDir: ws, language: 'shell', code: `sleep ${marker} & bomb() { bomb | bomb & }; bomb; sleep 3`, timeoutS: 4 });
+    // The host, and a sandbox beside the bomb, stay responsive once it is running.
+    await until('the fork bomb to start', () => hostProcessesWith(`sleep ${marker}`).length > 0);
     const started = Date.now();
     const beside = await run({ language: 'shell', code: 'echo beside' });
     assert.equal(beside.stdout, 'beside\n');
@@ -336,8 +328,10 @@ describe('sandbox: limits', { skip }, () => {
   it('cancels a run at once when the signal aborts, leaving the workspace as it was', async () => {
     const ws = workspace();
     const controller = new AbortController();
-    const running = run({ workspaceDir: ws, language: 'shell', code: 'echo x > outputs/new.txt; sleep 60', signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('stopped')), 500);
+    const marker = `96${process.pid}`;
+    const running = run({ workspaceDir: ws, language: 'shell', code: `echo x > outputs/new.txt; sleep ${marker}`, signal: controller.signal });
+    await until('the code to have written its file', () => hostProcessesWith(`sleep ${marker}`).length > 0);
+    controller.abort(new Error('stopped'));
     const started = Date.now();
     await assert.rejects(running, /stopped/);
     assert.ok(Date.now() - started < 3000);

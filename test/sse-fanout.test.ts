@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { EventBus } from '../src/events/event-bus.js';
 import { StreamFanout } from '../src/http/sse-fanout.js';
 import type { EventRecord } from '../src/domain/records.js';
+import { until } from './kit/bounded-waits.js';
 
 function event(taskId: string, seq: number): EventRecord {
   return { taskId, seq, type: 'text', turnId: null, data: `{"seq":${seq}}` };
@@ -22,8 +23,6 @@ class Recorder {
   }
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
-
 test('each of 2,000 streams gets every event once, in order, and a burst in fewer deliveries than events', async () => {
   const bus = new EventBus();
   const fanout = new StreamFanout(bus);
@@ -35,7 +34,7 @@ test('each of 2,000 streams gets every event once, in order, and a burst in fewe
     for (let i = 0; i < 5; i++) bus.publish([event('t1', ++seq)]);
     await new Promise((resolve) => setImmediate(resolve));
   }
-  await settle();
+  await until('every stream to get the last event', () => streams.every((s) => s.seqs.includes(15)));
   const all = Array.from({ length: 15 }, (_, i) => i + 1);
   for (const s of streams) assert.deepEqual(s.seqs, all);
   const writes = streams.reduce((n, s) => n + s.deliveries, 0);
@@ -54,14 +53,16 @@ test('a stream that joins before pending events are delivered gets only what is 
   fanout.follow('t2', late);
   for (const l of leavers) l.stop();
   bus.publish([event('t2', 2), event('t2', 3)]);
-  await settle();
+  const stayed = early.filter((s) => !leavers.some((l) => l.s === s));
+  await until('the streams that stayed to get event 3', () => late.seqs.includes(3) && stayed.every((s) => s.seqs.includes(3)));
   assert.deepEqual(late.seqs, [2, 3]);
   for (const l of leavers) assert.ok(!l.s.seqs.includes(2), 'a stream that left still got an event');
-  for (const s of early) if (!leavers.some((l) => l.s === s)) assert.deepEqual(s.seqs, [1, 2, 3]);
-  // Another task's events reach none of these streams.
+  for (const s of stayed) assert.deepEqual(s.seqs, [1, 2, 3]);
+  // Another task's events reach none of these streams: this task's next event comes right after 3.
   bus.publish([event('t3', 1)]);
-  await settle();
-  assert.deepEqual(late.seqs, [2, 3]);
+  bus.publish([event('t2', 4)]);
+  await until('the late stream to get event 4', () => late.seqs.includes(4));
+  assert.deepEqual(late.seqs, [2, 3, 4]);
 });
 
 test('when the last stream of a task leaves, the task no longer listens on the bus', async () => {

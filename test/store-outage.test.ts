@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { startHarness } from './helpers/harness.js';
-import { waitIdle as waitIdleOn } from './helpers/http.js';
+import { startHarness } from './kit/harness.js';
+import { waitIdle as waitIdleOn } from './kit/http.js';
 import type { Repositories, StepsRepository } from '../src/store/store.js';
 
 test('when the store cannot be read, status routes answer 503 service_unavailable and unknown keys 503 auth_unavailable', async () => {

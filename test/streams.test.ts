@@ -5,10 +5,10 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './helpers/harness.js';
-import { taskEvents, taskState, waitIdleAs } from './helpers/task-api.js';
-import type { FakeOpenAI, FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { isStored, openSse, parseRawResponse, parseSseText, readSse, stalledGet, type SseEvent, type SseStream } from './sse-client.js';
+import { ADMIN_KEY, startHarness, waitIdle, type Harness } from './kit/harness.js';
+import { taskEvents, taskState, waitIdleAs } from './kit/task-api.js';
+import type { FakeOpenAI, FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
+import { isStored, openSse, parseRawResponse, parseSseText, readSse, stalledGet, type SseEvent, type SseStream } from './kit/sse-client.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

@@ -12,8 +12,8 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './helpers/harness.js';
-import { fetchJson } from './helpers/http.js';
+import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './kit/harness.js';
+import { fetchJson } from './kit/http.js';
 
 const sha256 = (data: Buffer | string) => crypto.createHash('sha256').update(data).digest('hex');
 

@@ -19,15 +19,15 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './fake-model/fake-openai-server.js';
-import { startLoopbackServer, type LoopbackServer } from './fake-model/loopback-server.js';
-import { startFakeSearch, type FakeSearch } from './fixtures/fake-search-server.js';
-import { within } from './helpers/bounded-waits.js';
-import { startHarness, waitIdle, ADMIN_KEY, type Harness } from './helpers/harness.js';
-import { fetchJson, waitIdle as waitIdleOn, type TestResponse } from './helpers/http.js';
-import { dropSchemas, testStoreEnv } from './helpers/postgres.js';
-import { makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
-import { createAccount, putUpload, taskEvents } from './helpers/task-api.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from './kit/fake-openai-server.js';
+import { startLoopbackServer, type LoopbackServer } from './kit/loopback-server.js';
+import { startFakeSearch, type FakeSearch } from './kit/fake-search-server.js';
+import { within } from './kit/bounded-waits.js';
+import { startHarness, waitIdle, ADMIN_KEY, type Harness } from './kit/harness.js';
+import { fetchJson, waitIdle as waitIdleOn, type TestResponse } from './kit/http.js';
+import { dropSchemas, testStoreEnv } from './kit/postgres.js';
+import { makeDataDir, removeDataDir, startServer, type ServerProcess } from './kit/process.js';
+import { createAccount, putUpload, taskEvents } from './kit/task-api.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

@@ -10,9 +10,9 @@ import { createWebTools } from '../src/agent/web/index.js';
 import type { Lookup, ResolvedAddress } from '../src/net/safe-fetch.js';
 import { createSearchProvider } from '../src/agent/web/search.js';
 import { searchConfigProblem, type SearchConfig } from '../src/config.js';
-import { BRAVE_KEY, startFakeSearch, TAVILY_KEY, type FakeSearch } from './fixtures/fake-search-server.js';
-import { ARTICLE_FACT, BOILERPLATE, CSV, startFixtureWeb, type FixtureWeb } from './fixtures/fixture-web.js';
-import { within } from './helpers/bounded-waits.js';
+import { BRAVE_KEY, startFakeSearch, TAVILY_KEY, type FakeSearch } from './kit/fake-search-server.js';
+import { ARTICLE_FACT, BOILERPLATE, CSV, startFixtureWeb, type FixtureWeb } from './kit/fixture-web.js';
+import { within } from './kit/bounded-waits.js';
 
 let web: FixtureWeb;
 let search: FakeSearch;

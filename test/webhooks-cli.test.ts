@@ -8,10 +8,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
-import { until } from './helpers/bounded-waits.js';
-import { dropSchemas, testStoreEnv } from './helpers/postgres.js';
-import { runQuarryCli, startServer, tempDataDir, type ServerProcess } from './helpers/process.js';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { until } from './kit/bounded-waits.js';
+import { dropSchemas, testStoreEnv } from './kit/postgres.js';
+import { runQuarryCli, startServer, tempDataDir, type ServerProcess } from './kit/process.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './kit/webhook-receiver.js';
 import { NotFoundError, QuarryClient, type Fetch, type WebhookDelivery } from '../packages/client/src/index.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

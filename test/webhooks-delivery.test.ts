@@ -12,14 +12,14 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { startFakeOpenAI, type FakeOpenAI } from './fake-model/fake-openai-server.js';
-import { startLoopbackServer } from './fake-model/loopback-server.js';
-import { until, within } from './helpers/bounded-waits.js';
-import { fetchJson } from './helpers/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { startFakeOpenAI, type FakeOpenAI } from './kit/fake-openai-server.js';
+import { startLoopbackServer } from './kit/loopback-server.js';
+import { until, within } from './kit/bounded-waits.js';
+import { fetchJson } from './kit/http.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './kit/postgres.js';
 import { CLAIM_MARGIN_MS } from '../src/webhooks/dispatcher.js';
-import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './helpers/process.js';
-import { startWebhookReceiver, type ReceivedWebhook } from './helpers/webhook-receiver.js';
+import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from './kit/process.js';
+import { startWebhookReceiver, type ReceivedWebhook } from './kit/webhook-receiver.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;

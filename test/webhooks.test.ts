@@ -12,11 +12,11 @@ import assert from 'node:assert/strict';
 import dns from 'node:dns';
 import os from 'node:os';
 import { Webhook } from 'standardwebhooks';
-import { startHarness, type Harness, type TestResponse } from './helpers/harness.js';
-import { until } from './helpers/bounded-waits.js';
-import { createAccount, uid, userText, waitIdleAs } from './helpers/task-api.js';
-import { startWebhookReceiver, type ReceivedWebhook, type ReceiverAnswer, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import type { FakeReply, FakeRequestBody } from './fake-model/fake-openai-server.js';
+import { startHarness, type Harness, type TestResponse } from './kit/harness.js';
+import { until } from './kit/bounded-waits.js';
+import { createAccount, uid, userText, waitIdleAs } from './kit/task-api.js';
+import { startWebhookReceiver, type ReceivedWebhook, type ReceiverAnswer, type WebhookReceiver } from './kit/webhook-receiver.js';
+import type { FakeReply, FakeRequestBody } from './kit/fake-openai-server.js';
 import { blockedReason } from '../src/net/address-policy.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -543,7 +543,8 @@ describe('webhook deliveries', () => {
   it('DELETE: 200 with the endpoint, then 404; nothing more is sent to it, a pending retry included', async (t) => {
     const key = await newKey(h);
     const deleted = await receiver(t, () => 500);
-    const kept = await receiver(t);
+    // Refuses its first two attempts: its third comes two retry waits after the later turn.
+    const kept = await receiver(t, (req) => (req.index < 2 ? 500 : 200));
     const endpoint = await register(t, h, key, `${deleted.url}/hook`);
     await runTurn(h, key);
     await deleted.waitFor(1);
@@ -560,13 +561,14 @@ describe('webhook deliveries', () => {
     const countAtDelete = deleted.received.length;
 
     // A later turn: the endpoint still registered gets it, the deleted one nothing (nor its retry).
-    await register(t, h, key, `${kept.url}/hook`);
+    const keptEndpoint = await register(t, h, key, `${kept.url}/hook`);
     await runTurn(h, key);
-    await kept.waitFor(1);
-    // Two retry waits (0.2 s each) more: a retry of the deleted endpoint would have come by now.
-    await new Promise((resolve) => setTimeout(resolve, 450));
+    // The kept endpoint's delivery, retried twice, ends two retry waits (0.2 s each) after the
+    // delete: a retry of the deleted endpoint, due earlier, would have come by then.
+    const keptDelivery = await untilDelivery(h, key, keptEndpoint.webhook_id, 'the kept endpoint\'s delivery after two retries', (d) => d.status === 'delivered');
+    assert.equal(keptDelivery.attempts, 3);
     assert.ok(deleted.received.length <= countAtDelete + 1, `at most the attempt already in flight at the delete (got ${deleted.received.length - countAtDelete} more)`);
-    assert.equal(kept.received.length, 1);
+    assert.equal(kept.received.length, 3);
   });
 
   it('the delivery log pages newest first with X-Next-Cursor and Link, without repeats', async (t) => {
@@ -638,14 +640,13 @@ describe('webhook deliveries that give up', () => {
     assert.ok(dead.attempts >= 2, `retried before giving up (attempts ${dead.attempts})`);
     assert.equal(r.received.length, dead.attempts, 'one request per attempt');
     assert.equal(r.byId(dead.delivery_id).length, dead.attempts);
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    assert.equal(r.received.length, dead.attempts, 'nothing sent once dead');
-
     r.answer = () => 200;
     const res = await h.request('POST', `/webhooks/${endpoint.webhook_id}/deliveries/${dead.delivery_id}/redeliver`, { key, body: {} });
     assert.equal(res.status, 202, res.text);
     assert.equal(res.body.status, 'pending');
     const revived = await untilDelivery(h, key, endpoint.webhook_id, 'the redelivery delivered', (d) => d.status === 'delivered');
+    // Nothing was sent while it was dead: the redelivery is the one request after the dead ones.
+    assert.equal(r.received.length, dead.attempts + 1, 'nothing sent once dead');
     assert.equal(revived.last_status_code, 200);
     assert.equal(revived.last_error, null);
     assert.equal(r.received.at(-1)!.headers['webhook-id'], dead.delivery_id);

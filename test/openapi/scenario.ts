@@ -16,12 +16,12 @@
  * so a violation that makes Prism replace one answer never derails the probes after it.
  */
 import assert from 'node:assert/strict';
-import { ADMIN_KEY, type Harness } from '../helpers/harness.js';
-import { waitIdle } from '../helpers/http.js';
-import { putUpload } from '../helpers/task-api.js';
-import { until } from '../helpers/bounded-waits.js';
-import { readSse } from '../sse-client.js';
-import type { FakeReply, FakeRequestBody } from '../fake-model/fake-openai-server.js';
+import { ADMIN_KEY, type Harness } from '../kit/harness.js';
+import { waitIdle } from '../kit/http.js';
+import { putUpload } from '../kit/task-api.js';
+import { until } from '../kit/bounded-waits.js';
+import { readSse } from '../kit/sse-client.js';
+import type { FakeReply, FakeRequestBody } from '../kit/fake-openai-server.js';
 import { OpenApiDocument } from './document.js';
 import { prismViolations, type PrismViolation } from './tools.js';
 

@@ -6,7 +6,7 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ModelProviderError, type ModelProvider, type ModelRequest } from '../../src/agent/providers/model-provider.js';
 import type { HttpProviderOptions, ModelPost } from '../../src/agent/providers/provider-http.js';
-import type { FakeModelReply, FakeModelServer } from '../fake-model/fake-model-server.js';
+import type { FakeModelReply, FakeModelServer } from './fake-model-server.js';
 import { until, within } from './bounded-waits.js';
 
 /** A request with one user message and no tools; `overrides` replaces any part. */

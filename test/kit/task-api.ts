@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ADMIN_KEY, startHarness, type Harness, type HarnessOptions } from './harness.js';
 import { fetchJson, waitIdle, type TestResponse } from './http.js';
-import type { FakeOpenAI, FakeRequestBody } from '../fake-model/fake-openai-server.js';
+import type { FakeOpenAI, FakeRequestBody } from './fake-openai-server.js';
 import type { CreatedAccount } from '../../packages/client/src/index.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

@@ -7,8 +7,8 @@
  * with QUARRY_FETCH_ALLOW_PRIVATE=1 to read the loopback pages.
  */
 import { parseRunMessage } from '../../src/domain/run-message.js';
-import type { FakeReply, FakeRequestBody } from '../fake-model/fake-openai-server.js';
-import { startLoopbackServer, type LoopbackServer } from '../fake-model/loopback-server.js';
+import type { FakeReply, FakeRequestBody } from './fake-openai-server.js';
+import { startLoopbackServer, type LoopbackServer } from './loopback-server.js';
 
 export const PLANT_PAGE_TITLE = 'Northvolt Ett, Skellefteå';
 export const VERIFIED_QUOTE = '16 GWh of annual capacity';

@@ -376,3 +376,19 @@ export function tempDataDir(prefix = 'quarry-test-', opts: { keep?: boolean } = 
   tempDirs.push(dir);
   return dir;
 }
+
+/**
+ * The pids of this host's processes whose command line, its arguments joined with spaces, holds
+ * `marker` (a sandbox's processes included).
+ */
+export function hostProcessesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').includes(marker)) found.push(Number(pid));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}

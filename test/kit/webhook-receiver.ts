@@ -4,7 +4,7 @@
  * lets a test wait for a number of requests.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { startLoopbackServer } from '../fake-model/loopback-server.js';
+import { startLoopbackServer } from './loopback-server.js';
 import { until } from './bounded-waits.js';
 
 export interface ReceivedWebhook {

@@ -13,7 +13,7 @@ import { dropSchemas, testStoreEnv } from './postgres.js';
 import { httpClient, injectRequest, waitIdle as waitIdleOn, type RequestOptions, type Send, type TestResponse } from './http.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createQuarry, type Quarry } from '../../src/server.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../fake-model/fake-openai-server.js';
+import { startFakeOpenAI, type FakeOpenAI } from './fake-openai-server.js';
 
 export type { TestResponse } from './http.js';
 

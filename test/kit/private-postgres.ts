@@ -13,6 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './process.js';
+import { skipUnlessAvailable } from './require-tool.js';
 
 const run = promisify(execFile);
 
@@ -31,8 +32,12 @@ export interface PrivatePostgres {
   destroy(): Promise<void>;
 }
 
-/** `false` when a private server can be made here, or the reason it cannot (the test is skipped). */
+/** `false` when a private server can be made here, or the reason to skip the test (in CI, a failure instead). */
 export function skipWithoutPrivatePostgres(): false | string {
+  return skipUnlessAvailable('a PostgreSQL server of its own (initdb, pg_ctl)', privatePostgresMissing());
+}
+
+function privatePostgresMissing(): false | string {
   for (const bin of ['initdb', 'pg_ctl', 'postgres']) {
     if (!fs.existsSync(path.join(PG_BIN, bin))) return `no ${bin} in ${PG_BIN} (set QUARRY_TEST_PG_BIN)`;
   }

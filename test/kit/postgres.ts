@@ -1,8 +1,9 @@
 /**
- * Where the PostgreSQL tests find their database. In CI (CI=true) it must be there; on a
- * developer's machine without one, those tests are skipped and say why.
+ * Where the PostgreSQL tests find their database. In CI it must be there; on a developer's
+ * machine without one, those tests are skipped and say why (test/kit/require-tool.ts).
  */
 import pg from 'pg';
+import { skipUnlessAvailable } from './require-tool.js';
 
 export const TEST_DATABASE_URL = process.env.QUARRY_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 
@@ -17,10 +18,9 @@ async function reachable(): Promise<boolean> {
   }
 }
 
-/** `false` to run PostgreSQL tests, or the reason to skip them. */
+/** `false` to run PostgreSQL tests, or the reason to skip them (in CI, a failure instead). */
 export async function skipWithoutPostgres(): Promise<false | string> {
-  if (process.env.CI === 'true' || (await reachable())) return false;
-  return `no PostgreSQL at ${TEST_DATABASE_URL} (set QUARRY_TEST_DATABASE_URL)`;
+  return skipUnlessAvailable('PostgreSQL', (await reachable()) ? false : `nothing answers at ${TEST_DATABASE_URL} (set QUARRY_TEST_DATABASE_URL)`);
 }
 
 /** A connection of its own to the test database; the caller ends it. */
