@@ -6,7 +6,8 @@
  * task's streams, each stream handed everything published since its last delivery in one write.
  * A burst of events then costs each socket one write, not one per event. The pass does not yield
  * halfway: the I/O of other sockets (thousands closing at a turn's end) would be handled in
- * between and hold back the streams not yet written.
+ * between and hold back the streams not yet written. (Each follower takes its batch in the
+ * microtasks right after the pass, which still run before any other I/O.)
  */
 import type { EventBus } from './event-bus.js';
 import type { EventRecord } from '../store/store.js';
