@@ -1,8 +1,8 @@
 /**
  * A2A's request handler over Quarry's own layers: messages become creates and continues
  * (TaskCommands), reads come from TaskQueries as REST's do, streams follow the task's stored
- * events (EventFollower). Nothing runs in this process for A2A's sake and nothing is kept here: any process that
- * serves the API answers any request, for tasks that run on any worker.
+ * events (EventFollower). Nothing runs in this process for A2A's sake and nothing is kept here:
+ * any process that serves the API answers any request, for tasks that run on any worker.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
