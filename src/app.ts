@@ -10,7 +10,7 @@ import buildSerializer from 'fast-json-stringify';
 import type { Logger } from 'pino';
 import type { Accounts } from './accounts/accounts.js';
 import type { Config } from './config.js';
-import type { EventBus } from './events/event-bus.js';
+import type { EventFollower } from './events/event-follower.js';
 import type { ScrapableMetrics } from './metrics/metrics.js';
 import type { Store } from './store/store.js';
 import type { TaskCommands } from './tasks/task-commands.js';
@@ -27,7 +27,7 @@ import { registerIdempotency } from './http/idempotency.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { requestLoggerFactory } from './http/request-logger.js';
-import { MemoryRateLimiter, StoreRateLimiter } from './http/rate-limiter.js';
+import { MemoryRateLimiter, StoreRateLimiter, type RateWindows } from './http/rate-limiter.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { healthRoutes, metaRoutes } from './http/routes/meta.js';
@@ -44,8 +44,10 @@ import { a2aRoutes } from './frontends/a2a/a2a-routes.js';
 export interface AppDeps {
   config: Config;
   logger: Logger;
+  /** Read and written only by the Idempotency-Key records (idempotency.ts); every other route goes through the services. */
   store: Store;
-  bus: EventBus;
+  /** Follows a task's or a group's stored events: every stream and long-poll waits through it. */
+  events: EventFollower;
   /** The write side of tasks: every change a route makes goes through it. */
   commands: TaskCommands;
   /** The read side of tasks, and which tasks an account sees. */
@@ -58,8 +60,12 @@ export interface AppDeps {
   groups: GroupService;
   /** The operator's metrics: requests and streams are counted here, `GET /metrics` shows them all. */
   metrics: ScrapableMetrics;
-  /** Whether the store and workers are ready (GET /readyz). */
+  /** Whether the workers are ready (GET /readyz). */
   ready: () => boolean;
+  /** Resolves once the store answers a trivial query (GET /readyz). */
+  pingStore: () => Promise<void>;
+  /** The per-minute request counts that processes sharing a database keep there; null: this process counts alone, in memory. */
+  rateWindows: RateWindows | null;
 }
 
 declare module 'fastify' {
@@ -191,8 +197,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
   registerIdempotency(app);
   app.addHook('onRequest', mcpOriginGuard(deps.config));
-  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.store.shared
-      ? new StoreRateLimiter(deps.store, deps.config.rateLimitPerMin)
+  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.rateWindows
+      ? new StoreRateLimiter(deps.rateWindows, deps.config.rateLimitPerMin)
       : new MemoryRateLimiter(deps.config.rateLimitPerMin),
   });
 

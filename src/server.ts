@@ -14,6 +14,7 @@ import { createAgentTools } from './agent/tools/index.js';
 import type { Config } from './config.js';
 import { ClusterRelay } from './events/cluster-relay.js';
 import { EventBus } from './events/event-bus.js';
+import { EventFollower } from './events/event-follower.js';
 import { EVENT_STREAM_URLS } from './contract/index.js';
 import { A2A_URL } from './frontends/a2a/a2a-routes.js';
 import { buildApp } from './app.js';
@@ -35,6 +36,8 @@ export interface Quarry {
   config: Config;
   app: FastifyInstance;
   store: Store;
+  /** Where this process's committed events are published (and other processes' relayed). */
+  bus: EventBus;
   tasks: TaskService;
   accounts: Accounts;
   runner: TurnRunner | undefined;
@@ -129,17 +132,23 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
     },
   });
   let ready = false;
-  const queries = new TaskQueries(store, tasks);
+  const events = new EventFollower({ events: store.events, bus, readTimeoutMs: config.sseReadTimeoutMs });
+  const queries = new TaskQueries(store, events);
   const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
   // Every process that ends turns starts a group's next runs, so each has the group service.
   const groups = new GroupService({ store, bus, config, tasks, commands, uploads });
   tasks.groupRuns = groups;
   if (dispatcher) groups.onDeliveriesQueued = () => dispatcher.wake();
-  const app = await buildApp({ config, logger, store, bus, commands, queries, accounts, uploads, webhooks, groups, metrics, ready: () => ready });
+  const app = await buildApp({
+    config, logger, store, events, commands, queries, accounts, uploads, webhooks, groups, metrics,
+    ready: () => ready,
+    pingStore: () => store.ping(),
+    rateWindows: store.shared ? store.cluster : null,
+  });
 
   let starterKey: string | null = null;
   return {
-    config, app, store, tasks, accounts, runner,
+    config, app, store, bus, tasks, accounts, runner,
     get starterKey() {
       return starterKey;
     },

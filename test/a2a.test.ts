@@ -435,7 +435,7 @@ describe('A2A endpoint', () => {
     })();
 
     // The watcher follows the task live once its Task has arrived.
-    const bus = h.quarry.app.deps.bus;
+    const bus = h.quarry.bus;
     await until('the watcher to follow', () => watched.length > 0 && bus.listenerCount(task.id) === 1);
 
     // From the start (Last-Event-ID: 0), dropped after a few frames while the turn is held.

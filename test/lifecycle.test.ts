@@ -643,7 +643,7 @@ describe('waits', () => {
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
-    const bus = h.quarry.app.deps.bus;
+    const bus = h.quarry.bus;
     for (const path of [`/task/${task.task_id}/state?wait=60`, `/task/${task.task_id}?wait=60`]) {
       const gone = new AbortController();
       const poll = fetch(`${h.url}${path}`, { headers: { 'x-api-key': h.key }, signal: gone.signal }).catch(() => 'aborted');

@@ -132,10 +132,10 @@ describe('MCP server at /mcp', () => {
     assert.equal(stillRunning.active, true, 'a wait that times out says the task is still active');
 
     // A client that leaves mid-wait takes the wait with it: nothing keeps listening to the task.
-    const bus = h.quarry.app.deps.bus;
+    const bus = h.quarry.bus;
     const leaving = await connect(h.url, { 'X-API-Key': h.key });
     const abandoned = leaving.callTool({ name: 'wait_for_task', arguments: { task_id: task.task_id, timeout_s: 50 } }, undefined, { onprogress: () => {} }).catch(() => 'closed');
-    await until('the wait to listen', () => bus.listenerCount(task.task_id) >= 2);
+    await until('the wait to listen', () => bus.listenerCount(task.task_id) === 1);
     await leaving.close();
     assert.equal(await abandoned, 'closed');
     await until('the abandoned wait to stop listening', () => bus.listenerCount(task.task_id) === 0, { timeoutMs: 3000 });

@@ -1,13 +1,13 @@
 /**
  * A stream's replay reads stored events page by page. When one of those reads never answers (a
  * stalled database connection), that stream ends with a retryable `error` once the read's time
- * limit passes, and every other stream, replaying or not, goes on as if nothing happened. The
- * A2A follower, which reads the same way, fails the same way.
+ * limit passes, and every other stream, replaying or not, goes on as if nothing happened. Any
+ * other follow of the events (A2A, MCP, long polls) fails the same way.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { QuarryError } from '../src/errors.js';
-import { followEvents } from '../src/frontends/a2a/event-follower.js';
+import { EventFollower } from '../src/events/event-follower.js';
 import type { EventRecord } from '../src/domain/records.js';
 import { until, within } from './kit/bounded-waits.js';
 import { waitIdle, type Harness } from './kit/harness.js';
@@ -71,11 +71,11 @@ test('a replay whose store read never answers ends with a retryable error, and o
   assert.equal(resumed.events.at(-1)?.json.outcome, 'idle');
 });
 
-test('an A2A follow whose store read never answers fails with a retryable 503 once the limit passes', async (t) => {
+test('a follow whose store read never answers fails with a retryable 503 once the limit passes', async (t) => {
   const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
   const taskId = await idleTask(h, 'Granite.');
   hangReadsOf(h, taskId);
-  const follow = followEvents({ store: h.quarry.store, bus: h.quarry.app.deps.bus, taskId, afterSeq: 0, signal: new AbortController().signal, readTimeoutMs: 200 });
+  const follow = new EventFollower({ events: h.quarry.store.events, bus: h.quarry.bus, readTimeoutMs: 200 }).follow(taskId, 0, new AbortController().signal);
   await assert.rejects(within(follow.next(), 5_000, 'the follow to give up'), (err: unknown) => {
     assert.ok(err instanceof QuarryError, String(err));
     assert.equal(err.code, 'service_unavailable');

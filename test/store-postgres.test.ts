@@ -354,8 +354,8 @@ test('a shared rate limit counts requests in the store in batches, and decides o
     await store.migrate();
     // Every request below falls in one window of the limiters' clock.
     let now = Date.parse('2030-01-01T00:00:30.000Z');
-    const node = new StoreRateLimiter(store, 5, () => now);
-    const other = new StoreRateLimiter(store, 5, () => now);
+    const node = new StoreRateLimiter(store.cluster, 5, () => now);
+    const other = new StoreRateLimiter(store.cluster, 5, () => now);
     assert.equal(await node.take('key_1'), 0, 'knowing nothing yet: counted in the store first');
     assert.deepEqual([node.take('key_1'), node.take('key_1')], [0, 0], 'then, under the limit, let through at once (no promise)');
     await until('the node\'s batch written', async () => (await count()) === 3);

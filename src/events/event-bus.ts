@@ -1,6 +1,6 @@
 /**
- * Fan-out of stored events to live listeners (SSE streams, long-polls) in this process.
- * Events are published only after the transaction that stored them commits, so a listener
+ * Fan-out of stored events to live listeners in this process (the event followers' fan-out,
+ * event-fanout.ts). Events are published only after the transaction that stored them commits, so a listener
  * never sees an event that a reader of the store could not.
  */
 import type { EventRecord } from '../domain/records.js';

@@ -2,7 +2,11 @@
  * Per-key request limits (429 rate_limited). One process keeps token buckets in memory; processes
  * sharing a database count fixed one-minute windows in it, so the limit holds across nodes.
  */
-import type { Store } from '../store/store.js';
+/** Request counts per key and window, shared by the processes of one database. */
+export interface RateWindows {
+  /** Adds `hits` requests to the key's count for the window starting at `windowStart` (ISO 8601); the count after. */
+  hitRateWindow(keyId: string, windowStart: string, hits: number): Promise<number>;
+}
 
 export interface RateLimiter {
   /** Counts one request: 0 when allowed, else the whole seconds to wait (a promise when it must ask the store). */
@@ -70,7 +74,7 @@ export class StoreRateLimiter implements RateLimiter {
   private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly store: Store,
+    private readonly counts: RateWindows,
     private readonly perMinute: number,
     private readonly clock: () => number = Date.now,
   ) {}
@@ -108,7 +112,7 @@ export class StoreRateLimiter implements RateLimiter {
     const hits = window.pending + extra;
     window.pending = 0;
     try {
-      const total = await this.store.cluster.hitRateWindow(keyId, new Date(window.start).toISOString(), hits);
+      const total = await this.counts.hitRateWindow(keyId, new Date(window.start).toISOString(), hits);
       window.known = Math.max(window.known, total);
       window.knownAt = this.clock();
       return total;

@@ -7,15 +7,9 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { MAX_EVENT_SEQ, type EventPayload, type EventType } from '../contract/index.js';
 import { QuarryError, turnError } from '../errors.js';
-import { readWithin } from '../store/store-errors.js';
+import type { EventFollower } from '../events/event-follower.js';
 import type { EventRecord } from '../domain/records.js';
-import type { Store } from '../store/store.js';
-import type { StreamFanout } from './sse-fanout.js';
 
-/** Events per page of a replay: one store read and one write (about 60 KiB of frames). */
-const REPLAY_PAGE = 500;
-/** The most time replays take in one turn of the event loop before other I/O gets its turn. */
-const REPLAY_SLICE_MS = 4;
 /** How long a replay waits for a client that stopped reading before giving up on it. */
 const REPLAY_DRAIN_TIMEOUT_MS = 30_000;
 const BACKLOG_CHECK_MS = 250;
@@ -27,16 +21,13 @@ setInterval(() => {
 }, BACKLOG_CHECK_MS).unref();
 
 export interface StreamOptions {
-  store: Store;
-  fanout: StreamFanout;
+  events: EventFollower;
   /** Whose stored events: a task's id, or a group's (a group's events are stored under its id). */
   streamId: string;
   /** Send stored events with a sequence number above this. */
   afterSeq: number;
   pingIntervalMs: number;
   maxBufferBytes: number;
-  /** The longest one read of stored events may take; past it the stream ends with a retryable `error`. */
-  readTimeoutMs: number;
   /** Decides after each event whether the stream is over. Called per client per event: keep it cheap. */
   isLast: (event: EventRecord) => boolean;
   /**
@@ -47,43 +38,6 @@ export interface StreamOptions {
    */
   closing?: { throughSeq: number; frames: (sentSeq: number) => string[] };
 }
-
-/**
- * Replays take turns, one page at a time, oldest waiter first, and together they take at most
- * REPLAY_SLICE_MS of each turn of the event loop. Without this, hundreds of streams opened at
- * once on a long history hold the process: the store answers at once (SQLite), a loopback
- * socket takes megabytes before it pushes back, and libuv accepts one new connection per turn
- * of the loop, so a /healthz behind 500 stream connections waits for 500 turns, each as long as
- * the pages written in it. A read that waits on the database (PostgreSQL) gives its turn up
- * meanwhile: held, it would keep every other replay waiting for as long as it takes, for ever
- * if it never answers.
- */
-class ReplayTurns {
-  /** The waiters, oldest first: each is handed the function that ends its turn. */
-  private readonly waiting: ((over: () => void) => void)[] = [];
-  private running = false;
-
-  /** Resolves when it is the caller's turn, with the function to call once its page is written. */
-  take(): Promise<() => void> {
-    return new Promise((resolve) => {
-      this.waiting.push(resolve);
-      if (!this.running) {
-        this.running = true;
-        setImmediate(() => void this.run());
-      }
-    });
-  }
-
-  private async run(): Promise<void> {
-    while (this.waiting.length > 0) {
-      const sliceEnd = performance.now() + REPLAY_SLICE_MS;
-      while (this.waiting.length > 0 && performance.now() < sliceEnd) await new Promise<void>((over) => this.waiting.shift()!(over));
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-    this.running = false;
-  }
-}
-const replayTurns = new ReplayTurns();
 
 const wireFrames = new WeakMap<EventRecord, string>();
 
@@ -191,16 +145,14 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
   const socket = raw.socket;
   // The client is already gone: there is nothing to stream to.
   if (!socket || socket.destroyed) return;
-  let lastSeq = opts.afterSeq;
   /** The seq of the last stored event written to this stream (0: none yet). */
   let sentSeq = 0;
-  let live = false;
   let ended = false;
-  const backlog: EventRecord[] = [];
+  const following = new AbortController();
 
   const stop = () => {
     ended = true;
-    unsubscribe();
+    following.abort();
     clearInterval(ping);
     slowClients.delete(checkBacklog);
   };
@@ -238,13 +190,13 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
       raw.destroy();
     }
   };
-  /** Writes the events this stream has not sent yet in one write, up to and including its last. */
+  /** Writes the events in one write, up to and including the stream's last. */
   const send = (events: readonly EventRecord[]): void => {
     let text = '';
     let last = false;
+    let seq = sentSeq;
     for (const event of events) {
-      if (event.seq <= lastSeq) continue;
-      lastSeq = event.seq;
+      seq = event.seq;
       text += frame(event);
       if (opts.isLast(event)) {
         last = true;
@@ -252,7 +204,7 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
       }
     }
     if (!text || !write(text)) return;
-    sentSeq = lastSeq;
+    sentSeq = seq;
     if (!last) return;
     // Ended on the next turn of the event loop: at a turn's end thousands of streams end in one
     // delivery pass, and writing everyone's last frames before ending any gets them all their
@@ -263,51 +215,15 @@ export async function streamEvents(request: FastifyRequest, reply: FastifyReply,
     });
   };
 
-  // Follow before reading the store so nothing published meanwhile is missed.
-  const unsubscribe = opts.fanout.follow(opts.streamId, {
-    deliver(events) {
-      if (live) send(events);
-      else backlog.push(...events);
-    },
-  });
   const ping = setInterval(() => write(': ping\n\n'), opts.pingIntervalMs);
   raw.on('close', end);
 
   try {
-    while (!ended) {
-      let done = await replayTurns.take();
-      let page: EventRecord[];
-      try {
-        const reading = readWithin(opts.store.events.list(opts.streamId, lastSeq, REPLAY_PAGE), opts.readTimeoutMs);
-        // An embedded store (SQLite) answers within the turn, and its read counts in the turn's
-        // time. A read that waits on the network (PostgreSQL) gives the turn up while it waits,
-        // so that a slow read, or one that never answers, holds no other replay.
-        const answered = await Promise.race([reading, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
-        if (answered) page = answered;
-        else {
-          done();
-          done = () => {};
-          page = await reading;
-          done = await replayTurns.take();
-        }
-        const through = opts.closing?.throughSeq ?? Infinity;
-        const wanted = (page.at(-1)?.seq ?? 0) > through ? page.filter((event) => event.seq <= through) : page;
-        send(wanted);
-        if (wanted !== page) break;
-      } finally {
-        done();
-      }
-      if (page.length < REPLAY_PAGE) break;
-      // Waiting for a slow client holds no turn.
-      await drained();
-    }
-    if (opts.closing) {
-      for (const text of opts.closing.frames(sentSeq)) write(text);
-      return end();
-    }
-    send(backlog.splice(0));
-    // No await between the backlog and this line, so no event can fall between backlog and live.
-    live = true;
+    const events = opts.events.follow(opts.streamId, opts.afterSeq, following.signal, { through: opts.closing?.throughSeq, pace: drained });
+    for await (const batch of events) send(batch);
+    if (ended || !opts.closing) return;
+    for (const text of opts.closing.frames(sentSeq)) write(text);
+    end();
   } catch (err) {
     if (ended) return;
     request.log.warn({ err, task_id: opts.streamId }, 'event replay failed');

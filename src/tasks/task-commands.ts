@@ -73,7 +73,7 @@ export class TaskCommands {
   async settle(accountId: string, reply: TaskReply, wait: boolean | number | undefined, signal?: AbortSignal): Promise<TaskReply> {
     const blocks = wait === true || (typeof wait === 'number' && wait > 0);
     if (!blocks || !reply.turnId) return reply;
-    await this.opts.tasks.waitForTurn(reply.task.task_id, reply.turnId, this.opts.maxBlockSeconds * 1000, signal);
+    await this.opts.queries.waitForTurn(reply.task.task_id, reply.turnId, reply.fromSeq, this.opts.maxBlockSeconds * 1000, signal);
     const task = await this.opts.queries.task(accountId, reply.task.task_id, { includeDeleted: true });
     return { ...reply, statusCode: 200, task: toTaskView(task) };
   }

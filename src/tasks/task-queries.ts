@@ -4,9 +4,9 @@
  */
 import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
-import type { EventRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskRecord, TaskStateRecord } from '../domain/records.js';
+import type { EventFollower } from '../events/event-follower.js';
+import type { EventRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskRecord, TaskStateRecord, TurnRecord } from '../domain/records.js';
 import type { Store, TaskListCursor, TaskListPage } from '../store/store.js';
-import type { TaskService } from './task-service.js';
 import { activeOutputOf, isVisibleTo } from '../domain/task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
 
@@ -43,7 +43,7 @@ export class TaskQueries {
    */
   private readonly stateViews = new WeakMap<TaskStateRecord, Readonly<TaskState>>();
 
-  constructor(private readonly store: Store, private readonly tasks: TaskService) {}
+  constructor(private readonly store: Store, private readonly follower: EventFollower) {}
 
   /** A task of this account, else 404 task_not_found (503 when the store cannot answer). */
   async task(accountId: string, taskId: string, opts: { includeDeleted?: boolean } = {}): Promise<TaskRecord> {
@@ -56,10 +56,55 @@ export class TaskQueries {
   async detail(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<{ task: TaskRecord; events: EventRecord[] }> {
     let task = await this.task(accountId, taskId, { includeDeleted: true });
     if (waitSeconds > 0 && task.currentTurnId) {
-      await this.tasks.waitForTurn(task.id, task.currentTurnId, waitSeconds * 1000, signal);
+      await this.waitForTurn(task.id, task.currentTurnId, task.lastEventSeq, waitSeconds * 1000, signal);
       task = await this.task(accountId, taskId, { includeDeleted: true });
     }
-    return { task, events: await this.store.events.last(task.id, TASK_BODY_EVENTS) };
+    return { task, events: await this.lastEvents(task, TASK_BODY_EVENTS) };
+  }
+
+  /**
+   * Resolves when the turn has ended, `timeoutMs` passed or `signal` aborted (the waiting client
+   * left), whichever is first (long-polls, `wait: true`, MCP and A2A waits). `afterSeq` is a seq
+   * of the task from before the turn's end (its `done` comes later): the task's events are
+   * followed from there, so an end at any moment, before the wait began too, is seen.
+   */
+  async waitForTurn(taskId: string, turnId: string, afterSeq: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (timeoutMs <= 0 || signal?.aborted) return;
+    // A queued turn that a stop with clear_queue dropped ends without a `done`: its row says so.
+    const turn = await this.store.turns.get(turnId);
+    if (!turn || turn.endedAt) return;
+    const waiting = new AbortController();
+    const timer = setTimeout(() => waiting.abort(), timeoutMs);
+    const leave = () => waiting.abort();
+    signal?.addEventListener('abort', leave, { once: true });
+    try {
+      for await (const events of this.follower.follow(taskId, afterSeq, waiting.signal)) {
+        if (events.some((event) => event.type === 'done' && event.turnId === turnId)) return;
+      }
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', leave);
+    }
+  }
+
+  /** The task's last `count` stored events, oldest first. */
+  lastEvents(task: TaskRecord, count: number): Promise<EventRecord[]> {
+    return this.store.events.last(task.id, count);
+  }
+
+  /** How the task's last ended turn ended; undefined before any has. */
+  lastOutcome(task: TaskRecord): Promise<'completed' | 'failed' | 'stopped' | undefined> {
+    return this.store.turns.lastOutcome(task.id);
+  }
+
+  /** The task's last `limit` turns, oldest first. */
+  recentTurns(task: TaskRecord, limit: number): Promise<Pick<TurnRecord, 'id' | 'input' | 'status'>[]> {
+    return this.store.turns.listRecent(task.id, limit);
+  }
+
+  /** The `text` events of these turns, in order, each tool call between them as a null text. */
+  turnTexts(task: TaskRecord, turnIds: readonly string[]): Promise<{ turnId: string; text: string | null }[]> {
+    return this.store.events.turnTexts(task.id, turnIds);
   }
 
   /** The stored `error` event of the task's last ended turn when that turn failed, else undefined. */
@@ -74,7 +119,7 @@ export class TaskQueries {
     let state = await this.store.tasks.getState(taskId);
     if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
     if (waitSeconds > 0 && state.currentTurnId) {
-      await this.tasks.waitForTurn(taskId, state.currentTurnId, waitSeconds * 1000, signal);
+      await this.waitForTurn(taskId, state.currentTurnId, state.lastEventSeq, waitSeconds * 1000, signal);
       state = (await this.store.tasks.getState(taskId))!;
     }
     let view = this.stateViews.get(state);
@@ -127,9 +172,24 @@ export class TaskQueries {
 
   /** Rows `offset + 1` to `offset + limit` of an output, as stored, and how many it has. */
   async rows(task: TaskRecord, output: OutputDecl, offset: number, limit: number): Promise<{ total: number; rows: Buffer[] }> {
-    const stats = await this.store.rows.stats(task.id);
+    const stats = await this.outputStats(task);
     const total = stats.find((s) => s.outputId === output.id)?.rowCount ?? 0;
-    return { total, rows: offset < total ? await this.store.rows.read(task.id, output.id, offset, limit) : [] };
+    return { total, rows: offset < total ? await this.rowRange(task, output.id, offset, limit) : [] };
+  }
+
+  /** Rows `offset + 1` to `offset + limit` of an output, as stored, when the caller knows which rows there are. */
+  rowRange(task: TaskRecord, outputId: string, offset: number, limit: number): Promise<Buffer[]> {
+    return this.store.rows.read(task.id, outputId, offset, limit);
+  }
+
+  /** Per output that has rows: how many, how many verified, when last written. */
+  outputStats(task: TaskRecord): Promise<OutputStatsRecord[]> {
+    return this.store.rows.stats(task.id);
+  }
+
+  /** Every row of an output, as stored, in order (an export). */
+  allRows(task: TaskRecord, output: OutputDecl): AsyncIterable<string> {
+    return this.store.rows.iterate(task.id, output.id);
   }
 
   /** A page of the snapshots of what the task read, in reading order. */

@@ -223,37 +223,6 @@ export class TaskService {
     return this.clock().toISOString();
   }
 
-  // ---- reads ----------------------------------------------------------------------------------
-
-  /**
-   * Resolves when the turn has ended, `timeoutMs` passed or `signal` aborted (the waiting client
-   * left), whichever is first (long-polls, `wait: true`, MCP and A2A waits). Listens before it
-   * looks, so an end between the two is not missed.
-   */
-  async waitForTurn(taskId: string, turnId: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    if (timeoutMs <= 0 || signal?.aborted) return;
-    let unsubscribe = () => {};
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort = () => {};
-    const ended = new Promise<void>((resolve) => {
-      unsubscribe = this.bus.subscribe(taskId, (event) => {
-        if (event.type === 'done' && event.turnId === turnId) resolve();
-      });
-      timer = setTimeout(resolve, timeoutMs);
-      onAbort = resolve;
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-    try {
-      const turn = await this.store.turns.get(turnId);
-      if (!turn || turn.endedAt) return;
-      await ended;
-    } finally {
-      unsubscribe();
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    }
-  }
-
   // ---- creates and messages -------------------------------------------------------------------
 
   /** Creates a task and its first turn (a plan turn from a prompt, an execute turn from a spec). */

@@ -6,6 +6,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
+import { SseDecoder } from '../../packages/client/src/internal/sse-decoder.js';
 
 export interface SseEvent {
   /** The `id:` field, or undefined when the event had none. */
@@ -25,78 +26,29 @@ export function isStored(event: SseEvent): boolean {
   return event.id !== undefined && typeof event.json?.seq === 'number';
 }
 
-/**
- * Incremental parser of an SSE byte stream (text/event-stream framing rules). As in an
- * EventSource, a frame without a `data:` line is no event; every other frame is one, so a test
- * sees each frame Quarry sends.
- */
+/** Events and comment lines of an SSE text stream, read with the client package's decoder: a test sees each frame Quarry sends. */
 export class SseParser {
-  private buffer = '';
-  private id: string | undefined;
-  private event = '';
-  private data: string[] = [];
+  private readonly decoder: SseDecoder;
 
   /** `parseJson: false` leaves `json` undefined (a load generator reading thousands of streams reads `data` itself). */
   constructor(
     private readonly onEvent: (event: SseEvent) => void,
-    private readonly onComment: (text: string) => void = () => {},
+    onComment: (text: string) => void = () => {},
     private readonly opts: { parseJson?: boolean } = {},
-  ) {}
+  ) {
+    this.decoder = new SseDecoder(onComment);
+  }
 
   push(chunk: string): void {
-    this.buffer += chunk;
-    let nl: number;
-    while ((nl = this.nextLineEnd()) >= 0) {
-      let line = this.buffer.slice(0, nl);
-      let skip = 1;
-      if (this.buffer[nl] === '\r' && this.buffer[nl + 1] === '\n') skip = 2;
-      this.buffer = this.buffer.slice(nl + skip);
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      this.line(line);
-    }
+    for (const frame of this.decoder.push(chunk)) this.onEvent({ ...frame, json: this.opts.parseJson === false ? undefined : jsonOrUndefined(frame.data) });
   }
+}
 
-  private nextLineEnd(): number {
-    const n = this.buffer.indexOf('\n');
-    const r = this.buffer.indexOf('\r');
-    if (r >= 0 && (n < 0 || r < n)) {
-      // A lone CR ends a line too, but a CR at the very end may be the first half of CRLF.
-      if (r === this.buffer.length - 1) return -1;
-      return r;
-    }
-    return n;
-  }
-
-  private line(line: string): void {
-    if (line === '') {
-      if (this.data.length > 0) {
-        const data = this.data.join('\n');
-        let json: unknown;
-        if (this.opts.parseJson !== false) {
-          try {
-            json = JSON.parse(data);
-          } catch {
-            json = undefined;
-          }
-        }
-        this.onEvent({ id: this.id, event: this.event || 'message', data, json });
-      }
-      this.id = undefined;
-      this.event = '';
-      this.data = [];
-      return;
-    }
-    if (line.startsWith(':')) {
-      this.onComment(line.slice(1).trimStart());
-      return;
-    }
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'id') this.id = value;
-    else if (field === 'event') this.event = value;
-    else if (field === 'data') this.data.push(value);
+function jsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * A2A's request handler over Quarry's own layers: messages become creates and continues
- * (TaskCommands), reads come from TaskQueries and the store, streams follow the task's stored
- * events. Nothing runs in this process for A2A's sake and nothing is kept here: any process that
- * serves the API answers any request, for tasks that run on any worker.
+ * (TaskCommands), reads come from TaskQueries as REST's do, streams follow the task's stored
+ * events (EventFollower). Nothing runs in this process for A2A's sake and nothing is kept here:
+ * any process that serves the API answers any request, for tasks that run on any worker.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
@@ -13,24 +13,21 @@ import { ContentTypeNotSupportedError, PushNotificationNotSupportedError, TaskNo
 import { ContinueBody, StartBody } from '../../contract/index.js';
 import type { Config } from '../../config.js';
 import { QuarryError } from '../../errors.js';
-import type { EventBus } from '../../events/event-bus.js';
+import type { EventFollower } from '../../events/event-follower.js';
 import { validationError } from '../../http/error-handler.js';
 import { makeAjv } from '../../http/validators.js';
 import type { TaskRecord } from '../../domain/records.js';
-import type { Store } from '../../store/store.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
 import type { TaskReply } from '../../tasks/task-service.js';
 import { buildAgentCard } from './agent-card.js';
 import { malformed, quarryMetadata, toA2AError } from './a2a-errors.js';
-import { followEvents } from './event-follower.js';
 import { DEFAULT_HISTORY, EventFrames, MAX_HISTORY, readArtifacts, readHistory, recapOf, taskRowBudget, toA2ATask, type Frame, type RowBudget } from './task-mapping.js';
 
 export interface A2AHandlerDeps {
   commands: TaskCommands;
   queries: TaskQueries;
-  store: Store;
-  bus: EventBus;
+  events: EventFollower;
   config: Config;
   logger: FastifyBaseLogger;
 }
@@ -197,11 +194,11 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       const historyLimit = historyParam(params.configuration?.historyLength, DEFAULT_HISTORY);
       const reply = await this.submit(params, call);
       const task = await this.deps.queries.task(call.accountId, reply.task.task_id, { includeDeleted: true });
-      const { artifacts, rowCounts } = await readArtifacts(this.deps.store, task, call.baseUrl);
-      const history = await readHistory(this.deps.store, task, historyLimit);
+      const { artifacts, rowCounts } = await readArtifacts(this.deps.queries, task, call.baseUrl);
+      const history = await readHistory(this.deps.queries, task, historyLimit);
       // As of the change: the turn it started or queued is ahead, whatever has happened since.
       const snapshot = toA2ATask(task, { recap: recapOf([]), artifacts, history, seq: reply.fromSeq, state: TaskState.TASK_STATE_WORKING });
-      return this.frames(task.id, reply.fromSeq, snapshot, rowCounts, call.signal);
+      return this.frames(task, reply.fromSeq, snapshot, rowCounts, call.signal);
     });
   }
 
@@ -290,16 +287,20 @@ export class QuarryA2AHandler implements A2ARequestHandler {
       const call = this.call(context);
       const task = await this.deps.queries.task(call.accountId, params.id);
       const resumeAt = resumePoint(call.headers['last-event-id']);
-      if (resumeAt !== null) return this.frames(task.id, Math.min(resumeAt, task.lastEventSeq), null, new Map(), call.signal);
+      if (resumeAt !== null) {
+        // A task with nothing running or queued: what was stored after the resume point, then the end.
+        const through = !task.currentTurnId && task.queuedCount === 0 ? task.lastEventSeq : undefined;
+        return this.frames(task, Math.min(resumeAt, task.lastEventSeq), null, new Map(), call.signal, through);
+      }
       if (!task.currentTurnId && task.queuedCount === 0) {
         throw new UnsupportedOperationError({
           message: `Task "${task.id}" has no running turn: there is nothing to subscribe to. GetTask shows how it ended; send a message to start a new turn.`,
           metadata: quarryMetadata('invalid_request', { retryable: false }),
         });
       }
-      const { artifacts, rowCounts } = await readArtifacts(this.deps.store, task, call.baseUrl);
+      const { artifacts, rowCounts } = await readArtifacts(this.deps.queries, task, call.baseUrl);
       const snapshot = toA2ATask(task, { recap: recapOf([]), artifacts });
-      return this.frames(task.id, task.lastEventSeq, snapshot, rowCounts, call.signal);
+      return this.frames(task, task.lastEventSeq, snapshot, rowCounts, call.signal);
     });
   }
 
@@ -317,27 +318,32 @@ export class QuarryA2AHandler implements A2ARequestHandler {
   // ---- shared ---------------------------------------------------------------------------------
 
   private async toTask(task: TaskRecord, call: A2ACall, opts: { artifacts: boolean; history: number; recent?: number; budget?: RowBudget }): Promise<A2ATask> {
-    const { store, queries } = this.deps;
-    const recap = recapOf(await store.events.last(task.id, opts.recent ?? 100));
+    const { queries } = this.deps;
+    const recap = recapOf(await queries.lastEvents(task, opts.recent ?? 100));
     // The last turn may have ended further back than the events read (many updates since): its row says how.
-    if (recap.outcome === null && !task.currentTurnId) recap.outcome = (await store.turns.lastOutcome(task.id)) ?? null;
+    if (recap.outcome === null && !task.currentTurnId) recap.outcome = (await queries.lastOutcome(task)) ?? null;
     // A failed turn's error can lie further back than the events read (a long closing text).
     if (task.lastErrorSeq != null && !recap.error) {
       const failure = await queries.lastTurnError(task);
       if (failure) recap.error = JSON.parse(failure.data) as { error: string; message: string };
     }
-    const artifacts = opts.artifacts ? (await readArtifacts(store, task, call.baseUrl, opts.budget)).artifacts : [];
-    return toA2ATask(task, { recap, artifacts, history: await readHistory(store, task, opts.history) });
+    const artifacts = opts.artifacts ? (await readArtifacts(queries, task, call.baseUrl, opts.budget)).artifacts : [];
+    return toA2ATask(task, { recap, artifacts, history: await readHistory(queries, task, opts.history) });
   }
 
-  /** The stream: `first` (a Task, as of `afterSeq`), then a frame per event after `afterSeq` until the task is idle. */
-  private async *frames(taskId: string, afterSeq: number, first: A2ATask | null, rowsHeld: Map<string, number>, signal: AbortSignal): AsyncGenerator<Frame, void, undefined> {
+  /**
+   * The stream: `first` (a Task, as of `afterSeq`), then a frame per event after `afterSeq` until
+   * the task is idle, or with `through`, until that event (a task that was idle already).
+   */
+  private async *frames(task: TaskRecord, afterSeq: number, first: A2ATask | null, rowsHeld: Map<string, number>, signal: AbortSignal, through?: number): AsyncGenerator<Frame, void, undefined> {
     if (first) yield { id: afterSeq, response: { payload: { $case: 'task', value: first } } };
-    const mapper = new EventFrames(this.deps.store, taskId, rowsHeld);
-    for await (const event of followEvents({ store: this.deps.store, bus: this.deps.bus, taskId, afterSeq, signal, readTimeoutMs: this.deps.config.sseReadTimeoutMs })) {
-      const { frames, last } = await mapper.map(event);
-      for (const frame of frames) yield frame;
-      if (last) return;
+    const mapper = new EventFrames(this.deps.queries, task, rowsHeld);
+    for await (const events of this.deps.events.follow(task.id, afterSeq, signal, { through })) {
+      for (const event of events) {
+        const { frames, last } = await mapper.map(event);
+        for (const frame of frames) yield frame;
+        if (last) return;
+      }
     }
   }
 }

@@ -57,8 +57,8 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 export async function a2aRoutes(fastify: FastifyInstance): Promise<void> {
-  const { commands, queries, store, bus, config } = fastify.deps;
-  const handler = new QuarryA2AHandler({ commands, queries, store, bus, config, logger: fastify.log });
+  const { commands, queries, events, config } = fastify.deps;
+  const handler = new QuarryA2AHandler({ commands, queries, events, config, logger: fastify.log });
   const rpc = new JsonRpcTransportHandler(handler);
   // The versions /a2a accepts are the card's; they do not depend on the URL it is served at.
   const versionCard = buildAgentCard('');

@@ -7,7 +7,7 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type StreamResponse, type Task as A2ATask } from '@a2a-js/sdk';
 import type { DoneEvent, ErrorEvent, OutputDecl, TaskChangedEvent, TaskEvent, ToolEvent } from '../../contract/index.js';
 import type { EventRecord, TaskRecord } from '../../domain/records.js';
-import type { Store } from '../../store/store.js';
+import type { TaskQueries } from '../../tasks/task-queries.js';
 import { toTaskView } from '../../domain/task-view.js';
 import { leavesTaskIdle } from '../../http/sse.js';
 
@@ -56,10 +56,10 @@ const ENDED_TURNS = new Set(['completed', 'failed', 'stopped']);
  * prompt, then for each turn the message it ran (or waits to run) and, once it ended, the
  * agent's reply (its closing text). Read from the last `limit` turns, which hold them all.
  */
-export async function readHistory(store: Store, task: TaskRecord, limit: number): Promise<Message[]> {
+export async function readHistory(queries: TaskQueries, task: TaskRecord, limit: number): Promise<Message[]> {
   if (limit === 0) return [];
-  const turns = await store.turns.listRecent(task.id, limit);
-  const replies = closingTexts(await store.events.turnTexts(task.id, turns.filter((t) => ENDED_TURNS.has(t.status)).map((t) => t.id)));
+  const turns = await queries.recentTurns(task, limit);
+  const replies = closingTexts(await queries.turnTexts(task, turns.filter((t) => ENDED_TURNS.has(t.status)).map((t) => t.id)));
   const messages: Message[] = [];
   // Fewer turns than asked for: the first turn is among them, and the prompt came before it.
   if (turns.length < limit && task.spec.prompt) messages.push(textMessage(task.id, `${task.id}-prompt`, Role.ROLE_USER, task.spec.prompt));
@@ -185,13 +185,13 @@ export interface RowBudget {
 export const taskRowBudget = (): RowBudget => ({ bytes: MAX_TASK_ROW_BYTES });
 
 /** One artifact per output of the spec, with its first rows (MAX_ARTIFACT_ROWS per output, within `budget`). */
-export async function readArtifacts(store: Store, task: TaskRecord, baseUrl: string, budget: RowBudget = taskRowBudget()): Promise<TaskArtifacts> {
-  const stats = await store.rows.stats(task.id);
+export async function readArtifacts(queries: TaskQueries, task: TaskRecord, baseUrl: string, budget: RowBudget = taskRowBudget()): Promise<TaskArtifacts> {
+  const stats = await queries.outputStats(task);
   const rowCounts = new Map(stats.map((s) => [s.outputId, s.rowCount]));
   const artifacts: Artifact[] = [];
   for (const output of task.spec.outputs) {
     const total = rowCounts.get(output.id) ?? 0;
-    const stored = total > 0 && budget.bytes > 0 ? await store.rows.read(task.id, output.id, 0, Math.min(total, MAX_ARTIFACT_ROWS)) : [];
+    const stored = total > 0 && budget.bytes > 0 ? await queries.rowRange(task, output.id, 0, Math.min(total, MAX_ARTIFACT_ROWS)) : [];
     const parts: Part[] = [];
     for (const row of stored) {
       if (row.length > budget.bytes) {
@@ -231,13 +231,16 @@ function outputArtifact(output: Pick<OutputDecl, 'id'> & Partial<OutputDecl>, pa
  */
 export class EventFrames {
   private lastError: string | null = null;
+  private readonly taskId: string;
 
   constructor(
-    private readonly store: Store,
-    private readonly taskId: string,
+    private readonly queries: TaskQueries,
+    private readonly task: TaskRecord,
     /** Per output, rows up to this number the client has already. */
     private readonly rowsHeld: Map<string, number> = new Map(),
-  ) {}
+  ) {
+    this.taskId = task.id;
+  }
 
   /** The frames of one event, and whether the stream ends with it (the task is idle, or deleted). */
   async map(record: EventRecord): Promise<{ frames: Frame[]; last: boolean }> {
@@ -333,7 +336,7 @@ export class EventFrames {
     const first = Math.max(event.rows.first_row, held + 1);
     const last = event.rows.first_row + event.rows.count - 1;
     if (first > last) return [];
-    const rows = await this.store.rows.read(this.taskId, outputId, first - 1, last - first + 1);
+    const rows = await this.queries.rowRange(this.task, outputId, first - 1, last - first + 1);
     this.rowsHeld.set(outputId, Math.max(held, last));
     if (rows.length === 0) return [];
     const chunks: { from: number; parts: Part[] }[] = [];

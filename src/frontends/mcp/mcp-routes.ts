@@ -64,8 +64,8 @@ export function mcpOriginGuard(config: Pick<Config, 'publicUrl' | 'corsOrigins'>
 }
 
 export async function mcpRoutes(app: FastifyInstance): Promise<void> {
-  const { commands, queries, bus, logger } = app.deps;
-  const tools = createMcpTools({ commands, queries, bus, logger });
+  const { commands, queries, events, logger } = app.deps;
+  const tools = createMcpTools({ commands, queries, events, logger });
 
   /** One MCP server for one request, acting as the request's account. */
   function serverFor(request: FastifyRequest, signal: AbortSignal) {

@@ -12,7 +12,7 @@ import { MAX_MCP_WAIT_SECONDS, MCP_TOOLS, type McpToolArgs, type McpToolName, ty
 import { QuarryError } from '../../errors.js';
 import { toQuarryError, validationError } from '../../http/error-handler.js';
 import { makeAjv } from '../../http/validators.js';
-import type { EventBus } from '../../events/event-bus.js';
+import type { EventFollower } from '../../events/event-follower.js';
 import type { EventRecord } from '../../domain/records.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
@@ -21,7 +21,7 @@ import { toTaskView } from '../../domain/task-view.js';
 export interface McpToolDeps {
   commands: TaskCommands;
   queries: TaskQueries;
-  bus: EventBus;
+  events: EventFollower;
   logger: Logger;
 }
 
@@ -74,8 +74,20 @@ function eventLine(event: EventRecord): string {
   }
 }
 
+/** Sends a progress notification for each event followed, until the follow ends; progress is best effort. */
+async function reportProgress(events: AsyncIterable<readonly EventRecord[]>, call: McpCall): Promise<void> {
+  let seen = 0;
+  try {
+    for await (const batch of events) {
+      for (const event of batch) void call.progress(++seen, eventLine(event)).catch(() => {});
+    }
+  } catch {
+    // An event read that failed takes nothing from the wait: its answer comes from the task's state.
+  }
+}
+
 export function createMcpTools(deps: McpToolDeps) {
-  const { commands, queries, bus } = deps;
+  const { commands, queries, events } = deps;
 
   const handlers: Handlers = {
     async start_task(args, call) {
@@ -91,17 +103,16 @@ export function createMcpTools(deps: McpToolDeps) {
       // The task must be this account's before any of its events is listened to.
       const now = await queries.state(call.accountId, args.task_id);
       if (!now.active) return { result: now, text: describeState(now) };
-      // Every event of the task while it is waited on is a step of progress.
-      let seen = 0;
-      const unsubscribe = bus.subscribe(args.task_id, (event) => {
-        void call.progress(++seen, eventLine(event)).catch(() => {});
-      });
+      // Every event of the task after the state just read is a step of progress, while it is waited on.
+      const waited = new AbortController();
+      const progress = reportProgress(events.follow(args.task_id, now.last_event_id, AbortSignal.any([call.signal, waited.signal])), call);
       try {
         // The wait ends early when the client leaves; its answer then goes nowhere.
         const state = await queries.state(call.accountId, args.task_id, timeout, call.signal);
         return { result: state, text: describeState(state) };
       } finally {
-        unsubscribe();
+        waited.abort();
+        await progress;
       }
     },
     async read_rows(args, call) {

@@ -13,12 +13,10 @@ import { groupRowsBody } from '../spliced-bodies.js';
 import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
 import { resumeSeq, streamEvents } from '../sse.js';
-import { StreamFanout } from '../sse-fanout.js';
 
 export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
   const app = typed(fastify);
-  const { groups, store, bus, config } = app.deps;
-  const fanout = new StreamFanout(bus);
+  const { groups, events, config } = app.deps;
 
   app.route({
     ...contractRoute(ROUTES.createGroup),
@@ -72,7 +70,7 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
       // still to come (an earlier one, followed by more inputs, is passed over).
       const openedAt = group.lastEventSeq;
       await streamEvents(request, reply, {
-        store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes, readTimeoutMs: config.sseReadTimeoutMs,
+        events, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes,
         streamId: group.id, afterSeq,
         isLast: idle ? (event) => event.seq >= openedAt : (event) => event.type === 'done' && event.seq >= openedAt,
       });

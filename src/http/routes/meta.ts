@@ -13,7 +13,7 @@ export async function healthRoutes(fastify: FastifyInstance): Promise<void> {
     handler: async (_request, reply) => {
       if (!app.deps.ready()) return reply.code(503).send({ ok: false });
       // A store that does not answer is what a route meeting the outage would get: 503 service_unavailable.
-      await readWithin(app.deps.store.ping(), STORE_CHECK_MS, { retry_after: STORE_CHECK_MS / 1000 });
+      await readWithin(app.deps.pingStore(), STORE_CHECK_MS, { retry_after: STORE_CHECK_MS / 1000 });
       return { ok: true };
     },
   });

@@ -13,13 +13,13 @@ import { outputPageBody } from '../spliced-bodies.js';
 
 export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
   const app = typed(fastify);
-  const { queries, store } = app.deps;
+  const { queries } = app.deps;
 
   async function sendOutput(request: FastifyRequest, reply: FastifyReply, query: OutputQuery, taskId: string, outputId: string | undefined) {
     const { task, output } = await queries.output(request.accountId, taskId, outputId);
     if (!output) return reply.type('application/json; charset=utf-8').send(outputPageBody(0, [], null));
     const format = wantedFormat(request, query.format);
-    if (format !== 'json') return sendExport(reply, format, exportFileName(output, format), exportRows(output, store.rows.iterate(task.id, output.id), format));
+    if (format !== 'json') return sendExport(reply, format, exportFileName(output, format), exportRows(output, queries.allRows(task, output), format));
     const { total, rows } = await queries.rows(task, output, query.offset ?? 0, query.limit ?? 100);
     return reply.type('application/json; charset=utf-8').send(outputPageBody(total, rows, { id: output.id, kind: output.kind, path: output.path }));
   }
@@ -38,7 +38,7 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
     ...contractRoute(ROUTES.listOutputs),
     handler: async (request) => {
       const task = await queries.task(request.accountId, request.params.task_id);
-      const stats = new Map((await store.rows.stats(task.id)).map((s) => [s.outputId, s]));
+      const stats = new Map((await queries.outputStats(task)).map((s) => [s.outputId, s]));
       return {
         outputs: task.spec.outputs.map((o) => ({
           id: o.id,

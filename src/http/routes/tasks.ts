@@ -13,7 +13,6 @@ import { withIdempotency } from '../idempotency.js';
 import { publicBaseUrl } from '../public-url.js';
 import { frame, leavesTaskIdle, resumeSeq, sendFramesAndEnd, streamEvents, unstoredFrame } from '../sse.js';
 import { eventsBody, taskDetailBody } from '../spliced-bodies.js';
-import { StreamFanout } from '../sse-fanout.js';
 
 /** Refusals that come from the task's state travel inside an opened stream (decisions §13). */
 const IN_STREAM_REFUSALS = new Set(['out_of_credits', 'task_executing', 'task_in_cron_mode', 'task_exists']);
@@ -39,10 +38,8 @@ function clientGone(reply: FastifyReply): AbortSignal {
 
 export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   const app = typed(fastify);
-  const { commands, queries, store, bus, config } = app.deps;
-  // One fan-out for every stream these routes open: one bus subscription per followed task.
-  const fanout = new StreamFanout(bus);
-  const streamOptions = { store, fanout, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes, readTimeoutMs: config.sseReadTimeoutMs };
+  const { commands, queries, events, config } = app.deps;
+  const streamOptions = { events, pingIntervalMs: config.pingIntervalMs, maxBufferBytes: config.sseMaxBufferBytes };
 
   /** Runs a change and follows it as SSE until its own turn's `done`. */
   async function streamChange(request: FastifyRequest, reply: FastifyReply, change: () => Promise<TaskReply>): Promise<void> {

@@ -20,6 +20,9 @@ export class SseDecoder {
   private data: string[] = [];
   private hasField = false;
 
+  /** `onComment` is told each comment line's text (Quarry's keep-alive is `: ping`). */
+  constructor(private readonly onComment: (text: string) => void = () => {}) {}
+
   /** Feeds decoded text; returns the frames it completed. */
   push(text: string): SseFrame[] {
     const frames: SseFrame[] = [];
@@ -53,7 +56,10 @@ export class SseDecoder {
       this.hasField = false;
       return frame;
     }
-    if (line.startsWith(':')) return undefined;
+    if (line.startsWith(':')) {
+      this.onComment(line.slice(1).trimStart());
+      return undefined;
+    }
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? '' : line.slice(colon + 1);

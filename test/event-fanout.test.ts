@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EventBus } from '../src/events/event-bus.js';
-import { StreamFanout } from '../src/http/sse-fanout.js';
+import { EventFanout } from '../src/events/event-fanout.js';
 import type { EventRecord } from '../src/domain/records.js';
 import { until } from './kit/bounded-waits.js';
 
@@ -25,7 +25,7 @@ class Recorder {
 
 test('each of 2,000 streams gets every event once, in order, and a burst in fewer deliveries than events', async () => {
   const bus = new EventBus();
-  const fanout = new StreamFanout(bus);
+  const fanout = new EventFanout(bus);
   const streams = Array.from({ length: 2000 }, () => new Recorder());
   for (const s of streams) fanout.follow('t1', s);
   // Three bursts of five events, published the way commits publish them (one call per commit).
@@ -43,7 +43,7 @@ test('each of 2,000 streams gets every event once, in order, and a burst in fewe
 
 test('a stream that joins before pending events are delivered gets only what is published after it joined; one that leaves gets nothing more', async () => {
   const bus = new EventBus();
-  const fanout = new StreamFanout(bus);
+  const fanout = new EventFanout(bus);
   const early = Array.from({ length: 1000 }, () => new Recorder());
   const leavers = early.slice(500, 510).map((s) => ({ s, stop: fanout.follow('t2', s) }));
   for (const s of early) if (!leavers.some((l) => l.s === s)) fanout.follow('t2', s);
@@ -67,7 +67,7 @@ test('a stream that joins before pending events are delivered gets only what is 
 
 test('when the last stream of a task leaves, the task no longer listens on the bus', async () => {
   const bus = new EventBus();
-  const fanout = new StreamFanout(bus);
+  const fanout = new EventFanout(bus);
   const stops = [new Recorder(), new Recorder()].map((s) => fanout.follow('t4', s));
   assert.equal(bus.listenerCount('t4'), 1);
   for (const stop of stops) stop();

@@ -1,14 +1,15 @@
 /**
- * Live delivery of a task's events to its open streams: one bus subscription per task however
- * many streams follow it. Each socket write costs about the same whatever it carries, and
+ * The live half of following a stream (event-follower.ts): one bus subscription per task however
+ * many followers it has. Each socket write costs about the same whatever it carries, and
  * thousands of streams on one task make a single event thousands of writes; so events are not
  * written as they are published but on the next turn of the event loop, in one pass over the
  * task's streams, each stream handed everything published since its last delivery in one write.
  * A burst of events then costs each socket one write, not one per event. The pass does not yield
  * halfway: the I/O of other sockets (thousands closing at a turn's end) would be handled in
- * between and hold back the streams not yet written.
+ * between and hold back the streams not yet written. (Each follower takes its batch in the
+ * microtasks right after the pass, which still run before any other I/O.)
  */
-import type { EventBus } from '../events/event-bus.js';
+import type { EventBus } from './event-bus.js';
 import type { EventRecord } from '../domain/records.js';
 
 export interface LiveStream {
@@ -39,7 +40,7 @@ function firstAfter(events: readonly EventRecord[], seq: number): number {
   return lo;
 }
 
-export class StreamFanout {
+export class EventFanout {
   private readonly tasks = new Map<string, TaskStreams>();
 
   constructor(private readonly bus: EventBus) {}
