@@ -37,7 +37,7 @@ import { taskRoutes } from './http/routes/tasks.js';
 import { uploadRoutes } from './http/routes/uploads.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { groupRoutes } from './http/routes/groups.js';
-import { makeAjv } from './http/validators.js';
+import { schemaValidator } from './domain/json-schema.js';
 import { mcpOriginGuard, mcpRoutes } from './frontends/mcp/mcp-routes.js';
 import { a2aRoutes } from './frontends/a2a/a2a-routes.js';
 
@@ -148,8 +148,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Validators and serializers are compiled on a route's first use, not at start: the contract
   // declares every answer of every route (hundreds of schemas), and compiling them all up front
   // cost seconds at every start of a process.
-  const bodyAjv = makeAjv('body');
-  const queryAjv = makeAjv('query');
+  const bodyAjv = schemaValidator('body');
+  const queryAjv = schemaValidator('query');
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
     let compiled: ValidateFunction | undefined;

@@ -4,7 +4,8 @@
  * completed step is checkpointed there before the next begins, so a turn taken up again after a
  * crash replays stored steps instead of redoing them.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { schemaValidator } from '../domain/json-schema.js';
 import { crashPoint } from '../crash-points.js';
 import { turnError, type ErrorName, type TurnError } from '../errors.js';
 import type { TaskPhase } from '../contract/index.js';
@@ -41,7 +42,7 @@ const CHARS_PER_TOKEN = 4;
 
 const INPUT_CAP = 2_000;
 const INPUT_ARRAY_CAP = 100;
-const ajv = new Ajv({ allErrors: true, strict: false });
+const ajv = schemaValidator('tool-arguments');
 const validators = new Map<string, ValidateFunction>();
 
 function validatorFor(tool: AgentTool<unknown>): ValidateFunction {

@@ -3,8 +3,8 @@
  * JSON form of a row. A call is all-or-nothing: one bad row rejects the whole call, and the
  * errors name every problem so the agent can fix them all in its next attempt.
  */
-import { Ajv, type ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
+import { schemaValidator } from './json-schema.js';
 import { charactersOver, CONFIDENCE_LEVELS, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type FieldBasis, type OutputDecl, type RowSource } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
@@ -56,12 +56,8 @@ type Report = (field: string | undefined, message: string) => void;
 type RowCheck = (row: Record<string, unknown>, report: Report) => Record<string, unknown>;
 type Conversion = { value: unknown } | { error: string };
 
-// Under NodeNext, the default import of this CommonJS package is its whole `module.exports`.
-const addFormats = addFormatsModule.default;
-
 /** One Ajv instance for every records schema. */
-const ajv = new Ajv({ allErrors: false, strict: false });
-addFormats(ajv);
+const ajv = schemaValidator('records');
 
 /** Compiled schemas by JSON text, least recently used first. */
 const schemaCache = new Map<string, CompiledRecordSchema>();

@@ -15,7 +15,7 @@ import type { Config } from '../../config.js';
 import { QuarryError } from '../../errors.js';
 import type { EventFollower } from '../../events/event-follower.js';
 import { validationError } from '../../http/error-handler.js';
-import { makeAjv } from '../../http/validators.js';
+import { schemaValidator } from '../../domain/json-schema.js';
 import type { TaskRecord } from '../../domain/records.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
 import type { TaskQueries } from '../../tasks/task-queries.js';
@@ -60,7 +60,7 @@ export function callContext(call: A2ACall, requestedVersion: string): ServerCall
 }
 
 // Bodies built from a message are checked as the REST bodies are.
-const ajv = makeAjv('body');
+const ajv = schemaValidator('body');
 const validStart: ValidateFunction = ajv.compile(StartBody);
 const validContinue: ValidateFunction = ajv.compile(ContinueBody);
 

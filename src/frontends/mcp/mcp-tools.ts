@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { MAX_MCP_WAIT_SECONDS, MCP_TOOLS, type McpToolArgs, type McpToolName, type OutputPage, type Task, type TaskState } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import { toQuarryError, validationError } from '../../http/error-handler.js';
-import { makeAjv } from '../../http/validators.js';
+import { schemaValidator } from '../../domain/json-schema.js';
 import type { EventFollower } from '../../events/event-follower.js';
 import type { EventRecord } from '../../domain/records.js';
 import type { TaskCommands } from '../../tasks/task-commands.js';
@@ -44,7 +44,7 @@ export interface McpToolResult {
 }
 
 // Arguments are read as the REST bodies are.
-const ajv = makeAjv('body');
+const ajv = schemaValidator('body');
 const validators = new Map<McpToolName, ValidateFunction>(
   (Object.keys(MCP_TOOLS) as McpToolName[]).map((name) => [name, ajv.compile(MCP_TOOLS[name].input)]),
 );
