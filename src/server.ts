@@ -26,7 +26,10 @@ import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
 import { TaskService } from './tasks/task-service.js';
 import { Pruner } from './pruner.js';
-import { TurnRunner } from './tasks/turn-runner.js';
+import { TurnRunner } from './engine/turn-runner.js';
+import { TurnQueries } from './tasks/turn-queries.js';
+import { TurnQueue } from './tasks/turn-queue.js';
+import { SourceSnapshots } from './outputs/source-snapshots.js';
 import { createSandbox } from './sandbox/sandbox.js';
 import { Uploads } from './uploads/uploads.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -108,7 +111,8 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   if (sandbox && !sandbox.available) logger.warn(`run_code is disabled: ${sandbox.reason}`);
   const runner = runsTurns && sandbox
     ? new TurnRunner({
-        store, service: tasks, uploads, config, logger, metrics,
+        service: tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
+        uploads, config, logger, metrics,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
           tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate }, sandbox }),

@@ -11,7 +11,10 @@ import { EventBus } from '../src/events/event-bus.js';
 import { Accounts } from '../src/accounts/accounts.js';
 import { emptySpec } from '../src/domain/spec.js';
 import { TaskService } from '../src/tasks/task-service.js';
-import { TurnRunner } from '../src/tasks/turn-runner.js';
+import { TurnRunner } from '../src/engine/turn-runner.js';
+import { TurnQueries } from '../src/tasks/turn-queries.js';
+import { TurnQueue } from '../src/tasks/turn-queue.js';
+import { SourceSnapshots } from '../src/outputs/source-snapshots.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
@@ -190,7 +193,10 @@ async function stopWhileBusy(
   try {
     const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
     const runner = new TurnRunner({
-      store: slowStore,
+      queue: new TurnQueue(slowStore),
+      queries: new TurnQueries(slowStore),
+      sources: new SourceSnapshots(slowStore),
+      locks: slowStore.cluster,
       service: new TaskService({ store: slowStore, bus: new EventBus(), config }),
       // Unless the test gives one, no turn may run: the agent is never called. No turn has inputs.
       agent: opts.agent ?? ({} as Agent),

@@ -7,10 +7,11 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { Config } from '../src/config.js';
 import type { TaskRecord, TurnRecord } from '../src/domain/records.js';
-import type { Store } from '../src/store/store.js';
 import { normalizeSpec } from '../src/domain/spec.js';
 import type { TaskService } from '../src/tasks/task-service.js';
-import { TaskTurnPort } from '../src/tasks/turn-runner.js';
+import type { TurnQueries } from '../src/tasks/turn-queries.js';
+import type { SourceSnapshots } from '../src/outputs/source-snapshots.js';
+import { TaskTurnPort } from '../src/engine/task-turn-port.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 
 /** The fields of a claimed turn and its task that the port reads; the rest do not matter here. */
@@ -27,7 +28,7 @@ function portFor(task: TaskRecord) {
     setTurnState: async (...args: unknown[]) => void calls.push({ method: 'setTurnState', args: args.slice(2) }),
     turnEvent: async (...args: unknown[]) => (calls.push({ method: 'turnEvent', args: args.slice(2) }), true),
   } as unknown as TaskService;
-  const deps = { service, store: {} as Store, uploads: {} as Uploads, config: {} as Config, logger: pino({ enabled: false }) };
+  const deps = { service, queries: {} as TurnQueries, sources: {} as SourceSnapshots, uploads: {} as Uploads, config: {} as Config, logger: pino({ enabled: false }) };
   const port = new TaskTurnPort(deps, TURN, task, { signal: new AbortController().signal, steps: [], userMessages: ['Granite.'] });
   return { port, calls };
 }

@@ -412,6 +412,18 @@ describe('webhook deliveries', () => {
     assert.equal(r.received.length, 3, 'no attempt after the 200');
   });
 
+  it('a 503 with Retry-After: the next attempt waits what the receiver asked, not the 0.2 s of the schedule', async (t) => {
+    const key = await newKey(h);
+    const r = await receiver(t, (req) => (req.index === 0 ? { status: 503, headers: { 'retry-after': '2' } } : 200));
+    const endpoint = await register(t, h, key, `${r.url}/hook`);
+    await runTurn(h, key);
+
+    const [first, second] = await r.waitFor(2, 10_000);
+    assert.ok(second!.receivedAt - first!.receivedAt >= 2000, `the second attempt came ${second!.receivedAt - first!.receivedAt} ms after the first`);
+    const log = await untilDelivery(h, key, endpoint.webhook_id, 'the delivery recorded as delivered', (d) => d.status === 'delivered');
+    assert.equal(log.attempts, 2);
+  });
+
   it('a receiver that never answers: the attempt times out and is retried with the same webhook-id', async (t) => {
     const key = await newKey(h);
     const r = await receiver(t, () => 'hang');

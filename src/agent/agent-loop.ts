@@ -17,6 +17,7 @@ import type { AgentTools } from './tools/index.js';
 import { toolContext, type AgentTool, type ToolResult } from './tools/tool.js';
 import type { Charge, StoredStep, TurnPort } from './turn-port.js';
 import { sleep } from '../sleep.js';
+import { RetryPolicy } from '../retry-policy.js';
 
 export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
 
@@ -24,7 +25,7 @@ export interface AgentOptions {
   provider: ModelProvider | undefined;
   /** The tools a turn may be given (update_spec and write_rows always; the rest as the spec's `tools` allows). */
   tools: AgentTools;
-  /** Waits between retries of a failed model call (ms): one retry per entry. */
+  /** Waits between retries of a failed model call (ms): one retry per entry (docs/agent.md: 0.5 s, 1 s, 2 s). */
   retryDelaysMs?: number[];
   /** The model's context window in tokens; older tool results are shortened to stay inside it. */
   contextTokens?: number;
@@ -70,14 +71,16 @@ function failed(name: ErrorName, message: string): TurnResult {
 export class Agent {
   private readonly provider: ModelProvider | undefined;
   private readonly tools: AgentTools;
-  private readonly retryDelaysMs: number[];
+  /** The documented schedule as it stands, no jitter; a provider's Retry-After may only lengthen a wait. */
+  private readonly retries: RetryPolicy;
   private readonly contextChars: number;
 
   constructor(opts: AgentOptions) {
     this.contextChars = (opts.contextTokens ?? 100_000) * CHARS_PER_TOKEN;
     this.provider = opts.provider;
     this.tools = opts.tools;
-    this.retryDelaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
+    const delaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
+    this.retries = new RetryPolicy({ delaysMs, retries: delaysMs.length, jitter: 'none', retryAfter: 'at-least', maxRetryAfterMs: MAX_RETRY_AFTER_MS });
   }
 
   async runTurn(port: TurnPort): Promise<TurnResult> {
@@ -183,7 +186,7 @@ export class Agent {
 
   /**
    * Calls the model, retrying retryable failures after each of retryDelaysMs, or after the
-   * provider's Retry-After when that is longer; gives up with a bad_gateway failure when the
+   * provider's Retry-After when that is longer (this.retries); gives up with a bad_gateway failure when the
    * retries are spent, when the provider asks for a wait over MAX_RETRY_AFTER_MS, or when the
    * wait would end past the turn's deadline (failing now beats sleeping into limit_reached).
    */
@@ -211,12 +214,12 @@ export class Agent {
         const failure = `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}`;
         const tries = attempt === 0 ? 'at the first try' : `after ${attempt + 1} tries`;
         if (!err.retryable) return failed('bad_gateway', `${failure}: ${err.message}`);
-        if (attempt >= this.retryDelaysMs.length) return failed('bad_gateway', `${failure} ${tries}: ${err.message}`);
-        const asked = err.retryAfterMs ?? 0;
-        if (asked > MAX_RETRY_AFTER_MS) {
-          return failed('bad_gateway', `${failure}: ${err.message}. It asked to be called again in ${seconds(asked)} s, longer than a turn waits (${seconds(MAX_RETRY_AFTER_MS)} s).`);
+        const next = this.retries.next(attempt + 1, err.retryAfterMs);
+        if (!next.retry && next.reason === 'exhausted') return failed('bad_gateway', `${failure} ${tries}: ${err.message}`);
+        if (!next.retry) {
+          return failed('bad_gateway', `${failure}: ${err.message}. It asked to be called again in ${seconds(err.retryAfterMs!)} s, longer than a turn waits (${seconds(MAX_RETRY_AFTER_MS)} s).`);
         }
-        const wait = Math.max(this.retryDelaysMs[attempt]!, asked);
+        const wait = next.delayMs;
         if (Date.now() + wait >= deadline) {
           return failed('bad_gateway', `${failure}: ${err.message}. Waiting ${seconds(wait)} s to try again would pass the turn's limit (spec.limits.max_turn_seconds).`);
         }

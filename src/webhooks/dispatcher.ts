@@ -3,8 +3,8 @@
  * runs one dispatcher; a delivery is claimed by exactly one of them for each attempt
  * (WebhooksRepository.claimDue), POSTed signed, without following redirects, within the attempt
  * timeout, to an address the SSRF policy allows, and its outcome recorded: delivered on a 2xx,
- * else due again after the next wait of the retry schedule, or dead once that would pass the
- * give-up time. A process that dies mid-attempt leaves its claim to run out; the delivery is
+ * else due again after the next wait of the retry schedule (or the receiver's Retry-After on a
+ * 429 or 503), or dead once that would pass the give-up time. A process that dies mid-attempt leaves its claim to run out; the delivery is
  * then sent again, with the same webhook-id, by whichever process claims it next.
  */
 import type { Logger } from 'pino';
@@ -13,6 +13,7 @@ import type { WebhookConfig } from '../config.js';
 import { crashPoint } from '../crash-points.js';
 import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { RetryPolicy, retryAfterMs } from '../retry-policy.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import type { AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
@@ -60,9 +61,12 @@ export class WebhookDispatcher {
   private pollTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly clock: () => Date;
+  /** QUARRY_WEBHOOK_RETRY_S as documented, no jitter; retried until the give-up time, not a number of times. */
+  private readonly retries: RetryPolicy;
 
   constructor(private readonly opts: DispatcherOptions) {
     this.clock = opts.clock ?? (() => new Date());
+    this.retries = new RetryPolicy({ delaysMs: opts.config.retryDelaysMs, jitter: 'none' });
   }
 
   start(): void {
@@ -153,7 +157,9 @@ export class WebhookDispatcher {
       });
       if (answer.status >= 200 && answer.status < 300) return { delivered: true, statusCode: answer.status, at: this.clock().toISOString() };
       const redirect = answer.status >= 300 && answer.status < 400 ? ' (redirects are not followed)' : '';
-      return this.failed(delivery, answer.status, `the receiver answered HTTP ${answer.status}${redirect}`);
+      // A receiver that says when to come back (busy, rate limited) is taken at its word.
+      const asked = answer.status === 429 || answer.status === 503 ? retryAfterMs((name) => headerText(answer.headers[name])) : undefined;
+      return this.failed(delivery, answer.status, `the receiver answered HTTP ${answer.status}${redirect}`, asked);
     } catch (err) {
       if (cutShort.signal.aborted) return { delivered: false, statusCode: null, error: 'the sending process shut down mid-attempt', nextAttemptAt: this.clock().toISOString() };
       if (err instanceof WebFetchError) return this.failed(delivery, null, err.message);
@@ -163,29 +169,18 @@ export class WebhookDispatcher {
     }
   }
 
-  /** A failed attempt: due again after the schedule's next wait, or dead when that passes the give-up time. */
-  private failed(delivery: DeliveryRecord, statusCode: number | null, error: string): AttemptResult {
+  /**
+   * A failed attempt: due again after the schedule's next wait (or the wait the receiver asked
+   * for), or dead when that passes the give-up time. The schedule is followed by the time since
+   * the delivery's retries began rather than by the attempt number, so a redelivery (which
+   * restarts the retries) starts the schedule over however many attempts came before.
+   */
+  private failed(delivery: DeliveryRecord, statusCode: number | null, error: string, retryAfter?: number): AttemptResult {
     const { giveUpMs } = this.opts.config;
     const now = this.clock().getTime();
-    const next = now + this.nextWait(now - Date.parse(delivery.retrySince));
+    const next = now + this.retries.delay(this.retries.retryAt(now - Date.parse(delivery.retrySince)), retryAfter);
     const dead = next - Date.parse(delivery.retrySince) > giveUpMs;
     return { delivered: false, statusCode, error, nextAttemptAt: dead ? null : new Date(next).toISOString() };
-  }
-
-  /**
-   * The schedule's wait after a failure `elapsed` ms into the delivery's retries: the first wait
-   * whose end, counting the waits before it, still lies ahead. Counted from the time rather than
-   * from the attempt number, so a redelivery (which restarts the retries) starts the schedule
-   * over however many attempts came before.
-   */
-  private nextWait(elapsed: number): number {
-    const { retryDelaysMs } = this.opts.config;
-    let passed = 0;
-    for (const wait of retryDelaysMs) {
-      passed += wait;
-      if (passed > elapsed) return wait;
-    }
-    return retryDelaysMs[retryDelaysMs.length - 1]!;
   }
 
   private logFailure(err: unknown, msg: string, delivery?: DeliveryRecord): void {
@@ -198,4 +193,9 @@ export class WebhookDispatcher {
       this.opts.logger.error(fields, msg);
     }
   }
+}
+
+/** One header of an answer as a string (the first, where a server sent it twice). */
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

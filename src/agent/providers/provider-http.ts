@@ -9,6 +9,7 @@
  * times the CPU of the call itself (measured: ~290 µs against ~100 µs a call on loopback).
  */
 import { DEFAULT_MODEL_TIMEOUT_MS } from '../../config.js';
+import { retryAfterMs } from '../../retry-policy.js';
 import { STATUS_CODES } from 'node:http';
 import { request } from 'undici';
 import { ModelProviderError, type ModelMessage, type ModelRequest, type ModelResponse, type ModelToolCall } from './model-provider.js';
@@ -47,10 +48,6 @@ export interface HttpProviderOptions {
    */
   requestTimeoutMs?: number;
 }
-
-
-/** The longest Retry-After we read (a day); the agent loop decides how much of it to wait. */
-const RETRY_AFTER_READ_CAP_MS = 86_400_000;
 
 /** Where and how a provider posts its requests: fixed when the provider is created. */
 export interface ProviderEndpoint {
@@ -198,21 +195,6 @@ function statusError(endpoint: ProviderEndpoint, response: ModelHttpAnswer, body
     retryable: status === 408 || status === 409 || status === 429 || status >= 500,
     retryAfterMs: retryAfterMs((name) => headerOf(response.headers, name)),
   });
-}
-
-/**
- * The wait a server asks for: `retry-after-ms` (OpenAI's, milliseconds), else `Retry-After` as
- * seconds or as an HTTP date. Undefined when neither is there or readable.
- */
-export function retryAfterMs(header: (name: string) => string | undefined, now = Date.now()): number | undefined {
-  const ms = Number.parseFloat(header('retry-after-ms') ?? '');
-  if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), RETRY_AFTER_READ_CAP_MS);
-  const value = header('retry-after')?.trim();
-  if (!value) return undefined;
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.min(Math.ceil(Number(value) * 1000), RETRY_AFTER_READ_CAP_MS);
-  const at = Date.parse(value);
-  if (Number.isNaN(at)) return undefined;
-  return Math.min(Math.max(0, at - now), RETRY_AFTER_READ_CAP_MS);
 }
 
 /** The provider's own message from an error body: `{error: "..."}` or `{error: {type, message}}`. */

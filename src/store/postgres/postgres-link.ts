@@ -18,10 +18,13 @@
  * After close() the link opens none, and a reconnect that was due is called off.
  */
 import pg from 'pg';
+import { RetryPolicy } from '../../retry-policy.js';
 import type { HeldLock } from '../store.js';
 import type { ClusterLink, Notice } from '../sql/cluster.js';
 
 const RECONNECT_MS = 1000;
+/** The longest wait between tries to connect again while the database stays away. */
+const RECONNECT_MAX_MS = 5000;
 
 /** NOTIFY takes payloads of less than 8,000 bytes. */
 const MAX_PAYLOAD_BYTES = 7_900;
@@ -29,7 +32,7 @@ const MAX_PAYLOAD_BYTES = 7_900;
 export interface PostgresLinkOptions {
   /** Makes each of the link's own connections (tests count them, and hold one half way). */
   newClient?: (config: pg.ClientConfig) => pg.Client;
-  /** How long after losing the listening connection the link connects again. */
+  /** About how long after losing the listening connection the link connects again (the first wait; later ones double). */
   reconnectMs?: number;
 }
 
@@ -76,7 +79,10 @@ export class PostgresLink implements ClusterLink {
   private sender: pg.Client | undefined;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private readonly newClient: (config: pg.ClientConfig) => pg.Client;
-  private readonly reconnectMs: number;
+  /** Drawn at random so that the processes of a cluster that lost the database together do not come back together. */
+  private readonly reconnects: RetryPolicy;
+  /** Tries to connect again since the listening connection was lost. */
+  private reconnectTries = 0;
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -88,7 +94,7 @@ export class PostgresLink implements ClusterLink {
     opts: PostgresLinkOptions = {},
   ) {
     this.newClient = opts.newClient ?? ((config) => new pg.Client(config));
-    this.reconnectMs = opts.reconnectMs ?? RECONNECT_MS;
+    this.reconnects = new RetryPolicy({ baseMs: opts.reconnectMs ?? RECONNECT_MS, capMs: RECONNECT_MAX_MS, jitter: 'full' });
   }
 
   /**
@@ -208,6 +214,7 @@ export class PostgresLink implements ClusterLink {
       throw closedError();
     }
     this.listener = client;
+    this.reconnectTries = 0;
     if (this.lostListener) {
       this.lostListener = false;
       for (const handler of this.resumeHandlers) handler();
@@ -220,7 +227,7 @@ export class PostgresLink implements ClusterLink {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       this.listenerClient().catch(() => this.reconnectLater());
-    }, this.reconnectMs);
+    }, this.reconnects.delay(++this.reconnectTries));
     this.reconnectTimer.unref();
   }
 

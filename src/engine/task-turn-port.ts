@@ -1,0 +1,210 @@
+import type { Logger } from 'pino';
+import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
+import type { Config } from '../config.js';
+import type { TaskActivity, TaskPhase, TaskSpec, TurnKind } from '../contract/index.js';
+import { crashPoint } from '../crash-points.js';
+import type { SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
+import type { SourceSnapshots } from '../outputs/source-snapshots.js';
+import { openTaskWorkspace } from '../sandbox/workspace.js';
+import type { TaskService } from '../tasks/task-service.js';
+import type { TurnQueries } from '../tasks/turn-queries.js';
+import type { Uploads } from '../uploads/uploads.js';
+import { retryWhileStoreUnavailable } from './retry-while-store-unavailable.js';
+import { TurnAbort } from './turn-abort.js';
+
+const TEXT_FLUSH_MS = 250;
+
+/** What the runner and its ports report: turn ends, tokens, store outages. */
+export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelTokens' | 'storeUnavailable'>;
+
+/** What a turn's port reads and writes through: the task service and the task's queries, never the store itself. */
+export interface TaskTurnPortDeps {
+  service: TaskService;
+  queries: TurnQueries;
+  sources: SourceSnapshots;
+  uploads: Uploads;
+  config: Config;
+  logger: Logger;
+  /** Where tokens and store outages are counted (none when left out). */
+  metrics?: TurnMetrics;
+}
+
+/**
+ * The TurnPort of one claimed turn, against the task service: every change goes through it (one
+ * transaction each), and a change refused because the turn no longer runs (stopped, deleted)
+ * ends the turn's work with a TurnAbort. A change that finds the store unavailable is tried again
+ * until it is stored or the turn's signal aborts (retryWhileStoreUnavailable).
+ */
+export class TaskTurnPort implements TurnPort {
+  readonly turnId: string;
+  readonly kind: TurnKind;
+  readonly planOnly: boolean;
+  readonly signal: AbortSignal;
+  readonly steps: readonly StoredStep[];
+  readonly userMessages: readonly string[];
+  private currentSpec: TaskSpec;
+  /** The phase and activity the task is in as far as this turn knows: as claimed, then as last set. */
+  private phase: TaskPhase | null;
+  private activity: TaskActivity | null;
+  private textBuffer = '';
+  private textTimer: NodeJS.Timeout | undefined;
+  /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
+  private textWrite: Promise<void> = Promise.resolve();
+  /** Text of the model reply under way has been stored: withdrawing it takes a `restart` event. */
+  private replyTextStored = false;
+  /** The last snapshot this turn stored or found per URL, with the text it was read as. */
+  private readonly recordedSources = new Map<string, { text: string; id: string }>();
+  private readonly metrics: TurnMetrics;
+
+  constructor(
+    private readonly deps: TaskTurnPortDeps,
+    private readonly turn: TurnRecord,
+    private readonly task: TaskRecord,
+    opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[] },
+  ) {
+    this.turnId = turn.id;
+    this.kind = turn.kind;
+    this.planOnly = turn.planOnly;
+    this.signal = opts.signal;
+    this.steps = opts.steps;
+    this.userMessages = opts.userMessages;
+    this.currentSpec = task.spec;
+    this.phase = task.phase;
+    this.activity = task.activity;
+    this.metrics = deps.metrics ?? NO_METRICS;
+  }
+
+  spec(): TaskSpec {
+    return this.currentSpec;
+  }
+
+  private durable<T>(write: () => Promise<T>): Promise<T> {
+    return retryWhileStoreUnavailable(write, this.signal, { logger: this.deps.logger, turnId: this.turnId, metrics: this.metrics });
+  }
+
+  async updateSpec(spec: TaskSpec): Promise<void> {
+    if (!(await this.durable(() => this.deps.service.updateSpec(this.turn.id, this.turn.taskId, spec)))) throw new TurnAbort('stopped');
+    this.currentSpec = spec;
+  }
+
+  async rowCounts(): Promise<Map<string, number>> {
+    // No outputs declared, no rows to count (rows are only written to declared outputs).
+    if (this.currentSpec.outputs.length === 0) return new Map();
+    return this.durable(() => this.deps.queries.rowCounts(this.turn.taskId));
+  }
+
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number }> {
+    // The write key makes a second try after an unclear failure write nothing twice.
+    const written = await this.durable(() => this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, verifiedRows));
+    if (!written) throw new TurnAbort('stopped');
+    return written;
+  }
+
+  async recordSource(read: ReadSource): Promise<string> {
+    // Paging through one input hands over its (cached) text again and again: known without
+    // hashing megabytes each time, and stored once.
+    const known = this.recordedSources.get(read.url);
+    if (known?.text === read.text) return known.id;
+    const id = await this.durable(() => this.deps.sources.record(this.turn.taskId, read));
+    this.recordedSources.set(read.url, { text: read.text, id });
+    return id;
+  }
+
+  async citedSources(urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]> {
+    return this.durable(() => this.deps.sources.cited(this.turn.taskId, urls, uploadIds));
+  }
+
+  async inputs(): Promise<InputFile[]> {
+    const { uploads } = this.deps;
+    const files: InputFile[] = [];
+    for (const input of this.currentSpec.inputs) {
+      const upload = await this.durable(() => uploads.findCompleted(this.task.accountId, input.upload_id));
+      if (!upload) continue;
+      files.push({ upload_id: upload.id, name: input.name ?? upload.filename, path: await this.durable(() => uploads.localPath(upload)), contentType: upload.contentType });
+    }
+    return files;
+  }
+
+  async workspaceDir(): Promise<string> {
+    return openTaskWorkspace(this.deps.config.dataDir, this.turn.taskId);
+  }
+
+  async setState(state: TurnState): Promise<void> {
+    const phase = state.phase ?? this.phase;
+    const activity = state.activity ?? this.activity;
+    // Most model calls and tool rounds find the task in the state they ask for: no transaction then.
+    if (phase === this.phase && activity === this.activity) return;
+    await this.flushText();
+    await this.durable(() => this.deps.service.setTurnState(this.turn.id, this.turn.taskId, state));
+    this.phase = phase;
+    this.activity = activity;
+  }
+
+  text(delta: string): void {
+    this.textBuffer += delta;
+    this.textTimer ??= setTimeout(() => void this.flushText().catch((err) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'text event failed')), TEXT_FLUSH_MS);
+  }
+
+  async tool(event: ToolEvent): Promise<void> {
+    await this.flushText();
+    await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event }));
+  }
+
+  async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
+    // The text streamed since the last flush goes into the checkpoint's own transaction (a model
+    // step's text is stored with the step): one transaction fewer, and never one without the other.
+    const text = await this.takeText();
+    const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage, text));
+    if (!charged) throw new TurnAbort('stopped');
+    this.replyTextStored = false;
+    // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
+    this.metrics.modelTokens(usage.tokensIn, usage.tokensOut);
+    crashPoint('step.checkpointed');
+    return charged;
+  }
+
+  /**
+   * Stores the streamed text not yet stored as one `text` event, after the one being stored (the
+   * timer's flush may still be waiting for the store when the next change flushes).
+   */
+  async flushText(): Promise<void> {
+    clearTimeout(this.textTimer);
+    this.textTimer = undefined;
+    // A failed write is reported to its own caller only; the writes after it go ahead.
+    const previous = this.textWrite.catch(() => {});
+    if (!this.textBuffer) return previous;
+    const text = this.textBuffer;
+    this.textBuffer = '';
+    const write = previous.then(async () => {
+      await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text }));
+      this.replyTextStored = true;
+    });
+    this.textWrite = write;
+    return write;
+  }
+
+  async withdrawText(): Promise<void> {
+    // Most replies fail before their first flush: nothing of them was stored, nothing to mark.
+    await this.takeText();
+    if (!this.replyTextStored) return;
+    this.replyTextStored = false;
+    await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text: '', restart: true }));
+  }
+
+  /** Waits for the text writes under way and hands over the text not yet stored, which the caller stores. */
+  private async takeText(): Promise<string> {
+    clearTimeout(this.textTimer);
+    this.textTimer = undefined;
+    await this.textWrite.catch(() => {});
+    const text = this.textBuffer;
+    this.textBuffer = '';
+    return text;
+  }
+
+  /** The turn's work is over: text still buffered is dropped with its timer. */
+  close(): void {
+    clearTimeout(this.textTimer);
+    this.textTimer = undefined;
+  }
+}

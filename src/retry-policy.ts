@@ -1,0 +1,120 @@
+/**
+ * How long to wait before trying again, for every retry Quarry makes: a model call that failed
+ * (agent/agent-loop.ts), a store write during an outage (engine/), a webhook delivery
+ * (webhooks/dispatcher.ts), the cluster link's listening connection (store/postgres). Each use
+ * holds a policy of its own (its base, cap, schedule and number of tries, some fixed by the docs);
+ * how a wait is derived from them is decided here, once:
+ *
+ * - the wait before retry n grows exponentially (`baseMs · factor^(n-1)`, at most `capMs`), or
+ *   follows an explicit schedule (`delaysMs`, whose last wait repeats);
+ * - with `jitter: 'full'` the wait is drawn uniformly between 0 and that, so that many callers
+ *   that failed together (every turn of a worker when the database restarts) do not come back
+ *   together;
+ * - a `retry_after` the other side sent (HTTP `Retry-After`, `retry-after-ms`) takes precedence
+ *   over the computed wait, unless it asks for longer than the use waits at all.
+ *
+ * No clock and no sleeping here: callers wait the answer out themselves, and tests pass their own
+ * random source.
+ */
+
+export interface RetryPolicyOptions {
+  /** The wait before the first retry, in ms; multiplied by `factor` for each retry after it. */
+  baseMs?: number;
+  /** Growth per retry (default 2; 1 keeps the wait fixed). */
+  factor?: number;
+  /** The longest computed wait (default none). A `retry_after` is not cut to it. */
+  capMs?: number;
+  /** An explicit schedule instead of base and factor: the waits before retry 1, 2, …; the last repeats. */
+  delaysMs?: readonly number[];
+  /** Retries after the first try; unlimited when left out. */
+  retries?: number;
+  /** `full` (default): a wait drawn uniformly from [0, computed]; `none`: the computed wait itself. */
+  jitter?: 'full' | 'none';
+  /**
+   * How a `retry_after` is used: it `replaces` the computed wait (default), or the wait is the
+   * longer of the two (`at-least`, where the docs promise a schedule that a server may only lengthen).
+   */
+  retryAfter?: 'replaces' | 'at-least';
+  /** The longest `retry_after` honoured: asking for more ends the retries (`retry_after_too_long`). */
+  maxRetryAfterMs?: number;
+}
+
+/** Whether to try again, and after how long. */
+export type RetryDecision =
+  | { retry: true; delayMs: number }
+  | { retry: false; reason: 'exhausted' | 'retry_after_too_long' };
+
+export class RetryPolicy {
+  private readonly baseMs: number;
+  private readonly factor: number;
+  private readonly capMs: number;
+
+  constructor(private readonly opts: RetryPolicyOptions, private readonly random: () => number = Math.random) {
+    if (opts.delaysMs?.length === 0 && opts.retries !== 0) throw new Error('a retry schedule needs at least one wait');
+    this.baseMs = opts.baseMs ?? 0;
+    this.factor = opts.factor ?? 2;
+    this.capMs = opts.capMs ?? Infinity;
+  }
+
+  /** The retries this policy allows after the first try (Infinity: no limit). */
+  get retries(): number {
+    return this.opts.retries ?? Infinity;
+  }
+
+  /**
+   * Whether retry `retry` (1 = the retry after the first failure) may be made, and the wait
+   * before it; `retryAfterMs` is the wait the failure asked for, when it named one.
+   */
+  next(retry: number, retryAfterMs?: number): RetryDecision {
+    if (retry > this.retries) return { retry: false, reason: 'exhausted' };
+    if (retryAfterMs !== undefined && retryAfterMs > (this.opts.maxRetryAfterMs ?? Infinity)) return { retry: false, reason: 'retry_after_too_long' };
+    return { retry: true, delayMs: this.delay(retry, retryAfterMs) };
+  }
+
+  /** The wait before retry `retry` (1-based), the number of retries left aside. */
+  delay(retry: number, retryAfterMs?: number): number {
+    const drawn = this.opts.jitter === 'none' ? this.scheduled(retry) : this.random() * this.scheduled(retry);
+    if (retryAfterMs === undefined) return drawn;
+    return this.opts.retryAfter === 'at-least' ? Math.max(drawn, retryAfterMs) : retryAfterMs;
+  }
+
+  /**
+   * For a schedule followed by the time since the retries began rather than by counting them
+   * (webhook deliveries, see docs/webhooks.md): the retry whose wait, counting the waits before
+   * it, still ends after `elapsedMs`; the last one once all have passed.
+   */
+  retryAt(elapsedMs: number): number {
+    let passed = 0;
+    const last = this.opts.delaysMs?.length ?? Infinity;
+    for (let retry = 1; retry < last; retry++) {
+      passed += this.scheduled(retry);
+      if (passed > elapsedMs) return retry;
+    }
+    return last;
+  }
+
+  /** The wait before retry `retry` without jitter: from the schedule, or grown from the base up to the cap. */
+  private scheduled(retry: number): number {
+    const { delaysMs } = this.opts;
+    if (delaysMs) return Math.min(this.capMs, delaysMs[Math.min(retry, delaysMs.length) - 1]!);
+    return Math.min(this.capMs, this.baseMs * this.factor ** Math.max(0, retry - 1));
+  }
+}
+
+/** The longest `Retry-After` read (a day): each use decides how much of it to wait (maxRetryAfterMs). */
+const RETRY_AFTER_READ_CAP_MS = 86_400_000;
+
+/**
+ * The wait a server asks for in an answer's headers: `retry-after-ms` (OpenAI's, milliseconds),
+ * else `Retry-After` as seconds or as an HTTP date. Undefined when neither is there or readable.
+ */
+export function retryAfterMs(header: (name: string) => string | undefined, now = Date.now()): number | undefined {
+  const ms = Number.parseFloat(header('retry-after-ms') ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return Math.min(Math.ceil(ms), RETRY_AFTER_READ_CAP_MS);
+  const value = header('retry-after')?.trim();
+  if (!value) return undefined;
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.min(Math.ceil(Number(value) * 1000), RETRY_AFTER_READ_CAP_MS);
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return undefined;
+  return Math.min(Math.max(0, at - now), RETRY_AFTER_READ_CAP_MS);
+}
