@@ -76,7 +76,7 @@ describe('the demo model', () => {
   });
 
   it('a follow-up message gets its own turn that counts the new message', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { inject: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'one two two' } });
     await waitIdle(h, created.body.task_id);
     const more = await h.request('POST', `/task/${created.body.task_id}/continue`, { body: { message: 'three three three' } });
@@ -90,7 +90,7 @@ describe('the demo model', () => {
   });
 
   it('a message without words gets no rows, and an answer that says what it is', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { inject: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: '?!' } });
     assert.equal(created.status, 200, created.text);
     await waitIdle(h, created.body.task_id);

@@ -20,33 +20,33 @@ interface Followed {
 }
 
 /**
- * Follows `path` until the EventSource closes for good or `quietMs` pass after the last activity
- * (longer than its reconnection delay, 3 s by default, so a reconnect would be seen).
+ * Follows `path` until the EventSource closes for good: it does so on its own once a reconnect is
+ * answered 204. Bounded: a reconnect storm, or a stream that never ends, keeps it open; the
+ * connections it made then show what went wrong.
  */
-async function follow(h: Harness, path: string, quietMs = 4500): Promise<Followed> {
+async function follow(h: Harness, path: string): Promise<Followed> {
   const connections: Followed['connections'] = [];
   const events: Followed['events'] = [];
-  let lastActivity = Date.now();
   const source = new EventSource(`${h.url}${path}`, {
     fetch: async (input, init) => {
       const headers = new Headers(init?.headers);
       headers.set('X-API-Key', h.key);
       const res = await fetch(input, { ...init, headers });
       connections.push({ lastEventId: headers.get('Last-Event-ID'), status: res.status });
-      lastActivity = Date.now();
       return res;
     },
   });
+  // EventSource sets CLOSED before it dispatches the error of a connection it gives up on.
+  const closed = new Promise<void>((resolve) => source.addEventListener('error', () => source.readyState === EventSource.CLOSED && resolve()));
   for (const type of ['task', 'tool', 'text', 'done', 'error', 'message']) {
     source.addEventListener(type, (event) => {
       const data = (event as MessageEvent).data as string | undefined;
       events.push({ type, data, lastEventId: (event as MessageEvent).lastEventId });
-      lastActivity = Date.now();
     });
   }
-  // Bounded: a reconnect storm would keep it busy for ever.
-  const deadline = Date.now() + 20_000;
-  while (source.readyState !== EventSource.CLOSED && Date.now() - lastActivity < quietMs && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  let limit: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise((resolve) => (limit = setTimeout(resolve, 20_000)))]);
+  clearTimeout(limit);
   source.close();
   return { events, connections, source };
 }

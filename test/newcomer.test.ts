@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fetchJson } from './kit/http.js';
+import { within } from './kit/bounded-waits.js';
 import { freePort, ROOT, tempDataDir } from './kit/process.js';
 
 const onPostgres = process.env.QUARRY_TEST_STORE === 'postgres';
@@ -78,15 +79,29 @@ function shell(command: string, cwd: string, env: Record<string, string>): Shell
   return { child, output: () => output, exited };
 }
 
+/** The first match of `pattern` in the shell's output, checked as each chunk arrives; fails when the shell exits first. */
 async function waitFor(sh: Shell, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const match = pattern.exec(sh.output());
-    if (match) return match;
-    if (sh.child.exitCode !== null) throw new Error(`exited ${sh.child.exitCode} before ${pattern}:\n${sh.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  let check!: () => void;
+  let exited!: () => void;
+  const found = new Promise<RegExpExecArray>((resolve, reject) => {
+    check = () => {
+      const match = pattern.exec(sh.output());
+      if (match) resolve(match);
+    };
+    exited = () => reject(new Error(`exited ${sh.child.exitCode} before ${pattern}:\n${sh.output()}`));
+  });
+  sh.child.stdout!.on('data', check);
+  sh.child.stderr!.on('data', check);
+  sh.child.once('exit', exited);
+  try {
+    check();
+    if (sh.child.exitCode !== null) exited();
+    return await within(found, timeoutMs, `${pattern} in:\n${sh.output()}`);
+  } finally {
+    sh.child.stdout!.off('data', check);
+    sh.child.stderr!.off('data', check);
+    sh.child.off('exit', exited);
   }
-  throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${sh.output()}`);
 }
 
 async function stop(sh: Shell): Promise<void> {

@@ -232,11 +232,11 @@ describe('GET /task after changes', () => {
   const names = (page: any[]) => page.map((t: any) => [t.task_id, t.name, t.pinned]);
 
   it('each change of a task shows at the next read of the list, whatever was read before', async (t) => {
-    const h = await startHarness({ model: false, env: apiOnly });
+    const h = await startHarness({ inject: true, model: false, env: apiOnly });
     t.after(() => h.close());
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await h.request('POST', '/task', { body: { prompt: `Changing task ${i}` } })).body.task_id);
-    const list = async () => (await get(h, '/task?limit=10')).body as any[];
+    const list = async () => (await h.request('GET', '/task?limit=10')).body as any[];
     assert.deepEqual(names(await list()), [[ids[2], null, false], [ids[1], null, false], [ids[0], null, false]]);
 
     assert.equal((await h.request('PATCH', `/task/${ids[0]}`, { body: { name: 'renamed' } })).status, 200);
@@ -254,13 +254,13 @@ describe('GET /task after changes', () => {
   });
 
   it('on PostgreSQL, a change made through another process shows at this one\'s next read', { skip: process.env.QUARRY_TEST_STORE !== 'postgres' && 'PostgreSQL only' }, async (t) => {
-    const a = await startHarness({ model: false, env: apiOnly });
+    const a = await startHarness({ inject: true, model: false, env: apiOnly });
     t.after(() => a.close());
     const { databaseUrl, databaseSchema } = a.quarry.config;
-    const b = await startHarness({ model: false, env: { ...apiOnly, QUARRY_DATABASE_URL: databaseUrl!, QUARRY_DATABASE_SCHEMA: databaseSchema! } });
+    const b = await startHarness({ inject: true, model: false, env: { ...apiOnly, QUARRY_DATABASE_URL: databaseUrl!, QUARRY_DATABASE_SCHEMA: databaseSchema! } });
     t.after(() => b.close());
     const id = (await a.request('POST', '/task', { body: { prompt: 'Shared task' } })).body.task_id;
-    const listOn = async (h: Harness) => names((await get(h, '/task?limit=10', a.key)).body as any[]);
+    const listOn = async (h: Harness) => names((await h.request('GET', '/task?limit=10', { key: a.key })).body as any[]);
     assert.deepEqual(await listOn(a), [[id, null, false]]);
     assert.deepEqual(await listOn(b), [[id, null, false]]);
     assert.equal((await b.request('PATCH', `/task/${id}`, { key: a.key, body: { name: 'after' } })).status, 200);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Kysely } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
@@ -24,7 +23,7 @@ import type { EventRecord } from '../src/domain/records.js';
 import type { Store } from '../src/store/store.js';
 import { ClusterRelay } from '../src/events/cluster-relay.js';
 import { StoreRateLimiter } from '../src/http/rate-limiter.js';
-import { until } from './kit/bounded-waits.js';
+import { until, within } from './kit/bounded-waits.js';
 import { connectClient, dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from './kit/postgres.js';
 import { makeDataDir, removeDataDir } from './kit/process.js';
 import { runStoreCases } from './store/store-cases.js';
@@ -165,30 +164,49 @@ test('a start that fails half way (here: a migration) closes the database connec
   }
 });
 
-/** `target` (the store, or one of its repositories) with `method` slowed down: long enough to stop a worker while a call is under way. */
-function slowedDown<T extends object>(target: T, method: keyof T & string): T {
-  const slow = Object.create(target) as T;
+/**
+ * `target` (the store, or one of its repositories) with `method` held at its start until
+ * `release()`: a worker can then be stopped while that call is under way. Only the first call is
+ * held; `finished` settles when it has returned.
+ */
+function heldAt<T extends object>(target: T, method: keyof T & string): { held: T; entered: Promise<void>; release: () => void; finished: Promise<void> } {
+  const held = Object.create(target) as T;
   const call = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
-  (slow as Record<string, unknown>)[method] = async (...args: unknown[]) => {
-    await sleep(300);
-    return call(...args);
+  let enter!: () => void;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let first = true;
+  (held as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+    if (!first) return call(...args);
+    first = false;
+    enter();
+    await released;
+    try {
+      return await call(...args);
+    } finally {
+      finish();
+    }
   };
-  return slow;
+  return { held, entered, release, finished };
 }
 
 /**
- * Starts a worker on `store` with one of the store's methods slowed down (the scheduler lock, or
- * the claim of turns), stops it at once, and waits for the slowed call to finish: the state the
- * worker leaves behind is then final.
+ * Starts a worker on `store` with one of the store's methods held (the scheduler lock, or the
+ * claim of turns), stops it while that call is under way, and waits for the call to finish:
+ * the state the worker leaves behind is then final.
  */
 async function stopWhileBusy(
   store: Store,
   slowed: 'cluster.tryLock' | 'turns.claim',
   opts: { cronIntervalMs: number; agent?: Agent },
 ): Promise<void> {
+  const gate = slowed === 'turns.claim' ? heldAt(store.turns, 'claim') : heldAt(store.cluster, 'tryLock');
   const slowStore = slowed === 'turns.claim'
-    ? Object.assign(Object.create(store) as Store, { turns: slowedDown(store.turns, 'claim') })
-    : Object.assign(Object.create(store) as Store, { cluster: slowedDown(store.cluster, 'tryLock') });
+    ? Object.assign(Object.create(store) as Store, { turns: gate.held })
+    : Object.assign(Object.create(store) as Store, { cluster: gate.held });
   const dataDir = makeDataDir('quarry-stop-');
   try {
     const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
@@ -207,9 +225,13 @@ async function stopWhileBusy(
       cronIntervalMs: opts.cronIntervalMs,
     });
     await runner.start();
-    await sleep(100);
-    await runner.shutdown();
-    await sleep(500);
+    await within(gate.entered, 5000, `the worker's call of ${slowed}`);
+    // The stop is asked for first, so the held call returns to a worker that is stopping.
+    const stopping = runner.shutdown();
+    gate.release();
+    await stopping;
+    // Had the stop not waited for the call, what it took (a lock, turns) would still be held now.
+    await gate.finished;
   } finally {
     removeDataDir(dataDir);
   }

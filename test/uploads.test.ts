@@ -14,6 +14,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { ADMIN_KEY, startHarness, waitIdle, type Harness, type TestResponse } from './kit/harness.js';
 import { fetchJson } from './kit/http.js';
+import { until } from './kit/bounded-waits.js';
 
 const sha256 = (data: Buffer | string) => crypto.createHash('sha256').update(data).digest('hex');
 
@@ -284,16 +285,13 @@ describe('uploads: the connection after a refused oversize body', () => {
       const size = 512 * 1024;
       socket.write(`PUT ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`);
       socket.write(Buffer.alloc(size, 120));
-      const deadline = Date.now() + 5_000;
-      while (!received.includes('}') && !closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await until('an answer to the oversize PUT, or the close', () => received.includes('}') || closed, { timeoutMs: 5_000 });
       assert.match(received, /^HTTP\/1\.1 413 /, 'the oversize PUT is refused');
       const keepAlive = !/\r\nconnection: close\r\n/i.test(received) && !closed;
       if (keepAlive) {
         // The server kept the connection: then it must answer the next request on it.
         socket.write(`GET /healthz HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
-        const until = Date.now() + 3_000;
-        while (!/HTTP\/1\.1 200 /.test(received) && !closed && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-        assert.ok(/HTTP\/1\.1 200 /.test(received) || closed, 'the connection the 413 kept alive neither answered the next request nor was closed within 3 s');
+        await until('the connection the 413 kept alive to answer the next request, or to be closed', () => /HTTP\/1\.1 200 /.test(received) || closed, { timeoutMs: 3_000 });
       }
     } finally {
       socket.destroy();
