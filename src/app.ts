@@ -13,6 +13,7 @@ import type { Config } from './config.js';
 import type { EventBus } from './events/event-bus.js';
 import type { ScrapableMetrics } from './metrics/metrics.js';
 import type { Store } from './store/store.js';
+import type { IdempotencyRecords } from './tasks/idempotency-records.js';
 import type { TaskCommands } from './tasks/task-commands.js';
 import type { TaskQueries } from './tasks/task-queries.js';
 import type { Uploads } from './uploads/uploads.js';
@@ -54,6 +55,8 @@ export interface AppDeps {
   uploads: Uploads;
   /** Webhook endpoints and their deliveries. */
   webhooks: Webhooks;
+  /** The Idempotency-Key records the edge replays answers from. */
+  idempotency: IdempotencyRecords;
   /** Task groups: every change and read of a group. */
   groups: GroupService;
   /** The operator's metrics: requests and streams are counted here, `GET /metrics` shows them all. */

@@ -5,12 +5,13 @@ import { Kysely } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import type { Agent } from '../src/agent/agent-loop.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, type Config } from '../src/config.js';
 import { createQuarry } from '../src/server.js';
 import { EventBus } from '../src/events/event-bus.js';
 import { Accounts } from '../src/accounts/accounts.js';
 import { emptySpec } from '../src/domain/spec.js';
 import { TaskService } from '../src/tasks/task-service.js';
+import { UnitsOfWork } from '../src/tasks/unit-of-work.js';
 import { TurnRunner } from '../src/tasks/turn-runner.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
@@ -173,6 +174,12 @@ function slowedDown<T extends object>(target: T, method: keyof T & string): T {
   return slow;
 }
 
+/** A task service on `store`, as a process builds one. */
+function taskService(store: Store, config: Config): TaskService {
+  const bus = new EventBus();
+  return new TaskService({ store, bus, units: new UnitsOfWork({ store, bus, origin: config.workerId }), config });
+}
+
 /**
  * Starts a worker on `store` with one of the store's methods slowed down (the scheduler lock, or
  * the claim of turns), stops it at once, and waits for the slowed call to finish: the state the
@@ -191,7 +198,7 @@ async function stopWhileBusy(
     const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
     const runner = new TurnRunner({
       store: slowStore,
-      service: new TaskService({ store: slowStore, bus: new EventBus(), config }),
+      service: taskService(slowStore, config),
       // Unless the test gives one, no turn may run: the agent is never called. No turn has inputs.
       agent: opts.agent ?? ({} as Agent),
       uploads: {} as Uploads,
@@ -231,7 +238,7 @@ test('a worker that stops while it is claiming turns starts none of them and lea
   const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema });
   try {
     await store.migrate();
-    const service = new TaskService({ store, bus: new EventBus(), config: loadConfig({}) });
+    const service = taskService(store, loadConfig({}));
     const accountId = (await new Accounts(store).createAccount('claims', 100)).account.id;
     const created = await service.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
     let agentCalls = 0;
