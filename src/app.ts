@@ -12,7 +12,7 @@ import type { Accounts } from './accounts/accounts.js';
 import type { Config } from './config.js';
 import type { EventFollower } from './events/event-follower.js';
 import type { ScrapableMetrics } from './metrics/metrics.js';
-import type { Store } from './store/store.js';
+import type { IdempotencyRecords } from './tasks/idempotency-records.js';
 import type { TaskCommands } from './tasks/task-commands.js';
 import type { TaskQueries } from './tasks/task-queries.js';
 import type { Uploads } from './uploads/uploads.js';
@@ -44,8 +44,6 @@ import { a2aRoutes } from './frontends/a2a/a2a-routes.js';
 export interface AppDeps {
   config: Config;
   logger: Logger;
-  /** Read and written only by the Idempotency-Key records (idempotency.ts); every other route goes through the services. */
-  store: Store;
   /** Follows a task's or a group's stored events: every stream and long-poll waits through it. */
   events: EventFollower;
   /** The write side of tasks: every change a route makes goes through it. */
@@ -56,6 +54,8 @@ export interface AppDeps {
   uploads: Uploads;
   /** Webhook endpoints and their deliveries. */
   webhooks: Webhooks;
+  /** The Idempotency-Key records the edge replays answers from. */
+  idempotency: IdempotencyRecords;
   /** Task groups: every change and read of a group. */
   groups: GroupService;
   /** The operator's metrics: requests and streams are counted here, `GET /metrics` shows them all. */

@@ -16,8 +16,8 @@ import type { PruneConfig } from './config.js';
 import { RATE_WINDOW_MS } from './http/rate-limiter.js';
 import { isStoreUnavailable } from './store/store-errors.js';
 import type { HeldLock, RetentionCandidate, Store } from './store/store.js';
+import { IDEMPOTENCY_WINDOW_MS } from './tasks/idempotency-records.js';
 import { TASK_BODY_EVENTS } from './tasks/task-queries.js';
-import { IDEMPOTENCY_WINDOW_MS } from './tasks/task-service.js';
 
 /**
  * What a purged task keeps of its events: its last, the `deleted` snapshot. `GET /task/{task_id}`

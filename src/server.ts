@@ -24,7 +24,9 @@ import { GroupService } from './groups/group-service.js';
 import { TaskQueries } from './tasks/task-queries.js';
 import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
+import { IdempotencyRecords } from './tasks/idempotency-records.js';
 import { TaskService } from './tasks/task-service.js';
+import { UnitsOfWork } from './tasks/unit-of-work.js';
 import { Pruner } from './pruner.js';
 import { TurnRunner } from './engine/turn-runner.js';
 import { TurnQueries } from './tasks/turn-queries.js';
@@ -33,6 +35,7 @@ import { SourceSnapshots } from './outputs/source-snapshots.js';
 import { createSandbox } from './sandbox/sandbox.js';
 import { Uploads } from './uploads/uploads.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import { registerWebhookOutbox } from './webhooks/webhook-outbox.js';
 import { Webhooks } from './webhooks/webhooks.js';
 
 export interface Quarry {
@@ -91,7 +94,8 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
 
   const bus = new EventBus();
   const metrics = new PrometheusMetrics({ turns: store.turns, streamRoutes: [...EVENT_STREAM_URLS, A2A_URL] });
-  const tasks = new TaskService({ store, bus, config });
+  const units = new UnitsOfWork({ store, bus, origin: config.workerId });
+  const tasks = new TaskService({ store, units, config });
   const accounts = new Accounts(store);
   const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });
 
@@ -99,7 +103,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   // Deliveries are sent by the processes that run turns; an api process's (a stop's) wait for their poll.
   const dispatcher = runsTurns ? new WebhookDispatcher({ store, config: config.webhooks, allowPrivate: config.fetchAllowPrivate, logger, metrics }) : undefined;
   const webhooks = new Webhooks({ store, allowPrivate: config.fetchAllowPrivate, onDeliveryDue: () => dispatcher?.wake() });
-  if (dispatcher) tasks.onDeliveriesQueued = () => dispatcher.wake();
+  registerWebhookOutbox(units, () => dispatcher?.wake());
   const pruner = runsTurns ? new Pruner({ store, config: config.prune, requestTimeoutMs: config.requestTimeoutSeconds * 1000, logger }) : undefined;
   // Only a process that runs turns runs code; the probe costs a moment at start-up.
   const sandbox = runsTurns
@@ -122,8 +126,8 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       })
     : undefined;
   if (runner) {
-    tasks.onTurnReady = () => runner.wake();
-    tasks.onTurnCancelled = (turnId) => runner.cancel(turnId);
+    units.onTurnReady = () => runner.wake();
+    units.onTurnCancelled = (turnId) => runner.cancel(turnId);
   }
   const relay = new ClusterRelay({
     store, bus, origin: config.workerId, logger,
@@ -140,11 +144,10 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const queries = new TaskQueries(store, events);
   const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
   // Every process that ends turns starts a group's next runs, so each has the group service.
-  const groups = new GroupService({ store, bus, config, tasks, commands, uploads });
-  tasks.groupRuns = groups;
-  if (dispatcher) groups.onDeliveriesQueued = () => dispatcher.wake();
+  const groups = new GroupService({ store, units, config, tasks, commands, uploads });
+  const idempotency = new IdempotencyRecords(store);
   const app = await buildApp({
-    config, logger, store, events, commands, queries, accounts, uploads, webhooks, groups, metrics,
+    config, logger, events, commands, queries, accounts, uploads, webhooks, idempotency, groups, metrics,
     ready: () => ready,
     pingStore: () => store.ping(),
     rateWindows: store.shared ? store.cluster : null,

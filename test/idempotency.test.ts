@@ -10,7 +10,8 @@ import { ADMIN_KEY, waitIdle, type Harness, type TestResponse } from './kit/harn
 import { createAccount, fakeModel, startTestHarness, taskEvents, taskIds, taskState, uid, waitIdleAs } from './kit/task-api.js';
 import type { FakeReply } from './kit/fake-openai-server.js';
 import { emptySpec } from '../src/domain/spec.js';
-import { IdempotencyKeyClaimed } from '../src/tasks/task-service.js';
+import { idempotencyGuard, IdempotencyKeyClaimed } from '../src/http/idempotency.js';
+import { IdempotencyRecords } from '../src/tasks/idempotency-records.js';
 
 const TOGETHER = 20;
 const PROMPT = 'Find every company making Li-ion cells in the EU.';
@@ -134,14 +135,15 @@ describe('Idempotency-Key under concurrency', () => {
 
     // Started in one turn of the event loop, the creates run side by side on PostgreSQL and in
     // one group commit on SQLite: either way only the database's unique key can tell them apart.
-    const createKey = { key: `create-${uid()}`, requestHash: 'create' };
+    const records = new IdempotencyRecords(h.quarry.store);
+    const createKey = idempotencyGuard(records, accountId, { key: `create-${uid()}`, requestHash: 'create' });
     await settle(Array.from({ length: 5 }, () => tasks.create(accountId, { spec: emptySpec(PROMPT), kind: 'plan' }, createKey)));
     const listed = (await h.quarry.store.tasks.listPage(accountId, 10)).tasks;
     assert.equal(listed.length, 1);
     const taskId = listed[0]!.id;
 
-    const messageKey = { key: `message-${uid()}`, requestHash: 'message' };
-    await settle(Array.from({ length: 5 }, () => tasks.message(accountId, taskId, 'Add Norway.', { idempotency: messageKey })));
+    const messageKey = idempotencyGuard(records, accountId, { key: `message-${uid()}`, requestHash: 'message' });
+    await settle(Array.from({ length: 5 }, () => tasks.message(accountId, taskId, 'Add Norway.', { guard: messageKey })));
     await waitIdleAs(h, taskId, (await accounts.createKey(accountId)).apiKey);
     const started = (await h.quarry.store.events.list(taskId, 0, 1000)).filter((e) => e.type === 'task' && JSON.parse(e.data).reason === 'turn_started');
     assert.equal(started.length, 2, 'the create\'s turn and one message');

@@ -4,7 +4,7 @@ import { Kysely } from 'kysely';
 import pg from 'pg';
 import pino from 'pino';
 import type { Agent } from '../src/agent/agent-loop.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig, type Config } from '../src/config.js';
 import { createQuarry } from '../src/server.js';
 import { EventBus } from '../src/events/event-bus.js';
 import { Accounts } from '../src/accounts/accounts.js';
@@ -14,6 +14,7 @@ import { TurnRunner } from '../src/engine/turn-runner.js';
 import { TurnQueries } from '../src/tasks/turn-queries.js';
 import { TurnQueue } from '../src/tasks/turn-queue.js';
 import { SourceSnapshots } from '../src/outputs/source-snapshots.js';
+import { UnitsOfWork } from '../src/tasks/unit-of-work.js';
 import type { Uploads } from '../src/uploads/uploads.js';
 import { OwnSchemaDialect } from '../src/store/postgres/own-schema-dialect.js';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
@@ -193,6 +194,12 @@ function heldAt<T extends object>(target: T, method: keyof T & string): { held: 
   return { held, entered, release, finished };
 }
 
+/** A task service on `store`, as a process builds one. */
+function taskService(store: Store, config: Config): TaskService {
+  const bus = new EventBus();
+  return new TaskService({ store, units: new UnitsOfWork({ store, bus, origin: config.workerId }), config });
+}
+
 /**
  * Starts a worker on `store` with one of the store's methods held (the scheduler lock, or the
  * claim of turns), stops it while that call is under way, and waits for the call to finish:
@@ -215,7 +222,7 @@ async function stopWhileBusy(
       queries: new TurnQueries(slowStore),
       sources: new SourceSnapshots(slowStore),
       locks: slowStore.cluster,
-      service: new TaskService({ store: slowStore, bus: new EventBus(), config }),
+      service: taskService(slowStore, config),
       // Unless the test gives one, no turn may run: the agent is never called. No turn has inputs.
       agent: opts.agent ?? ({} as Agent),
       uploads: {} as Uploads,
@@ -259,7 +266,7 @@ test('a worker that stops while it is claiming turns starts none of them and lea
   const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema });
   try {
     await store.migrate();
-    const service = new TaskService({ store, bus: new EventBus(), config: loadConfig({}) });
+    const service = taskService(store, loadConfig({}));
     const accountId = (await new Accounts(store).createAccount('claims', 100)).account.id;
     const created = await service.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
     let agentCalls = 0;

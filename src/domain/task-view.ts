@@ -56,10 +56,10 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
   };
 }
 
-/** The Task body of a change's answer: a message that was queued (202) shows status `accepted`. */
-export function toReplyView(task: TaskRecord, statusCode: number): Task {
+/** The Task body of a change's answer: a message that was queued shows status `accepted`. */
+export function toReplyView(task: TaskRecord, answer: { queued: boolean }): Task {
   const view = toTaskView(task);
-  if (statusCode === 202) view.status = 'accepted';
+  if (answer.queued) view.status = 'accepted';
   return view;
 }
 

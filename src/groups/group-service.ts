@@ -12,10 +12,10 @@
  * running group, never behind the group's backlog, and groups share the workers in proportion
  * to their max_parallel.
  *
- * Locks. A run's end holds its task's lock and then takes the group's (the task service calls
- * runEnded inside that transaction). Nothing here takes a task's lock while it holds a group's:
- * starting runs makes new tasks, and stopping a group stops its running runs one by one after
- * the group's own change has committed. One order, so no deadlock.
+ * Locks. A run's end holds its task's lock and then takes the group's (runEnded is the unit of
+ * work's `turn_ended` handler, run inside that transaction). Nothing here takes a task's lock
+ * while it holds a group's: starting runs makes new tasks, and stopping a group stops its
+ * running runs one by one after the group's own change has committed. One order, so no deadlock.
  */
 import { hasCredits, requireCredits } from '../accounts/accounts.js';
 import { toMicros } from '../domain/credits.js';
@@ -24,30 +24,26 @@ import {
   DEFAULT_MAX_PARALLEL, type Group, type GroupBody, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
   type GroupSnapshotReason, type RunStatus, type TaskSpec,
 } from '../contract/index.js';
-import { crashPoint } from '../crash-points.js';
-import { storeEvents } from '../events/store-events.js';
-import type { EventBus } from '../events/event-bus.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { EventRecord, GroupInputRecord, GroupPatch, GroupRecord } from '../domain/records.js';
+import type { GroupInputRecord, GroupPatch, GroupRecord } from '../domain/records.js';
 import type { Repositories, Store } from '../store/store.js';
 import { invalid } from '../domain/spec.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
-import { claimKey, type EndedRun, type GroupRunHooks, type IdempotencyMark, type TaskService } from '../tasks/task-service.js';
+import type { TaskService } from '../tasks/task-service.js';
+import { RecordChange, type ChangeGuard, type ChangeTarget, type TurnEnd, type UnitOfWork, type UnitsOfWork } from '../tasks/unit-of-work.js';
 import type { Uploads } from '../uploads/uploads.js';
-import { queueWebhooks } from '../webhooks/webhooks.js';
 import { checkInlineInputs, inputFileFormat, readInputFile, type CheckedInput } from './group-inputs.js';
 import { mergedRow, tableOutput, toGroupDetail, toGroupView } from './group-view.js';
 import { runMessage } from '../domain/run-message.js';
 
 export interface GroupServiceOptions {
   store: Store;
-  bus: EventBus;
+  units: UnitsOfWork;
   config: Config;
   tasks: TaskService;
   commands: TaskCommands;
   uploads: Uploads;
-  clock?: () => Date;
 }
 
 /** Inputs stored per insert while a request's inputs are added. */
@@ -61,25 +57,20 @@ const STOP_PAGE = 200;
 type InputSource = () => AsyncIterable<CheckedInput> | Iterable<CheckedInput>;
 
 /**
- * One group's changes inside one transaction: its counts and status, and the events they cause,
- * written together at flush. Event sequence numbers come from the locked group row.
+ * One group's changes within a unit of work: its counts and status, and the events they cause
+ * (group_id). Event sequence numbers come from the locked group row.
  */
-class GroupUnit {
-  readonly events: EventRecord[] = [];
-  /** What to do once this unit commits: publish the runs it started. */
-  readonly afterCommit: (() => void)[] = [];
-  deliveriesQueued = 0;
+class GroupUnit extends RecordChange<GroupRecord, GroupPatch> {
   /** Whether a run was pending or running before this change: a change that leaves none ends with `done`. */
   private readonly busyBefore: boolean;
 
-  constructor(
-    readonly tx: Repositories,
-    readonly group: GroupRecord,
-    readonly now: string,
-    private readonly origin: string,
-    private readonly isNew = false,
-  ) {
+  constructor(uow: UnitOfWork, group: GroupRecord, isNew = false) {
+    super(uow, group, isNew);
     this.busyBefore = !isNew && group.counts.pending + group.counts.running > 0;
+  }
+
+  get group(): GroupRecord {
+    return this.record;
   }
 
   get idle(): boolean {
@@ -91,10 +82,6 @@ class GroupUnit {
     return this.idle && (this.busyBefore || this.isNew);
   }
 
-  set(patch: GroupPatch): void {
-    Object.assign(this.group, patch, { updatedAt: this.now });
-  }
-
   /** Moves `n` inputs from one count to another (null: from nowhere, as when inputs arrive). */
   count(from: RunStatus | null, to: RunStatus, n = 1): void {
     const counts = { ...this.group.counts };
@@ -104,52 +91,39 @@ class GroupUnit {
   }
 
   event<T extends GroupEventType>(type: T, payload: GroupEventPayload<T>): void {
-    const seq = this.group.lastEventSeq + 1;
-    this.group.lastEventSeq = seq;
-    const data = JSON.stringify({ seq, type, group_id: this.group.id, at: this.now, ...payload });
-    this.events.push({ taskId: this.group.id, seq, type, turnId: null, data });
+    this.append(type, null, { group_id: this.group.id }, payload);
   }
 
   snapshot(reason: GroupSnapshotReason): void {
     this.event('group', { reason, group: toGroupView(this.group) });
   }
 
-  async flush(): Promise<void> {
-    const g = this.group;
-    if (this.isNew) await this.tx.groups.insert(g);
-    else {
-      await this.tx.groups.update(g.id, {
-        status: g.status, inputs: g.inputs, duplicates: g.duplicates, counts: g.counts, creditsUsedMicros: g.creditsUsedMicros,
-        lastEventSeq: g.lastEventSeq, updatedAt: g.updatedAt, finishedAt: g.finishedAt,
-      });
-    }
-    await storeEvents(this.tx, this.origin, this.events);
+  protected async insert(group: GroupRecord): Promise<void> {
+    await this.tx.groups.insert(group);
+  }
+
+  protected async update(id: string, patch: GroupPatch): Promise<void> {
+    await this.tx.groups.update(id, patch);
   }
 }
 
-export class GroupService implements GroupRunHooks {
+export class GroupService {
   private readonly store: Store;
-  private readonly bus: EventBus;
+  private readonly units: UnitsOfWork;
   private readonly config: Config;
   private readonly tasks: TaskService;
   private readonly commands: TaskCommands;
   private readonly uploads: Uploads;
-  private readonly clock: () => Date;
-  /** Called after a commit that queued webhook deliveries. */
-  onDeliveriesQueued: () => void = () => {};
 
   constructor(opts: GroupServiceOptions) {
     this.store = opts.store;
-    this.bus = opts.bus;
+    this.units = opts.units;
     this.config = opts.config;
     this.tasks = opts.tasks;
     this.commands = opts.commands;
     this.uploads = opts.uploads;
-    this.clock = opts.clock ?? (() => new Date());
-  }
-
-  private now(): string {
-    return this.clock().toISOString();
+    // Every unit that ends a turn tells the turn's group, in its transaction.
+    this.units.on('turn_ended', (uow, ended) => this.runEnded(uow, ended));
   }
 
   // ---- reads ----------------------------------------------------------------------------------
@@ -195,32 +169,30 @@ export class GroupService implements GroupRunHooks {
   // ---- changes --------------------------------------------------------------------------------
 
   /** Creates a group with its inputs and starts its first runs. Every input is checked before anything is stored. */
-  async create(accountId: string, body: GroupBody, idempotency?: IdempotencyMark): Promise<GroupDetail> {
+  async create(accountId: string, body: GroupBody, guard?: ChangeGuard): Promise<GroupDetail> {
     const spec = await this.groupSpec(accountId, body.task);
     const source = await this.inputSource(accountId, spec, body);
-    const groupId = newId('grp');
-    const unit = await this.store.transaction(async (tx) => {
-      const now = this.now();
+    const target: ChangeTarget = { kind: 'group', id: newId('grp') };
+    const group = await this.units.run(async (uow) => {
       // First: a second request with this key changes nothing (it replays this one's answer).
-      if (idempotency) await claimKey(tx, accountId, idempotency, 200, { kind: 'group', id: groupId }, now);
-      await this.requireCredits(tx, accountId);
+      await guard?.claim(uow, target);
+      await this.requireCredits(uow.tx, accountId);
+      const now = uow.now;
       const group: GroupRecord = {
-        id: groupId, accountId, name: body.name ?? spec.name, spec, maxParallel: body.max_parallel ?? DEFAULT_MAX_PARALLEL,
+        id: target.id, accountId, name: body.name ?? spec.name, spec, maxParallel: body.max_parallel ?? DEFAULT_MAX_PARALLEL,
         maxCreditsMicros: body.max_credits === undefined ? null : toMicros(body.max_credits), status: 'running', inputs: 0, duplicates: 0,
         counts: { pending: 0, running: 0, completed: 0, failed: 0, stopped: 0 }, creditsUsedMicros: 0, lastEventSeq: 0,
         createdAt: now, updatedAt: now, finishedAt: null,
       };
-      const u = new GroupUnit(tx, group, now, this.config.workerId, true);
+      const u = new GroupUnit(uow, group, true);
       await this.storeInputs(u, source);
       u.snapshot('created');
       await this.startRuns(u);
-      await this.settle(u);
-      await u.flush();
-      return u;
-    });
-    crashPoint('group.created');
-    this.committed(unit);
-    return toGroupDetail(unit.group);
+      this.settle(u);
+      await guard?.made(uow, target, { queued: false });
+      return u.group;
+    }, 'group.created');
+    return toGroupDetail(group);
   }
 
   /** Adds inputs to a group, also while it runs; a finished or stopped group runs again. */
@@ -280,46 +252,39 @@ export class GroupService implements GroupRunHooks {
   }
 
   /**
-   * The task service's hook, in the transaction that ends a run's turn (which holds the run's
-   * task lock): records the outcome, and starts the group's next run in the slot it freed.
-   * Only the turn the group started counts: later messages to the same task are the task's own.
+   * The unit of work's `turn_ended` handler, in the transaction that ends a turn (which holds its
+   * task's lock): for a group's run, records the outcome and starts the group's next run in the
+   * slot it freed. Only the turn the group started counts: later messages to the same task are
+   * the task's own.
    */
-  async runEnded(tx: Repositories, run: EndedRun, now: string): Promise<(() => void) | null> {
-    const group = await tx.groups.get(run.groupId, { lock: true });
-    const input = group && (await tx.groups.getInput(run.groupId, run.inputIndex));
-    if (!group || !input || input.status !== 'running' || input.turnId !== run.turnId) return null;
-    const u = new GroupUnit(tx, group, now, this.config.workerId);
-    await tx.groups.setInput(group.id, input.index, { status: run.outcome });
-    u.count('running', run.outcome);
-    u.set({ creditsUsedMicros: group.creditsUsedMicros + run.creditsUsedMicros });
-    u.event('run', { task_id: run.taskId, input: input.index, status: run.outcome });
+  private async runEnded(uow: UnitOfWork, ended: TurnEnd): Promise<void> {
+    const run = ended.task.group;
+    if (!run) return;
+    const group = await uow.tx.groups.get(run.id, { lock: true });
+    const input = group && (await uow.tx.groups.getInput(run.id, run.inputIndex));
+    if (!group || !input || input.status !== 'running' || input.turnId !== ended.turnId) return;
+    const u = new GroupUnit(uow, group);
+    await uow.tx.groups.setInput(group.id, input.index, { status: ended.outcome });
+    u.count('running', ended.outcome);
+    u.set({ creditsUsedMicros: group.creditsUsedMicros + ended.creditsUsedMicros });
+    u.event('run', { task_id: ended.task.id, input: input.index, status: ended.outcome });
     await this.startRuns(u);
-    await this.settle(u);
-    await u.flush();
-    return () => this.committed(u);
+    this.settle(u);
   }
 
   // ---- internals ------------------------------------------------------------------------------
 
-  /** Runs `fn` on the locked group of this account, then stores and publishes; answers with the group. */
+  /** Runs `fn` on the locked group of this account in one unit of work; answers with the group. */
   private async change(accountId: string, groupId: string, fn: (u: GroupUnit) => Promise<void>): Promise<GroupDetail> {
-    const unit = await this.store.transaction(async (tx) => {
-      const group = await tx.groups.get(groupId, { lock: true });
-      if (!group || group.accountId !== accountId) throw notFound(groupId);
-      const u = new GroupUnit(tx, group, this.now(), this.config.workerId);
+    const group = await this.units.run(async (uow) => {
+      const locked = await uow.tx.groups.get(groupId, { lock: true });
+      if (!locked || locked.accountId !== accountId) throw notFound(groupId);
+      const u = new GroupUnit(uow, locked);
       await fn(u);
-      await this.settle(u);
-      await u.flush();
-      return u;
+      this.settle(u);
+      return u.group;
     });
-    this.committed(unit);
-    return toGroupDetail(unit.group);
-  }
-
-  private committed(u: GroupUnit): void {
-    this.bus.publish(u.events);
-    if (u.deliveriesQueued > 0) this.onDeliveriesQueued();
-    for (const after of u.afterCommit) after();
+    return toGroupDetail(group);
   }
 
   /**
@@ -344,23 +309,22 @@ export class GroupService implements GroupRunHooks {
     }
     const output = tableOutput(g.spec);
     for (const input of await u.tx.groups.listInputs(g.id, 'pending', free)) {
-      const run = await this.tasks.startRun(u.tx, {
+      const run = await this.tasks.startRun(u.uow, {
         accountId: g.accountId, groupId: g.id, spec: g.spec, inputIndex: input.index, input: input.data, message: runMessage(input.index, input.data, output.id),
-      }, u.now);
+      });
       await u.tx.groups.setInput(g.id, input.index, { status: 'running', taskId: run.taskId, turnId: run.turnId });
       u.count('pending', 'running');
       u.event('run', { task_id: run.taskId, input: input.index, status: 'running' });
-      u.afterCommit.push(run.committed);
     }
   }
 
-  /** When no run is left pending or running: the group is finished (unless stopped), says `done`, and its webhooks go out. */
-  private async settle(u: GroupUnit): Promise<void> {
+  /** When no run is left pending or running: the group is finished (unless stopped), says `done`, and the unit's `group_finished` handlers run (webhooks). */
+  private settle(u: GroupUnit): void {
     if (!u.becameIdle) return;
     u.set({ status: u.group.status === 'stopped' ? 'stopped' : 'finished', finishedAt: u.now });
     const view = toGroupView(u.group);
     u.event('done', { group: view });
-    u.deliveriesQueued += await queueWebhooks(u.tx, u.group.accountId, 'group.finished', u.now, () => ({ group_id: u.group.id, group: view }));
+    u.uow.signal('group_finished', { accountId: u.group.accountId, groupId: u.group.id, group: view });
   }
 
   /** Stores a request's inputs, each at the next index; a key the group has already is a duplicate, counted and not run. */

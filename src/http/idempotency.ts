@@ -4,19 +4,21 @@
  * 422. Only successful answers are remembered, so a refused or failed request can be retried
  * under the same key.
  *
- * The key is claimed by the task service inside the transaction of the change it guards
- * (`IdempotencyMark`), so two requests with one key never both make the change. This module
- * reads the header, answers from the stored record, and stores the answer once it is sent. A
- * request that finds the key held by one still in flight waits for that one's answer and
- * replays it: on the request itself when it runs in this process, by polling the store when it
- * may run in another (a shared store).
+ * The key is claimed inside the unit of work of the change it guards (a ChangeGuard this module
+ * hands the route, which passes it to the service), so two requests with one key never both make
+ * the change. This module reads the header, decides what the record says, answers from it, and
+ * stores the answer once it is sent; the records are read and written through
+ * IdempotencyRecords. A request that finds the key held by one still in flight waits for that
+ * one's answer and replays it: on the request itself when it runs in this process, by polling
+ * the store when it may run in another (a shared store).
  */
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { QuarryError } from '../errors.js';
 import type { IdempotencyRecord } from '../domain/records.js';
-import { committedTarget, IDEMPOTENCY_WINDOW_MS, IdempotencyKeyClaimed } from '../tasks/task-service.js';
+import type { IdempotencyRecords } from '../tasks/idempotency-records.js';
+import type { ChangeGuard, ChangeTarget } from '../tasks/unit-of-work.js';
 import { toReplyView } from '../domain/task-view.js';
 
 /**
@@ -36,10 +38,60 @@ const POLL_MAX_MS = 100;
  */
 const CLAIM_ATTEMPTS = 3;
 
+/** A request's key, and the fingerprint of the request a replay must match. */
+export interface IdempotencyMark {
+  key: string;
+  requestHash: string;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency?: { key: string; requestHash: string };
+    idempotency?: IdempotencyMark;
   }
+}
+
+/**
+ * The change was not made: another request holds the key, and its change committed (or, on
+ * SQLite, is about to commit with this one's group). That request's record is the answer.
+ */
+export class IdempotencyKeyClaimed extends Error {
+  constructor(readonly key: string) {
+    super(`Idempotency-Key "${key}" was claimed by another request`);
+    this.name = 'IdempotencyKeyClaimed';
+  }
+}
+
+/** What a record says while its change committed but its answer is not stored yet: what the change made or changed. */
+const COMMITTED_MARKS: Record<ChangeTarget['kind'], string> = { task: '@committed-task:', group: '@committed-group:' };
+
+/** The target of a record whose change committed but whose answer was not stored yet; null for a stored answer. */
+function committedTarget(body: string): ChangeTarget | null {
+  for (const [kind, mark] of Object.entries(COMMITTED_MARKS)) {
+    if (body.startsWith(mark)) return { kind: kind as ChangeTarget['kind'], id: body.slice(mark.length) };
+  }
+  return null;
+}
+
+function committedRecord(mark: IdempotencyMark, status: number, target: ChangeTarget, at: string): IdempotencyRecord {
+  return { requestHash: mark.requestHash, status, body: `${COMMITTED_MARKS[target.kind]}${target.id}`, createdAt: at };
+}
+
+/**
+ * The key's part in the change it guards, run in the change's unit of work: first it claims the
+ * key (or throws IdempotencyKeyClaimed), with a record that says the change committed (it is
+ * visible to other requests only once it has) and what it changed; then it records the status
+ * the change is answered with, 202 for a queued message. A change that is refused or fails rolls
+ * back and takes its claim with it, so the key can be used again.
+ */
+export function idempotencyGuard(records: IdempotencyRecords, accountId: string, mark: IdempotencyMark): ChangeGuard {
+  return {
+    async claim(uow, target) {
+      if (!(await records.claim(uow, accountId, mark.key, committedRecord(mark, 200, target, uow.now)))) throw new IdempotencyKeyClaimed(mark.key);
+    },
+    async made(uow, target, outcome) {
+      if (outcome.queued) await records.put(uow, accountId, mark.key, committedRecord(mark, 202, target, uow.now));
+    },
+  };
 }
 
 /**
@@ -80,10 +132,6 @@ function refuse(msg: string): QuarryError {
   return QuarryError.validation('Idempotency-Key', `Idempotency-Key ${msg}`, [{ type: 'value_error', loc: ['header', 'Idempotency-Key'], msg }]);
 }
 
-function windowStart(): string {
-  return new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
-}
-
 /**
  * The record under the key, with its answer once the request that made the change has stored
  * it. A record that says only that the change committed belongs to a request still answering,
@@ -93,14 +141,14 @@ function windowStart(): string {
  * returned as it is.
  */
 async function settledRecord(request: FastifyRequest, key: string): Promise<IdempotencyRecord | undefined> {
-  const { store } = request.server.deps;
+  const { idempotency } = request.server.deps;
   for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, POLL_MAX_MS)) {
-    const seen = await store.idempotency.get(request.accountId, key, windowStart());
+    const seen = await idempotency.find(request.accountId, key);
     if (!seen || !committedTarget(seen.body)) return seen;
     const waitLeft = ANSWER_WAIT_MS - (Date.now() - Date.parse(seen.createdAt));
     if (waitLeft <= 0) return seen;
     if (await answering.waitFor(answeringId(request, key), waitLeft)) continue;
-    if (!store.shared) return seen;
+    if (!idempotency.shared) return seen;
     await sleep(Math.min(pause, waitLeft));
   }
 }
@@ -119,14 +167,14 @@ async function replay(request: FastifyRequest, reply: FastifyReply, seen: Idempo
   const { queries, groups } = request.server.deps;
   if (target.kind === 'group') return reply.send(await groups.get(request.accountId, target.id));
   const task = await queries.task(request.accountId, target.id, { includeDeleted: true });
-  return reply.send(toReplyView(task, seen.status));
+  return reply.send(toReplyView(task, { queued: seen.status === 202 }));
 }
 
 /**
- * Wraps a handler: replays a remembered answer, or runs the handler with the key for its change
- * to claim (`request.idempotency`), and lets the onSend hook remember the answer.
+ * Wraps a handler: replays a remembered answer, or runs the handler with the guard its change is
+ * to run (undefined without the header), and lets the onSend hook remember the answer.
  */
-export async function withIdempotency(request: FastifyRequest, reply: FastifyReply, handle: () => Promise<FastifyReply>): Promise<FastifyReply> {
+export async function withIdempotency(request: FastifyRequest, reply: FastifyReply, handle: (guard?: ChangeGuard) => Promise<FastifyReply>): Promise<FastifyReply> {
   const raw = request.headers['idempotency-key'];
   if (raw === undefined) return handle();
   const key = Array.isArray(raw) ? raw[0]! : raw;
@@ -140,7 +188,7 @@ export async function withIdempotency(request: FastifyRequest, reply: FastifyRep
     // The answer is stored (onSend) before the response is done.
     reply.raw.once('close', leave);
     try {
-      return await handle();
+      return await handle(idempotencyGuard(request.server.deps.idempotency, request.accountId, request.idempotency));
     } catch (err) {
       // Another request claimed the key between the look above and this change: this change
       // rolled back, and the other one's answer is the answer.
@@ -156,8 +204,8 @@ export function registerIdempotency(app: FastifyInstance): void {
   app.addHook('onSend', (request, reply, payload, done) => {
     const marked = request.idempotency;
     if (!marked || reply.statusCode >= 300 || typeof payload !== 'string') return done(null, payload);
-    app.deps.store.idempotency
-      .put(request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
+    app.deps.idempotency
+      .put(null, request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
       .then(() => done(null, payload), (err: Error) => done(err));
   });
 }

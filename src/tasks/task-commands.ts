@@ -7,16 +7,17 @@ import { QuarryError } from '../errors.js';
 import type { ContinueBody, ExecuteBody, PatchBody, StartBody, TaskSpec } from '../contract/index.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { checkedText, normalizeSpec } from '../domain/spec.js';
-import type { IdempotencyMark, TaskReply, TaskService } from './task-service.js';
+import type { TaskReply, TaskService } from './task-service.js';
 import { toTaskView } from '../domain/task-view.js';
 import type { TaskQueries } from './task-queries.js';
+import type { ChangeGuard } from './unit-of-work.js';
 
 /** Client task ids that fixed routes under /task would shadow, or that URLs cannot carry as a path segment. */
 const RESERVED_TASK_IDS = new Set(['workflow', 'metaprompt', 'stream', 'start', '.', '..']);
 
 export interface CommandOptions {
-  /** The request's Idempotency-Key, recorded with the change. */
-  idempotency?: IdempotencyMark;
+  /** Run in the change's unit of work (the request's Idempotency-Key record). */
+  guard?: ChangeGuard;
 }
 
 /** A change's answer, and whether it created the task (a failure after that must name it). */
@@ -45,37 +46,37 @@ export class TaskCommands {
     }
     if (body.task) {
       const spec = await this.specOf(accountId, body.task);
-      return { ...(await tasks.create(accountId, { taskId: body.task_id, spec, kind: 'execute' }, opts.idempotency)), created: true };
+      return { ...(await tasks.create(accountId, { taskId: body.task_id, spec, kind: 'execute' }, opts.guard)), created: true };
     }
     if (body.prompt === undefined) {
       throw QuarryError.validation('prompt', 'prompt is required when task is absent', [{ type: 'missing', loc: ['body', 'prompt'], msg: 'is required' }]);
     }
     const prompt = checkedText(body.prompt, 'prompt');
-    if (body.task_id) return { ...(await tasks.message(accountId, body.task_id, prompt, { viaPrompt: true, idempotency: opts.idempotency })), created: false };
-    return { ...(await tasks.create(accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only }, opts.idempotency)), created: true };
+    if (body.task_id) return { ...(await tasks.message(accountId, body.task_id, prompt, { viaPrompt: true, guard: opts.guard })), created: false };
+    return { ...(await tasks.create(accountId, { spec: normalizeSpec({ prompt }), kind: 'plan', planOnly: body.plan_only }, opts.guard)), created: true };
   }
 
-  /** A message: runs now when the task is idle, queued (202) while a turn runs. */
+  /** A message: runs now when the task is idle, queued while a turn runs. */
   async continue(accountId: string, taskId: string, body: ContinueBody, opts: CommandOptions = {}): Promise<TaskReply> {
-    return this.opts.tasks.message(accountId, taskId, checkedText(body.message, 'message'), { idempotency: opts.idempotency });
+    return this.opts.tasks.message(accountId, taskId, checkedText(body.message, 'message'), { guard: opts.guard });
   }
 
   /** Runs the current spec again; never queued. */
   async execute(accountId: string, taskId: string, body: ExecuteBody, opts: CommandOptions = {}): Promise<TaskReply> {
     const instruction = body.instruction === undefined ? null : checkedText(body.instruction, 'instruction');
-    return this.opts.tasks.execute(accountId, taskId, instruction, opts.idempotency);
+    return this.opts.tasks.execute(accountId, taskId, instruction, opts.guard);
   }
 
   /**
    * `wait: true` or any positive integer (legacy) blocks until the change's turn ends, at most
-   * maxBlockSeconds (decisions §4); the answer is then the task as it stands, with 200.
+   * maxBlockSeconds (decisions §4); the answer is then the task as it stands, queued no more.
    */
   async settle(accountId: string, reply: TaskReply, wait: boolean | number | undefined, signal?: AbortSignal): Promise<TaskReply> {
     const blocks = wait === true || (typeof wait === 'number' && wait > 0);
     if (!blocks || !reply.turnId) return reply;
     await this.opts.queries.waitForTurn(reply.task.task_id, reply.turnId, reply.fromSeq, this.opts.maxBlockSeconds * 1000, signal);
     const task = await this.opts.queries.task(accountId, reply.task.task_id, { includeDeleted: true });
-    return { ...reply, statusCode: 200, task: toTaskView(task) };
+    return { ...reply, queued: false, task: toTaskView(task) };
   }
 
   async stop(accountId: string, taskId: string, clearQueue: boolean): Promise<TaskReply> {

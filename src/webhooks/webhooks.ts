@@ -1,20 +1,20 @@
 /**
  * Webhook endpoints and their deliveries as the API offers them (decisions §15.3): register,
  * list, rotate and delete endpoints of an account; page and redeliver their deliveries. Which
- * endpoint an account may see is decided here, once. Deliveries are queued by queueTurnWebhooks,
- * inside the transaction that ends a turn, and sent by the dispatcher (dispatcher.ts).
+ * endpoint an account may see is decided here, once. Deliveries are queued by the outbox
+ * (webhook-outbox.ts), inside the transaction of what they tell, and sent by the dispatcher
+ * (dispatcher.ts).
  */
 import { isIP } from 'node:net';
 import {
-  MAX_WEBHOOKS_PER_ACCOUNT, type Delivery, type Webhook, type WebhookBody, type WebhookEventType, type WebhookPayload, type WebhookWithSecret,
+  MAX_WEBHOOKS_PER_ACCOUNT, type Delivery, type Webhook, type WebhookBody, type WebhookWithSecret,
 } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
 import { blockedReason } from '../net/address-policy.js';
 import { parseUrl, WebFetchError } from '../net/safe-fetch.js';
-import type { DeliveryRecord, TaskRecord, WebhookEndpointRecord } from '../domain/records.js';
-import type { Repositories, Store } from '../store/store.js';
-import { toTaskView } from '../domain/task-view.js';
+import type { DeliveryRecord, WebhookEndpointRecord } from '../domain/records.js';
+import type { Store } from '../store/store.js';
 import { newSecret } from './signing.js';
 
 /** How long a rotated-out secret keeps signing, so receivers can switch without missing a message. */
@@ -62,42 +62,6 @@ export function toDeliveryView(d: DeliveryRecord): Delivery {
 /** The secrets that sign at `now`: the current one, and the previous one during its 24 h. */
 export function signingSecrets(e: WebhookEndpointRecord, now: number): string[] {
   return previousSecretSigns(e, now) ? [e.secret, e.previousSecret!] : [e.secret];
-}
-
-/** What a turn's end tells the account's endpoints. */
-export interface TurnEnded {
-  turnId: string;
-  outcome: 'completed' | 'failed' | 'stopped';
-  outputCount: number;
-  creditsUsed: number;
-  /** The task as committed with the turn's end. */
-  task: TaskRecord;
-  at: string;
-}
-
-/**
- * Queues a delivery of `type` to every endpoint of the account that asked for it, in the
- * caller's transaction (the one that made the event happen). `data` is built only when some
- * endpoint wants the event. Returns how many were queued.
- */
-export async function queueWebhooks(tx: Repositories, accountId: string, type: WebhookEventType, at: string, data: () => WebhookPayload['data']): Promise<number> {
-  const endpoints = await tx.webhooks.listEndpoints(accountId);
-  const wanted = endpoints.filter((e) => e.events.includes(type));
-  if (wanted.length === 0) return 0;
-  const body = JSON.stringify({ type, timestamp: at, data: data() } satisfies WebhookPayload);
-  await tx.webhooks.insertDeliveries(wanted.map((e) => ({
-    id: newId('msg'), endpointId: e.id, event: type, payload: body, status: 'pending', attempts: 0, lastStatusCode: null, lastError: null,
-    nextAttemptAt: at, retrySince: at, createdAt: at, deliveredAt: null,
-  })));
-  return wanted.length;
-}
-
-/** A turn's end: `task.turn_<outcome>`. */
-export async function queueTurnWebhooks(tx: Repositories, ended: TurnEnded): Promise<number> {
-  return queueWebhooks(tx, ended.task.accountId, `task.turn_${ended.outcome}`, ended.at, () => ({
-    task_id: ended.task.id, turn_id: ended.turnId, outcome: ended.outcome, output_count: ended.outputCount, credits_used: ended.creditsUsed,
-    task: toTaskView(ended.task, Date.parse(ended.at)),
-  }));
 }
 
 export class Webhooks {

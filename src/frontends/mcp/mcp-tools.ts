@@ -130,7 +130,7 @@ export function createMcpTools(deps: McpToolDeps) {
     },
     async continue_task(args, call) {
       const reply = await commands.continue(call.accountId, args.task_id, { message: args.message });
-      return { result: reply.task, text: reply.statusCode === 202 ? `Queued behind the running turn. ${describeTask(reply.task)}` : describeTask(reply.task) };
+      return { result: reply.task, text: reply.queued ? `Queued behind the running turn. ${describeTask(reply.task)}` : describeTask(reply.task) };
     },
     async stop_task(args, call) {
       const reply = await commands.stop(call.accountId, args.task_id, args.clear_queue ?? false);

@@ -20,7 +20,7 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.route({
     ...contractRoute(ROUTES.createGroup),
-    handler: async (request, reply) => withIdempotency(request, reply, async () => reply.send(await groups.create(request.accountId, request.body, request.idempotency))),
+    handler: async (request, reply) => withIdempotency(request, reply, async (guard) => reply.send(await groups.create(request.accountId, request.body, guard))),
   });
 
   app.route({

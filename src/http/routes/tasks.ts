@@ -7,6 +7,7 @@ import { ROUTES, type StartBody } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import type { CommandReply } from '../../tasks/task-commands.js';
 import type { TaskReply } from '../../tasks/task-service.js';
+import type { ChangeGuard } from '../../tasks/unit-of-work.js';
 import { toTaskView } from '../../domain/task-view.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { withIdempotency } from '../idempotency.js';
@@ -23,8 +24,9 @@ function noteCreated(request: FastifyRequest, result: CommandReply): TaskReply {
   return result;
 }
 
+/** 200 with the task, or 202 when the change is a message queued behind a running turn. */
 function answer(reply: FastifyReply, result: TaskReply) {
-  return reply.code(result.statusCode).send(result.task);
+  return reply.code(result.queued ? 202 : 200).send(result.task);
 }
 
 /** Aborted when the client goes away before its answer is sent: a long-poll then stops waiting for it. */
@@ -68,18 +70,18 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   // ---- creates ---------------------------------------------------------------------------------
 
   /** POST /task and /task/start, with or without a stream: one rule (decisions §2). */
-  async function createOrMessage(request: FastifyRequest, body: StartBody): Promise<TaskReply> {
-    return noteCreated(request, await commands.createOrMessage(request.accountId, body, { idempotency: request.idempotency }));
+  async function createOrMessage(request: FastifyRequest, body: StartBody, guard?: ChangeGuard): Promise<TaskReply> {
+    return noteCreated(request, await commands.createOrMessage(request.accountId, body, { guard }));
   }
 
   app.route({
     ...contractRoute(ROUTES.createTask),
-    handler: (request, reply) => withIdempotency(request, reply, async () => answer(reply, await createOrMessage(request, request.body))),
+    handler: (request, reply) => withIdempotency(request, reply, async (guard) => answer(reply, await createOrMessage(request, request.body, guard))),
   });
   app.route({ ...contractRoute(ROUTES.createTaskStream), handler: (request, reply) => streamChange(request, reply, () => createOrMessage(request, request.body)) });
   app.route({
     ...contractRoute(ROUTES.startTask),
-    handler: (request, reply) => withIdempotency(request, reply, async () => answer(reply, await createOrMessage(request, request.body))),
+    handler: (request, reply) => withIdempotency(request, reply, async (guard) => answer(reply, await createOrMessage(request, request.body, guard))),
   });
   app.route({ ...contractRoute(ROUTES.startTaskStream), handler: (request, reply) => streamChange(request, reply, () => createOrMessage(request, request.body)) });
 
@@ -182,8 +184,8 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.route({
     ...contractRoute(ROUTES.continueTask),
-    handler: (request, reply) => withIdempotency(request, reply, async () => {
-      const result = await commands.continue(request.accountId, request.params.task_id, request.body, { idempotency: request.idempotency });
+    handler: (request, reply) => withIdempotency(request, reply, async (guard) => {
+      const result = await commands.continue(request.accountId, request.params.task_id, request.body, { guard });
       return answer(reply, await commands.settle(request.accountId, result, request.body.wait));
     }),
   });
@@ -195,8 +197,8 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.route({
     ...contractRoute(ROUTES.executeTask),
-    handler: (request, reply) => withIdempotency(request, reply, async () => {
-      const result = await commands.execute(request.accountId, request.params.task_id, request.body, { idempotency: request.idempotency });
+    handler: (request, reply) => withIdempotency(request, reply, async (guard) => {
+      const result = await commands.execute(request.accountId, request.params.task_id, request.body, { guard });
       return answer(reply, await commands.settle(request.accountId, result, request.body.wait));
     }),
   });

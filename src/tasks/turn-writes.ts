@@ -1,0 +1,150 @@
+/**
+ * The writes a running turn makes (called by the turn runner, through the agent's TurnPort): its
+ * start, its phase and activity, its events, spec updates, rows, charged steps and its end. Each
+ * is one unit of work on the locked task, made only while the turn is still the task's current
+ * one: a turn stopped or deleted meanwhile writes nothing more.
+ */
+import { hasCredits } from '../accounts/accounts.js';
+import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
+import type { Config } from '../config.js';
+import type { EventPayload, TaskActivity, TaskPhase, TaskSpec } from '../contract/index.js';
+import { crashPoint } from '../crash-points.js';
+import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
+import type { TaskRecord, TurnRecord } from '../domain/records.js';
+import { turnError, type TurnError } from '../errors.js';
+import type { Store } from '../store/store.js';
+import { Admission } from './admission.js';
+import { endTurn, startingState } from './task-transitions.js';
+import { TaskUnit } from './task-unit.js';
+import type { UnitsOfWork } from './unit-of-work.js';
+
+export interface TurnWritesOptions {
+  store: Store;
+  units: UnitsOfWork;
+  config: Config;
+}
+
+/** The turn's side of the task state machine; TaskService adds the changes the API asks for. */
+export class TurnWrites {
+  protected readonly store: Store;
+  protected readonly units: UnitsOfWork;
+  protected readonly config: Config;
+  protected readonly admission: Admission;
+  private readonly prices: MicroPrices;
+
+  constructor(opts: TurnWritesOptions) {
+    this.store = opts.store;
+    this.units = opts.units;
+    this.config = opts.config;
+    this.admission = new Admission(opts.config);
+    this.prices = pricesInMicros(opts.config.prices);
+  }
+
+  /**
+   * A worker took the turn: set the task's activity and say so. Returns the task as the turn
+   * starts, or null when the turn must not run (it was stopped or its task deleted between being
+   * queued and claimed).
+   */
+  async turnStarted(turn: TurnRecord, resumed: boolean): Promise<TaskRecord | null> {
+    return this.units.run(async (uow) => {
+      const task = await uow.tx.tasks.get(turn.taskId, { lock: true });
+      // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
+      if (!task || task.currentTurnId !== turn.id) return null;
+      // A resumed turn's turn_started was recorded when it first started.
+      if (resumed) return task;
+      const unit = new TaskUnit(uow, task);
+      if (!(await hasCredits(uow.tx, turn.accountId))) {
+        // A message queued while credits remained reaches the front after they ran out: it does not start.
+        await endTurn(unit, turn.id, 'failed', turnError('out_of_credits', 'The account has no credits left, so this turn did not start: add credits, then send the message again.'));
+        return null;
+      }
+      await uow.tx.turns.update(turn.id, { startedAt: uow.now });
+      unit.set(startingState(turn.kind));
+      unit.taskEvent('turn_started', turn.id);
+      return unit.task;
+    });
+  }
+
+  /** Moves the task's phase or activity while its turn runs; an event is stored only on change. */
+  async setTurnState(turnId: string, taskId: string, state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void> {
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      const phaseChanged = state.phase !== undefined && state.phase !== unit.task.phase;
+      const activityChanged = state.activity !== undefined && state.activity !== unit.task.activity;
+      if (!phaseChanged && !activityChanged) return;
+      unit.set({ ...(phaseChanged ? { phase: state.phase } : {}), ...(activityChanged ? { activity: state.activity } : {}) });
+      unit.taskEvent(phaseChanged ? 'phase_changed' : 'activity_changed', turnId);
+    });
+  }
+
+  /** Stores a turn's event (text, tool) while the turn still runs. */
+  async turnEvent<T extends 'text' | 'tool'>(turnId: string, taskId: string, type: T, payload: EventPayload<T>): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, async (unit) => unit.event(type, turnId, payload));
+  }
+
+  /** Replaces the spec during a turn (update_spec). */
+  async updateSpec(turnId: string, taskId: string, spec: TaskSpec): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, async (unit) => {
+      unit.set({ spec, name: spec.name });
+      unit.taskEvent('updated', turnId);
+    });
+  }
+
+  /** Appends validated rows once per write key; false when the turn no longer runs. */
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number } | null> {
+    let written: { firstRow: number; count: number } | null = null;
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, verifiedRows);
+      written = { firstRow: r.firstRow, count: r.count };
+      if (!r.replayed) unit.set({ activeOutput: outputId });
+    });
+    if (written) crashPoint('rows.appended');
+    return written;
+  }
+
+  /**
+   * Stores a completed agent step and charges what it used, atomically, with `text` (what the
+   * model streamed since the last text event) as a text event: a step is charged once,
+   * however often the turn is replayed. Returns the account balance after the charge and what
+   * the turn has used, in credits: the exact micro-credit amounts as the API shows them, so
+   * `balance <= 0` holds exactly when the balance reads 0. The same step stored already (its
+   * commit went through but its answer was lost, and the write was sent again) gets the balance
+   * and turn total as they stand, charging nothing more. Null when the turn no longer runs or
+   * another step of that number was stored (another worker got there first).
+   */
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, text = ''): Promise<Charge | null> {
+    const costMicros = stepCostMicros(this.prices, usage);
+    let result: Charge | null = null;
+    await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
+      if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) {
+        if ((await unit.tx.steps.get(turn.id, step)) !== data) return;
+        const turnMicros = (await unit.tx.turns.get(turn.id))?.creditsUsedMicros ?? 0;
+        const balanceMicros = (await unit.tx.accounts.get(turn.accountId))?.balanceMicros ?? 0;
+        result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
+        return;
+      }
+      if (text) unit.event('text', turn.id, { text });
+      const turnMicros = (await unit.tx.turns.addUsage(turn.id, { creditsMicros: costMicros, ...usage }))!;
+      const balanceMicros = costMicros > 0
+        ? await unit.tx.accounts.charge(turn.accountId, costMicros)
+        : ((await unit.tx.accounts.get(turn.accountId))?.balanceMicros ?? 0);
+      if (costMicros > 0) unit.set({ creditsUsedMicros: unit.task.creditsUsedMicros + costMicros });
+      result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
+    });
+    return result;
+  }
+
+  /** The turn ended by itself (completed or failed). No-op when it was already stopped. */
+  async finishTurn(turnId: string, taskId: string, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
+    await this.changeRunningTurn(turnId, taskId, async (unit) => void (await endTurn(unit, turnId, outcome, error)), 'turn.finished');
+  }
+
+  /** Runs `fn` only while `turnId` is still the task's running turn; returns whether it ran. */
+  private async changeRunningTurn(turnId: string, taskId: string, fn: (unit: TaskUnit) => Promise<void>, crashAt?: 'turn.finished'): Promise<boolean> {
+    return this.units.run(async (uow) => {
+      const task = await uow.tx.tasks.get(taskId, { lock: true });
+      if (!task || task.currentTurnId !== turnId) return false;
+      await fn(new TaskUnit(uow, task));
+      return true;
+    }, crashAt);
+  }
+}
