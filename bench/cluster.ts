@@ -395,7 +395,7 @@ async function startNode(schema: string, role: Role, name: string, modelUrl: str
 
 /**
  * The first node migrates the fresh schema and creates the starter account (its key is printed
- * once); the others join after it, as in test/cluster.test.ts.
+ * once); the others join after it, as in test/process/cluster.test.ts.
  */
 async function startCluster(schema: string, modelUrl: string, layout: { name: string; role: Role }[]): Promise<{ nodes: QNode[]; key: string }> {
   const nodes: QNode[] = [];

@@ -398,7 +398,7 @@ export type GroupRunStatus = GroupRow['_run']['status'];
 /*
  * The group stream's events are written out here rather than generated: the stream route's
  * answer is text (`data:` frames), so its event schema never enters the OpenAPI document.
- * test/groups-client.test.ts checks, at compile time, that they match the server's contract.
+ * test/http/groups-client.test.ts checks, at compile time, that they match the server's contract.
  */
 
 /**

@@ -1,0 +1,445 @@
+/**
+ * The agent loop on its own: a scripted model and an in-memory TurnPort, no HTTP, no sockets, no
+ * database. What a turn does to its task is read back from the port; what the model was sent,
+ * from the model.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Agent, type TurnResult } from '../../src/agent/agent-loop.js';
+import { ModelProviderError, type ModelMessage } from '../../src/agent/providers/model-provider.js';
+import { CARRY_OUT_PLAN } from '../../src/agent/system-prompt.js';
+import type { AgentTools } from '../../src/agent/tools/index.js';
+import { defineTool, type ToolContext, type ToolResult } from '../../src/agent/tools/tool.js';
+import { updateSpecTool } from '../../src/agent/tools/update-spec.js';
+import { writeRowsTool } from '../../src/agent/tools/write-rows.js';
+import type { StoredStep, ToolEvent } from '../../src/agent/turn-port.js';
+import { InMemoryTurn, ScriptedModel, untilAborted, type InMemoryTurnOptions, type ScriptedReply, type SpecRequest } from '../kit/in-memory-turn.js';
+
+const QUARRIES = { id: 'quarries', kind: 'table', columns: [{ name: 'name', type: 'string', required: true }, { name: 'opened', type: 'integer' }] };
+const SOURCE = { url: 'https://www.example.org/granite', title: 'Granite in Vermont', quote: 'opened in 1885' };
+const SPEC_WITH_OUTPUT: SpecRequest = { prompt: 'Find the oldest granite quarries.', outputs: [QUARRIES] };
+
+/** What `web_search` does in a test: the stand-in for a tool with effects outside the task. */
+type SearchBehaviour = (args: { query: string }, ctx: ToolContext, turn: InMemoryTurn) => Promise<ToolResult>;
+
+/** A stand-in web_search that records its calls; the real one needs a search provider. */
+function fakeSearch(turn: InMemoryTurn, behaviour: SearchBehaviour = async (args) => ({ content: `No results for ${args.query}.`, summary: '0 results' })) {
+  const calls: { query: string }[] = [];
+  const tool = defineTool<{ query: string }>({
+    name: 'web_search',
+    description: 'Search the web.',
+    parameters: { type: 'object', properties: { query: { type: 'string', minLength: 1 } }, required: ['query'], additionalProperties: false },
+    async run(args, ctx) {
+      calls.push(args);
+      return behaviour(args, ctx, turn);
+    },
+  });
+  return { tool, calls };
+}
+
+interface Setup {
+  agent: Agent;
+  model: ScriptedModel;
+  turn: InMemoryTurn;
+  searches: { query: string }[];
+  run(): Promise<TurnResult>;
+}
+
+/** A scripted model, the loop, and an in-memory turn; a script given as a function gets the turn (to stop it). */
+function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[] }): Setup {
+  const turn = new InMemoryTurn(opts.turn);
+  const model = new ScriptedModel(...(typeof opts.script === 'function' ? opts.script(turn) : opts.script));
+  const search = fakeSearch(turn, opts.search);
+  const tools: AgentTools = new Map([defineTool(updateSpecTool), defineTool(writeRowsTool), search.tool].map((t) => [t.name, t]));
+  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0] });
+  return { agent, model, turn, searches: search.calls, run: () => agent.runTurn(turn) };
+}
+
+function toolMessages(messages: ModelMessage[]): Extract<ModelMessage, { role: 'tool' }>[] {
+  return messages.filter((m): m is Extract<ModelMessage, { role: 'tool' }> => m.role === 'tool');
+}
+
+function eventsOf(turn: InMemoryTurn, callId: string): ToolEvent[] {
+  return turn.toolEvents.filter((e) => e.call_id === callId);
+}
+
+function assertFailed(result: TurnResult, error: string): Extract<TurnResult, { outcome: 'failed' }>['error'] {
+  assert.equal(result.outcome, 'failed', `expected the turn to fail with ${error}`);
+  assert.equal(result.error.error, error);
+  return result.error;
+}
+
+const writeQuarry = (id: string, name: string, opened: number) => ({
+  id,
+  name: 'write_rows',
+  arguments: { output: 'quarries', rows: [{ name, opened }], sources: [SOURCE] },
+});
+
+describe('agent loop: planning and executing', () => {
+  it('declares outputs while planning, then carries the plan out in the same turn', async () => {
+    const t = setup({
+      turn: { kind: 'plan' },
+      script: [
+        { text: 'Declaring the outputs.', toolCalls: [{ name: 'update_spec', arguments: { outputs: [QUARRIES] } }] },
+        { text: 'The plan is set.' },
+        { toolCalls: [writeQuarry('w1', 'Rock of Ages', 1885)] },
+        { text: 'One quarry written.' },
+      ],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.spec().outputs.map((o) => o.id), ['quarries'], 'update_spec changed the task spec');
+    const planned = t.turn.checkpoints.filter((c) => c.data.type === 'model').map((c) => (c.data as Extract<StoredStep, { type: 'model' }>).phase);
+    assert.deepEqual(planned, ['plan', 'plan', 'execute', 'execute'], 'update_spec ran while planning; writing happened in execute');
+    // The task starts in plan/planning; it moves only when the plan is carried out.
+    assert.deepEqual(t.turn.states, [
+      { phase: 'execute', activity: 'thinking' },
+      { phase: 'execute', activity: 'executing' },
+      { phase: 'execute', activity: 'thinking' },
+    ]);
+    assert.equal(t.model.calls.length, 4);
+    assert.match(t.model.calls[0]!.system, /You are planning/);
+    assert.doesNotMatch(t.model.calls[2]!.system, /You are planning/);
+    assert.match(t.model.calls[2]!.system, /"quarries"/, 'the model sees the spec it declared');
+    assert.deepEqual(t.model.calls[2]!.messages.at(-1), { role: 'user', content: CARRY_OUT_PLAN }, 'the model is told to carry the plan out');
+    assert.deepEqual(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').length, 1);
+    assert.deepEqual(t.turn.rowsOf('quarries').map((r) => r.name), ['Rock of Ages']);
+    assert.equal(t.turn.streamedText, 'Declaring the outputs.The plan is set.One quarry written.', 'streamed text reaches the port');
+  });
+
+  it('moves to execute as soon as a planning model reaches for a tool other than update_spec', async () => {
+    const t = setup({
+      turn: { kind: 'plan' },
+      script: [
+        { toolCalls: [{ name: 'update_spec', arguments: { outputs: [QUARRIES] } }, { name: 'web_search', arguments: { query: 'oldest granite quarry' } }] },
+        { text: 'Nothing found.' },
+      ],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.states, [{ phase: 'execute', activity: 'executing' }, { phase: 'execute', activity: 'thinking' }]);
+    assert.equal(t.model.calls.length, 2, 'no nudge: the turn was already executing');
+    assert.equal(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').length, 0);
+    assert.equal(t.searches.length, 1);
+  });
+
+  it('ends a plan turn whose model declares no outputs without carrying anything out', async () => {
+    const t = setup({ turn: { kind: 'plan' }, script: [{ text: 'What region do you mean?' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(t.model.calls.length, 1);
+    assert.deepEqual(t.turn.states, [], 'the task stayed in plan/planning');
+  });
+
+  it('plan_only offers only update_spec and ends when planning does', async () => {
+    const t = setup({
+      turn: { kind: 'plan', planOnly: true },
+      script: [
+        { toolCalls: [{ name: 'update_spec', arguments: { outputs: [QUARRIES] } }, writeQuarry('w1', 'Rock of Ages', 1885)] },
+        { text: 'Here is the plan.' },
+      ],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 2, 'no nudge to carry the plan out');
+    for (const call of t.model.calls) assert.deepEqual(call.tools, ['update_spec']);
+    assert.match(t.model.calls[0]!.system, /planning only/);
+    assert.deepEqual(t.turn.spec().outputs.map((o) => o.id), ['quarries']);
+    assert.deepEqual(t.turn.states, [], 'the task never left plan/planning');
+    assert.equal(t.turn.rows.size, 0, 'write_rows is not offered in a plan_only turn');
+    assert.equal(eventsOf(t.turn, 'w1').at(-1)!.state, 'failed');
+  });
+
+  it('an execute turn thinks while the model runs and executes while tools run', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.deepEqual(t.turn.states, [
+      { phase: 'execute', activity: 'thinking' },
+      { phase: 'execute', activity: 'executing' },
+      { phase: 'execute', activity: 'thinking' },
+    ]);
+  });
+});
+
+describe('agent loop: tool calls', () => {
+  it('writes rows under a write key unique to the turn, step and call', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [{ toolCalls: [writeQuarry('call_a', 'Rock of Ages', 1885), writeQuarry('call_b', 'Smith Quarry', 1890)] }, { text: 'Two quarries.' }],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.rowsOf('quarries').map((r) => [r.name, r.opened]), [['Rock of Ages', 1885], ['Smith Quarry', 1890]]);
+    // The page was never fetched in this turn, so the checker marks its source not_read.
+    assert.deepEqual(t.turn.rowsOf('quarries')[0]!._sources, [{ ...SOURCE, verified: false, check: 'not_read' }]);
+    // The tool round is step 2 (the model's reply is step 1).
+    assert.deepEqual(t.turn.writeKeys, ['turn_1:2:call_a', 'turn_1:2:call_b']);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type, c.usage.toolCalls]), [[1, 'model', 0], [2, 'tools', 2], [3, 'model', 0]]);
+  });
+
+  it('reports each call as started, then finished, with the fields a tool event carries', async () => {
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: [{ toolCalls: [writeQuarry('call_a', 'Rock of Ages', 1885)] }, { text: 'Done.' }] });
+
+    await t.run();
+
+    const [started, finished] = eventsOf(t.turn, 'call_a');
+    assert.deepEqual(started, {
+      call_id: 'call_a', name: 'write_rows', state: 'started',
+      input: writeQuarry('call_a', 'Rock of Ages', 1885).arguments, summary: null, duration_ms: null,
+    });
+    assert.equal(finished!.state, 'finished');
+    assert.deepEqual(finished!.input, started!.input);
+    assert.equal(finished!.summary, 'wrote 1 rows to quarries (0 verified)');
+    assert.equal(typeof finished!.duration_ms, 'number');
+    assert.ok(finished!.duration_ms! >= 0);
+    const [result] = toolMessages(t.model.calls[1]!.messages);
+    assert.deepEqual(result, { role: 'tool', toolCallId: 'call_a', name: 'write_rows', content: finished!.output }, 'the event carries what the model was given');
+    // The cited page was never fetched in this turn: the answer says so, naming the source.
+    assert.equal(finished!.output, 'Wrote 1 rows to quarries (rows 1-1); 0 of them verified. These sources could not be verified:\n' +
+      '- row 1, source 1 (https://www.example.org/granite): not_read: this task never fetched that URL with fetch_url (or it is outside the source policy)');
+  });
+
+  it('cuts long input strings in the event, never in the call', async () => {
+    const query = 'q'.repeat(5_000);
+    const t = setup({ script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query } }] }, { text: 'Done.' }] });
+
+    await t.run();
+
+    assert.equal(t.searches[0]!.query, query);
+    for (const event of eventsOf(t.turn, 'c1')) assert.equal((event.input as { query: string }).query, `${'q'.repeat(2_000)}…`);
+  });
+
+  it('sends bad calls back to the model as tool errors and goes on', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [
+        {
+          toolCalls: [
+            { id: 'unknown', name: 'no_such_tool', arguments: {} },
+            { id: 'not_json', name: 'web_search', arguments: '{"query": ' },
+            { id: 'not_object', name: 'web_search', arguments: '["granite"]' },
+            { id: 'wrong_type', name: 'web_search', arguments: { query: 42 } },
+            { id: 'missing', name: 'write_rows', arguments: { rows: [{ name: 'Rock of Ages' }] } },
+          ],
+        },
+        { text: 'I will try again later.' },
+      ],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.searches.length, 0, 'no tool ran with bad arguments');
+    assert.equal(t.turn.rows.size, 0);
+    const results = toolMessages(t.model.calls[1]!.messages);
+    assert.deepEqual(results.map((r) => r.toolCallId), ['unknown', 'not_json', 'not_object', 'wrong_type', 'missing']);
+    for (const r of results) {
+      assert.match(r.content, /^Error: /);
+      assert.deepEqual(eventsOf(t.turn, r.toolCallId).map((e) => e.state), ['started', 'failed']);
+      assert.equal(eventsOf(t.turn, r.toolCallId)[1]!.output, r.content);
+    }
+    const content = (id: string) => results.find((r) => r.toolCallId === id)!.content;
+    assert.match(content('unknown'), /no_such_tool/);
+    assert.match(content('not_json'), /JSON object/);
+    assert.match(content('wrong_type'), /\/query/);
+    assert.match(content('missing'), /output/);
+    assert.equal(eventsOf(t.turn, 'not_json')[0]!.input, '{"query": ', 'arguments that do not parse are shown as sent');
+  });
+
+  it('refuses a tool the spec does not offer', async () => {
+    const t = setup({
+      turn: { spec: { ...SPEC_WITH_OUTPUT, tools: [] } },
+      script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.deepEqual(t.model.calls[0]!.tools.sort(), ['update_spec', 'write_rows']);
+    assert.equal(t.searches.length, 0);
+    assert.match(toolMessages(t.model.calls[1]!.messages)[0]!.content, /no tool named "web_search"/);
+  });
+
+  it('turns a tool that throws or reports an error into a failed call, not a failed turn', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      search: async () => {
+        throw new Error('search backend exploded');
+      },
+      script: [
+        { toolCalls: [{ id: 'throws', name: 'web_search', arguments: { query: 'granite' } }, { id: 'rejected', name: 'write_rows', arguments: { output: 'nope', rows: [{}] } }] },
+        { text: 'Giving up.' },
+      ],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    const results = toolMessages(t.model.calls[1]!.messages);
+    assert.match(results[0]!.content, /search backend exploded/);
+    assert.match(results[1]!.content, /No output "nope"/);
+    assert.equal(eventsOf(t.turn, 'throws')[1]!.state, 'failed');
+    assert.equal(eventsOf(t.turn, 'rejected')[1]!.state, 'failed');
+  });
+});
+
+describe('agent loop: limits', () => {
+  const searchForever: ScriptedReply[] = Array.from({ length: 10 }, (_, i) => ({ toolCalls: [{ name: 'web_search', arguments: { query: `granite ${i}` } }] }));
+
+  it('ends limit_reached after spec.limits.max_steps steps', async () => {
+    const t = setup({ turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_steps: 3 } } }, script: searchForever });
+
+    const error = assertFailed(await t.run(), 'limit_reached');
+    assert.match(error.message, /max_steps/);
+    assert.equal(t.model.calls.length, 2);
+    assert.equal(t.turn.checkpoints.at(-1)!.data.type, 'tools', 'the last tool round finished and was kept');
+  });
+
+  it('ends out_of_credits when the balance runs out mid-turn, keeping the charged step', async () => {
+    // 100 input + 10 output tokens cost 0.0013; one tool call 0.01.
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, balance: 0.005 }, script: searchForever });
+
+    const error = assertFailed(await t.run(), 'out_of_credits');
+    assert.equal(error.retryable, false);
+    assert.equal(t.model.calls.length, 1, 'no model call once the credits are gone');
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model', 'tools']);
+    assert.ok(t.turn.balance <= 0);
+  });
+
+  it('ends limit_reached when the turn has used spec.limits.max_credits_per_turn', async () => {
+    const t = setup({
+      turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_credits_per_turn: 2 } }, prices: { inputPer1k: 0, outputPer1k: 0, toolCall: 1 } },
+      script: searchForever,
+    });
+
+    const error = assertFailed(await t.run(), 'limit_reached');
+    assert.match(error.message, /max_credits_per_turn/);
+    assert.equal(t.model.calls.length, 2);
+    assert.equal(t.turn.turnCredits, 2);
+  });
+
+  it('stops during a model call: the turn rejects with the stop reason and stores nothing more', async () => {
+    const reason = new Error('stopped by the user');
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: (turn) => [untilAborted(() => turn.stop(reason)), { text: 'never sent' }] });
+
+    await assert.rejects(t.run(), (err) => err === reason);
+    assert.equal(t.model.calls.length, 1);
+    assert.deepEqual(t.turn.checkpoints, []);
+  });
+
+  it('stops during a tool call: the tool sees the abort and the round is not stored', async () => {
+    const reason = new Error('stopped by the user');
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      search: (_, ctx, turn) =>
+        new Promise((_resolve, reject) => {
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+          turn.stop(reason);
+        }),
+      script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query: 'granite' } }, { id: 'c2', name: 'web_search', arguments: { query: 'marble' } }] }],
+    });
+
+    await assert.rejects(t.run(), (err) => err === reason);
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['c1', 'started']], 'the next call did not start');
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model']);
+  });
+});
+
+describe('agent loop: resuming from checkpoints', () => {
+  const modelStep = (toolCalls: { id: string; name: string; arguments: unknown }[], text = ''): StoredStep => ({
+    type: 'model', text, phase: 'execute', toolCalls: toolCalls.map((c) => ({ ...c, arguments: JSON.stringify(c.arguments) })),
+  });
+
+  it('replays stored steps without calling the model or running their tools again', async () => {
+    const call = writeQuarry('call_a', 'Rock of Ages', 1885);
+    const steps: StoredStep[] = [modelStep([call], 'Writing.'), { type: 'tools', results: [{ callId: 'call_a', name: 'write_rows', content: 'Wrote 1 rows to quarries (rows 1-1).' }] }];
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 1, 'only the step after the stored ones asks the model');
+    const sent = t.model.calls[0]!.messages;
+    assert.deepEqual(sent.find((m) => m.role === 'assistant'), { role: 'assistant', content: 'Writing.', toolCalls: steps[0]!.type === 'model' ? steps[0]!.toolCalls : [] });
+    assert.deepEqual(toolMessages(sent), [{ role: 'tool', toolCallId: 'call_a', name: 'write_rows', content: 'Wrote 1 rows to quarries (rows 1-1).' }]);
+    assert.deepEqual(t.turn.toolEvents, [], 'stored tool calls are not run again');
+    assert.equal(t.turn.rows.size, 0);
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.step), [3], 'numbering goes on after the stored steps');
+  });
+
+  it('runs the tool calls of a stored reply whose results were never stored, under the same write keys', async () => {
+    const call = writeQuarry('call_a', 'Rock of Ages', 1885);
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps: [modelStep([call])] }, script: [{ text: 'Done.' }] });
+    // The call wrote its rows, then the worker died before the round was checkpointed.
+    t.turn.seedWrite('turn_1:2:call_a', 'quarries', [JSON.stringify({ _row: 1, name: 'Rock of Ages', opened: 1885 })]);
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 1);
+    assert.deepEqual(eventsOf(t.turn, 'call_a').map((e) => e.state), ['started', 'finished']);
+    assert.equal(t.turn.rowsOf('quarries').length, 1, 'the replayed call wrote nothing twice');
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[2, 'tools'], [3, 'model']]);
+  });
+
+  it('makes no model call when the stored steps end with the final reply', async () => {
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps: [modelStep([], 'All done.')] }, script: [] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(t.model.calls.length, 0);
+    assert.deepEqual(t.turn.checkpoints, []);
+  });
+
+  it('carries out a plan whose planning was stored before the turn was taken up again', async () => {
+    const steps: StoredStep[] = [
+      { type: 'model', text: '', phase: 'plan', toolCalls: [{ id: 'p1', name: 'update_spec', arguments: JSON.stringify({ outputs: [QUARRIES] }) }] },
+      { type: 'tools', results: [{ callId: 'p1', name: 'update_spec', content: 'Spec updated; spec now has 1 output: quarries.' }] },
+      { type: 'model', text: 'The plan is set.', phase: 'plan', toolCalls: [] },
+    ];
+    const t = setup({ turn: { kind: 'plan', spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Nothing to add.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 1);
+    assert.deepEqual(t.model.calls[0]!.messages.at(-1), { role: 'user', content: CARRY_OUT_PLAN });
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[4, 'nudge'], [5, 'model']]);
+  });
+});
+
+describe('agent loop: model provider failures', () => {
+  const unavailable = () => ({ error: new ModelProviderError('upstream unavailable', { status: 503, retryable: true }) });
+
+  it('retries a retryable failure, then fails the turn with bad_gateway', async () => {
+    const t = setup({ retryDelaysMs: [0, 0], script: [unavailable(), unavailable(), unavailable(), { text: 'too late' }] });
+
+    const error = assertFailed(await t.run(), 'bad_gateway');
+    assert.equal(error.retryable, true);
+    assert.match(error.message, /HTTP 503/);
+    assert.equal(t.model.calls.length, 3, 'the first try and one per retry delay');
+    assert.deepEqual(t.turn.checkpoints, []);
+  });
+
+  it('goes on when a retry succeeds', async () => {
+    const t = setup({ script: [unavailable(), { text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(t.model.calls.length, 2);
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.step), [1], 'the failed try stored nothing');
+  });
+
+  it('does not retry a failure that cannot pass', async () => {
+    const t = setup({ script: [{ error: new ModelProviderError('bad request', { status: 400, retryable: false }) }, { text: 'never' }] });
+
+    assertFailed(await t.run(), 'bad_gateway');
+    assert.equal(t.model.calls.length, 1);
+  });
+
+  it('fails with service_unavailable when no model is configured', async () => {
+    const turn = new InMemoryTurn();
+    const agent = new Agent({ provider: undefined, tools: new Map() });
+
+    const error = assertFailed(await agent.runTurn(turn), 'service_unavailable');
+    assert.match(error.message, /QUARRY_MODEL_BASE_URL/);
+  });
+});

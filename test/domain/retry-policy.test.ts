@@ -1,0 +1,78 @@
+/**
+ * RetryPolicy, the one rule every retry's wait follows: exponential or a fixed schedule, full
+ * jitter, a cap, a number of tries, and a server's retry_after first. A fixed random source
+ * stands in for Math.random, so each wait is known exactly and nothing sleeps.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { RetryPolicy, retryAfterMs } from '../../src/retry-policy.js';
+
+/** A random source that returns `values` in turn. */
+function randoms(...values: number[]): () => number {
+  let i = 0;
+  return () => values[i++ % values.length]!;
+}
+
+describe('RetryPolicy', () => {
+  it('grows the wait from the base by the factor, up to the cap', () => {
+    const policy = new RetryPolicy({ baseMs: 100, capMs: 3000, jitter: 'none' });
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 20].map((n) => policy.delay(n)), [100, 200, 400, 800, 1600, 3000, 3000, 3000]);
+  });
+
+  it('full jitter draws each wait between 0 and the computed wait', () => {
+    assert.equal(new RetryPolicy({ baseMs: 100, capMs: 3000 }, randoms(0)).delay(3), 0);
+    assert.equal(new RetryPolicy({ baseMs: 100, capMs: 3000 }, randoms(0.5)).delay(3), 200);
+    assert.ok(new RetryPolicy({ baseMs: 100, capMs: 3000 }, randoms(0.999999)).delay(3) < 400);
+    assert.ok(new RetryPolicy({ baseMs: 100, capMs: 3000 }, randoms(0.999999)).delay(30) <= 3000, 'the cap bounds a jittered wait too');
+    const drawn = new RetryPolicy({ baseMs: 100, capMs: 3000 }, randoms(0.25, 0.75));
+    assert.deepEqual([drawn.delay(1), drawn.delay(1)], [25, 75], 'each wait takes a fresh draw');
+  });
+
+  it('a retry_after replaces the computed wait, even past the cap', () => {
+    const policy = new RetryPolicy({ baseMs: 100, capMs: 3000 }, randoms(0.5));
+    assert.deepEqual(policy.next(1, 20), { retry: true, delayMs: 20 }, 'shorter than the computed wait');
+    assert.deepEqual(policy.next(1, 10_000), { retry: true, delayMs: 10_000 }, 'longer than the cap');
+    assert.deepEqual(policy.next(1, 0), { retry: true, delayMs: 0 });
+  });
+
+  it("with retryAfter 'at-least' the wait is the longer of the schedule's and the server's", () => {
+    const policy = new RetryPolicy({ delaysMs: [500, 1000, 2000], jitter: 'none', retryAfter: 'at-least' });
+    assert.equal(policy.delay(1, 100), 500);
+    assert.equal(policy.delay(1, 1500), 1500);
+    assert.equal(policy.delay(2), 1000);
+  });
+
+  it('a retry_after over maxRetryAfterMs ends the retries', () => {
+    const policy = new RetryPolicy({ delaysMs: [500], retries: 3, maxRetryAfterMs: 60_000 });
+    assert.deepEqual(policy.next(1, 60_001), { retry: false, reason: 'retry_after_too_long' });
+    assert.equal(policy.next(1, 60_000).retry, true);
+  });
+
+  it('allows as many retries as `retries`, then says they are spent', () => {
+    const policy = new RetryPolicy({ delaysMs: [500, 1000, 2000], retries: 3, jitter: 'none' });
+    assert.deepEqual([1, 2, 3].map((n) => policy.next(n)), [500, 1000, 2000].map((delayMs) => ({ retry: true, delayMs })));
+    assert.deepEqual(policy.next(4), { retry: false, reason: 'exhausted' });
+    assert.deepEqual(policy.next(4, 10), { retry: false, reason: 'exhausted' }, 'a retry_after does not add a retry');
+    assert.deepEqual(new RetryPolicy({ delaysMs: [], retries: 0 }).next(1), { retry: false, reason: 'exhausted' }, 'no retries at all');
+    assert.equal(new RetryPolicy({ baseMs: 1 }, randoms(1)).next(1000).retry, true, 'no limit when retries is left out');
+  });
+
+  it("a schedule's last wait repeats, and retryAt follows it by the time since the retries began", () => {
+    const policy = new RetryPolicy({ delaysMs: [5, 30, 120], jitter: 'none' });
+    assert.deepEqual([1, 2, 3, 4, 9].map((n) => policy.delay(n)), [5, 30, 120, 120, 120]);
+    assert.deepEqual([0, 4, 5, 34, 35, 154, 10_000].map((ms) => policy.retryAt(ms)), [1, 1, 2, 2, 3, 3, 3]);
+  });
+});
+
+describe('retryAfterMs', () => {
+  const headers = (h: Record<string, string>) => (name: string) => h[name];
+  it('reads retry-after-ms, Retry-After seconds and an HTTP date', () => {
+    assert.equal(retryAfterMs(headers({ 'retry-after-ms': '1500.2' })), 1501);
+    assert.equal(retryAfterMs(headers({ 'retry-after': '7' })), 7000);
+    const now = Date.parse('2025-03-01T07:00:00Z');
+    assert.equal(retryAfterMs(headers({ 'retry-after': 'Sat, 01 Mar 2025 07:00:30 GMT' }), now), 30_000);
+    assert.equal(retryAfterMs(headers({ 'retry-after': 'Sat, 01 Mar 2025 06:00:00 GMT' }), now), 0, 'a date passed means now');
+    assert.equal(retryAfterMs(headers({ 'retry-after': 'soon' })), undefined);
+    assert.equal(retryAfterMs(headers({})), undefined);
+  });
+});

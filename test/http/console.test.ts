@@ -1,0 +1,287 @@
+/**
+ * The web console (decisions §15.5) in a real browser: Debian's Chromium driven by
+ * playwright-core against a real server and the fake model. A person signs in, starts a task,
+ * watches its text stream in, reads the rows with their source marks and a quote, exports CSV,
+ * stops a running turn, starts a group and watches it run to the end without a reload, opens a
+ * run from the group's rows, pages the task list with "Show more", and uses it all 390 pixels
+ * wide. Every control is found by its role and accessible name, so unlabelled controls fail here.
+ *
+ * Skipped when there is no Chromium (QUARRY_CHROMIUM, default /usr/bin/chromium), except in CI,
+ * where it fails; `.ci/run` installs it.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startHarness, type Harness } from '../kit/harness.js';
+import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from '../kit/console-demo.js';
+import { quarryBuild } from '../kit/process.js';
+import type { LoopbackServer } from '../kit/loopback-server.js';
+import { skipUnlessAvailable } from '../kit/require-tool.js';
+
+const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
+const noBrowser = skipUnlessAvailable('Chromium', !fs.existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: apt-get install chromium (or set QUARRY_CHROMIUM)`);
+/** Long enough for a turn on a loaded CI machine; every wait is for something the page shows. */
+const SHOWN_MS = 15_000;
+
+describe('the console in a real browser', { skip: noBrowser }, () => {
+  let h: Harness;
+  let pages: LoopbackServer;
+  let browser: Browser;
+  let page: Page;
+  let taskId: string;
+  let groupId: string;
+  /**
+   * What the page reported as broken: script errors, and CSP refusals (they come as console
+   * errors). Error answers of the API (a wrong key) are the browser's console errors too; the
+   * page shows those, so they are left out.
+   */
+  const problems: string[] = [];
+
+  before(async () => {
+    // The console is part of the build (scripts/build-console.ts): check it is there and fresh.
+    quarryBuild();
+    pages = await startPlantPages();
+    h = await startHarness({ env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+    context.setDefaultTimeout(SHOWN_MS);
+    page = await context.newPage();
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource: the server responded with a status of')) problems.push(`console error: ${message.text()}`);
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await h?.close();
+    await pages?.close();
+  });
+
+  it('is served without a key: the page revalidated under a strict CSP, its hashed assets cached for good', async () => {
+    const res = await fetch(`${h.url}/console`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('cache-control'), 'no-cache');
+    assert.match(res.headers.get('content-security-policy') ?? '', /default-src 'none'; script-src 'self'; style-src 'self'/);
+    const html = await res.text();
+    const assets = [...html.matchAll(/"\/console\/assets\/([^"]+)"/g)].map((m) => m[1]!);
+    assert.equal(assets.length, 2, 'one script, one style sheet');
+    for (const asset of assets) {
+      assert.match(asset, /^main-[A-Z0-9]{8}\.(js|css)$/, 'content-hashed names');
+      const file = await fetch(`${h.url}/console/assets/${asset}`);
+      assert.equal(file.status, 200);
+      assert.equal(file.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    }
+    assert.ok(!/https?:\/\//.test(html), 'nothing from another origin');
+    assert.equal((await fetch(`${h.url}/console/tasks/anything`)).status, 200, 'a page of the console, routed in the browser');
+    assert.equal((await fetch(`${h.url}/console/assets/main-NOSUCHFILE.js`)).status, 404);
+  });
+
+  it('signs in with an API key, showing the API\'s message for a wrong one', async () => {
+    await page.goto(`${h.url}/console`);
+    const key = page.getByLabel('API key');
+    await key.fill('qry_not_a_key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The API key is invalid or revoked.' }).waitFor();
+    await key.fill(h.key);
+    await key.press('Enter');
+    await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+  });
+
+  it('starts a task from a prompt and shows its text as it streams in, tool calls folded', async () => {
+    const replies = researchTurn(pages.url);
+    // The first answer waits, so the task's page is open and following before anything happens.
+    h.model!.script({ ...replies[0]!, delayMs: 1000 }, ...replies.slice(1));
+    const streams: string[] = [];
+    page.on('request', (request) => {
+      if (/\/task\/[^/]+\/stream/.test(request.url())) streams.push(request.url());
+    });
+    await page.getByRole('link', { name: 'New task' }).first().click();
+    await page.getByLabel('Prompt', { exact: true }).fill('List the EU plants making Li-ion cells, with country and capacity in GWh.');
+    await page.getByRole('button', { name: 'Start task' }).click();
+    await page.waitForURL(/\/console\/tasks\/tsk_/);
+    taskId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+
+    await page.getByText(CLOSING_TEXT).waitFor();
+    assert.ok(streams.length > 0, 'the text came over the task\'s stream, not a reload');
+    await page.getByRole('heading', { name: 'EU battery plants' }).waitFor();
+    // A tool call is one folded line; opening it shows what it was given.
+    const fetchCall = page.locator('details.tool').filter({ has: page.locator('.tool-name', { hasText: /^fetch_url$/ }) });
+    await fetchCall.waitFor();
+    assert.equal(await fetchCall.evaluate((d) => (d as HTMLDetailsElement).open), false, 'folded');
+    await fetchCall.locator('summary').click();
+    await fetchCall.getByText('/northvolt-ett').first().waitFor();
+    await page.getByText('Turn completed').waitFor();
+  });
+
+  it('shows the rows with a verified mark per cell and the quote behind it, by click or by keyboard', async () => {
+    const rows = page.getByRole('region', { name: 'Rows of plants' });
+    await rows.getByRole('cell', { name: /Northvolt/ }).waitFor();
+    await rows.getByRole('cell', { name: /ACC/ }).waitFor();
+    const verified = rows.getByRole('button', { name: 'capacity_gwh: 1 source, verified' });
+    assert.equal(await verified.getAttribute('title'), `\u201c${VERIFIED_QUOTE}\u201d`, 'the quote on hover');
+    await verified.click();
+    const panel = page.getByRole('group', { name: 'Sources of capacity_gwh' });
+    await panel.getByText(VERIFIED_QUOTE).waitFor();
+    await panel.getByText('quote found in the page read').waitFor();
+    await panel.getByRole('link', { name: PLANT_PAGE_TITLE }).waitFor();
+    await panel.getByText('Confidence: high').waitFor();
+    await page.keyboard.press('Escape');
+    await panel.waitFor({ state: 'detached' });
+
+    const unverified = rows.getByRole('button', { name: 'company: 1 source, 1 not verified' });
+    await unverified.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('group', { name: 'Sources of company' }).getByText('never read in this task').waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByText('2 rows · 1 verified · 1 not').waitFor();
+  });
+
+  it('exports the rows as CSV', async () => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    assert.match(download.suggestedFilename(), /\.csv$/);
+    const csv = fs.readFileSync((await download.path())!, 'utf8');
+    const lines = csv.split('\r\n');
+    assert.equal(lines[0], '_row,company,country,capacity_gwh,_sources');
+    assert.match(lines[1]!, /^1,Northvolt,SE,16,/);
+    assert.match(lines[2]!, /^2,ACC,FR,13\.4,/);
+  });
+
+  it('stops a running turn', async () => {
+    // Streams a few words, then never finishes: only a stop ends the turn.
+    h.model!.script({ text: 'Still reading the ACC page, which is long.', hangAfterEvents: 4 });
+    await page.getByLabel('Message').fill('Check the ACC plant.');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.getByText('Still readin').waitFor();
+    const stop = page.getByRole('button', { name: 'Stop', exact: true });
+    await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Stop' && !b.disabled));
+    await stop.click();
+    await page.getByText('Turn stopped').waitFor();
+    // Idle again: nothing left to stop, and the task can run again.
+    await page.waitForFunction(() => document.querySelector('.badge')?.textContent === 'idle');
+    assert.equal(await stop.isDisabled(), true);
+    assert.equal(await page.getByRole('button', { name: 'Execute again' }).isDisabled(), false);
+  });
+
+  it('starts a group and follows it live: the bar fills without a reload, input and output columns apart, each run linked to its task', async (t) => {
+    // Every run waits until released, so the page is open and following before any run ends.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    h.model!.setResponder(groupResponder(pages.url, () => held));
+    t.after(() => {
+      release();
+      h.model!.setResponder(null);
+    });
+    const streams: string[] = [];
+    page.on('request', (request) => {
+      if (/\/group\/[^/]+\/stream/.test(request.url())) streams.push(request.url());
+    });
+
+    await page.getByRole('link', { name: 'Groups' }).click();
+    await page.getByRole('link', { name: 'New group' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Plants by company');
+    await page.getByLabel('Prompt for every input').fill(GROUP_TASK.prompt);
+    const output = page.getByRole('group', { name: 'Output 1' });
+    await output.getByLabel('Id').fill('plants');
+    await output.getByRole('button', { name: 'Add column' }).click();
+    await output.getByRole('button', { name: 'Add column' }).click();
+    await output.getByLabel('Column 1 name').fill('plant');
+    await output.getByLabel('Column 2 name').fill('country');
+    await output.getByLabel('Column 3 name').fill('capacity_gwh');
+    await output.getByLabel('Column 3 type').selectOption('number');
+    // With one input column a line may be just its value, as pasted from a spreadsheet.
+    const [first, second, third] = GROUP_PLANTS.map((p) => p.company);
+    await page.getByLabel('Inputs, one per line').fill(`${first}\n${second}\n${JSON.stringify({ company: third })}`);
+    await page.getByLabel('Runs at once').fill('1');
+    await page.getByRole('button', { name: 'Start group' }).click();
+    await page.waitForURL(/\/console\/groups\/grp_/);
+    groupId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
+    await page.getByRole('heading', { name: 'Plants by company' }).waitFor();
+    await page.getByText('0 completed · 1 running · 2 pending').waitFor();
+
+    // A reload would lose this mark.
+    await page.evaluate(() => Object.assign(window, { sameDocument: true }));
+    release();
+    await page.getByText('3 completed · 0 running · 0 pending').waitFor();
+    assert.equal(await page.getByLabel('3 of 3 runs done').evaluate((p) => (p as HTMLProgressElement).value), 3);
+    assert.equal(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument), true, 'the same page, never reloaded');
+    assert.ok(streams.some((url) => url.includes(`/group/${groupId}/stream`)), 'the progress came over the group\'s stream');
+    await page.locator('.card-meta .badge', { hasText: 'finished' }).waitFor();
+
+    // The merged rows: the input's columns under one heading, the output's under another.
+    const rows = page.getByRole('region', { name: 'Merged rows of the group' });
+    await rows.getByRole('cell', { name: GROUP_PLANTS[2]!.plant }).waitFor();
+    await rows.getByRole('columnheader', { name: 'Input', exact: true }).waitFor();
+    await rows.getByRole('columnheader', { name: 'Output: plants' }).waitFor();
+    // Sources mark the output's cells (a run that read its page: verified), never the input's.
+    assert.equal(await rows.getByRole('button', { name: 'capacity_gwh: 1 source, verified' }).count(), 2);
+    await rows.getByRole('button', { name: 'plant: 1 source, 1 not verified' }).waitFor();
+    assert.equal(await rows.getByRole('button', { name: /^company:/ }).count(), 0);
+
+    // Each row links its run's task.
+    const merged = await h.request('GET', `/group/${groupId}/rows`);
+    assert.equal(merged.status, 200, merged.text);
+    const accRun = merged.body.rows.find((r: { _input: number }) => r._input === 1)._run.task_id as string;
+    await rows.getByRole('link', { name: 'Run of input 1: completed' }).click();
+    await page.waitForURL(`**/console/tasks/${encodeURIComponent(accRun)}`);
+    await page.getByRole('region', { name: 'Rows of plants' }).getByRole('cell', { name: GROUP_PLANTS[1]!.plant }).waitFor();
+    await page.getByText(`Found ${GROUP_PLANTS[1]!.company}'s plant`).waitFor();
+    // And back: a run names its group.
+    await page.getByRole('link', { name: groupId }).click();
+    await page.getByRole('heading', { name: 'Plants by company' }).waitFor();
+    await page.getByText('3 of 3 runs done').waitFor();
+  });
+
+  it('pages the task list with "Show more", pinned tasks first', async () => {
+    // A page is 50 tasks: these push the research task to the second.
+    const made = await Promise.all(Array.from({ length: 50 }, (_, i) => h.request('POST', '/task', { body: { prompt: `Filler task ${i + 1}` } })));
+    for (const res of made) assert.equal(res.status, 200, res.text);
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    const tasks = page.getByRole('list', { name: 'Tasks' });
+    await page.getByText('50 tasks shown').waitFor();
+    assert.equal(await tasks.getByRole('link', { name: 'EU battery plants' }).count(), 0, 'on the second page');
+
+    await page.getByRole('button', { name: 'Show more tasks' }).click();
+    await page.getByText('51 tasks shown').waitFor();
+    const research = tasks.getByRole('link', { name: 'EU battery plants' });
+    await research.waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Show more tasks' }).count(), 0, 'nothing more');
+    // The focus goes to the first task read, where reading goes on.
+    await page.waitForFunction(() => document.activeElement?.textContent === 'EU battery plants');
+
+    // Pinned, it comes first, and the list still shows all 51.
+    await page.getByRole('button', { name: 'Pin EU battery plants' }).click();
+    await page.waitForFunction(() => document.querySelector('ul[aria-label="Tasks"] > li .card-title')?.textContent === 'EU battery plants');
+    await page.getByText('51 tasks shown').waitFor();
+    assert.equal(await tasks.getByRole('listitem').count(), 51);
+  });
+
+  it('fits 390 pixels wide: nothing runs off the side', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    // Each page with what it loads, so the widths are measured with the content in place.
+    const views: [string, string][] = [
+      ['/console', 'EU battery plants'],
+      [`/console/tasks/${encodeURIComponent(taskId)}`, 'Turn stopped'],
+      ['/console/new', 'Start from'],
+      ['/console/groups', 'Plants by company'],
+      [`/console/groups/${encodeURIComponent(groupId)}`, 'Northvolt Ett'],
+      ['/console/webhooks', 'Register an endpoint'],
+    ];
+    for (const [path, shown] of views) {
+      await page.goto(h.url + path);
+      await page.getByText(shown).first().waitFor();
+      const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth }));
+      assert.ok(widths.page <= widths.view, `${path} is ${widths.page} px wide in a ${widths.view} px window`);
+    }
+    // The rows table scrolls sideways inside its own region, never the page.
+    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(taskId)}`);
+    await page.getByRole('button', { name: 'capacity_gwh: 1 source, verified' }).click();
+    const box = await page.getByRole('group', { name: 'Sources of capacity_gwh' }).boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, 'the sources panel stays inside the window');
+  });
+
+  it('reported no script error and no refused resource (CSP)', () => {
+    assert.deepEqual(problems, []);
+  });
+});

@@ -1,0 +1,524 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Kysely } from 'kysely';
+import pg from 'pg';
+import pino from 'pino';
+import type { Agent } from '../../src/agent/agent-loop.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createQuarry } from '../../src/server.js';
+import { EventBus } from '../../src/events/event-bus.js';
+import { Accounts } from '../../src/accounts/accounts.js';
+import { emptySpec } from '../../src/domain/spec.js';
+import { TaskService } from '../../src/tasks/task-service.js';
+import { TurnRunner } from '../../src/engine/turn-runner.js';
+import { TurnQueries } from '../../src/tasks/turn-queries.js';
+import { TurnQueue } from '../../src/tasks/turn-queue.js';
+import { SourceSnapshots } from '../../src/outputs/source-snapshots.js';
+import { UnitsOfWork } from '../../src/tasks/unit-of-work.js';
+import type { Uploads } from '../../src/uploads/uploads.js';
+import { OwnSchemaDialect } from '../../src/store/postgres/own-schema-dialect.js';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { PostgresLink } from '../../src/store/postgres/postgres-link.js';
+import { PreparingClient } from '../../src/store/postgres/prepared-statements.js';
+import type { EventRecord } from '../../src/domain/records.js';
+import type { Store } from '../../src/store/store.js';
+import { ClusterRelay } from '../../src/events/cluster-relay.js';
+import { StoreRateLimiter } from '../../src/http/rate-limiter.js';
+import { until, within } from '../kit/bounded-waits.js';
+import { connectClient, dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from '../kit/postgres.js';
+import { makeDataDir, removeDataDir } from '../kit/process.js';
+import { runStoreCases } from './store-cases.js';
+
+const schema = `t_store_${process.pid}_${Date.now()}`;
+const skip = await skipWithoutPostgres();
+
+runStoreCases('postgres', async () => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema }), () => dropSchemas(schema), { skip });
+
+test('installs in two schemas of one database each hold their own named lock (each runs its own cron scheduler)', { skip }, async () => {
+  const schemas = [`t_lock_a_${process.pid}`, `t_lock_b_${process.pid}`];
+  const stores = await Promise.all(schemas.map((s) => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: s })));
+  try {
+    const locks = await Promise.all(stores.map((s) => s.cluster.tryLock('quarry:cron-scheduler')));
+    assert.ok(locks[0]?.held, 'the first install got its lock');
+    assert.ok(locks[1]?.held, 'the second install got its lock although the first holds a lock of the same name');
+    assert.equal(await stores[0]!.cluster.tryLock('quarry:cron-scheduler'), null, 'within one install the lock is still exclusive');
+    for (const lock of locks) await lock?.release();
+  } finally {
+    for (const store of stores) await store.close();
+    await dropSchemas(...schemas);
+  }
+});
+
+test('statements run prepared; when another process changes a table under them, one statement fails at most, then they prepare again', { skip }, async () => {
+  const own = `t_prep_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: own });
+  const other = await connectClient();
+  try {
+    await store.migrate();
+    const id = 'acct_prepared';
+    await store.accounts.insert({ id, name: 'p', balanceMicros: 5_000_000, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
+    for (let i = 0; i < 3; i++) assert.equal((await store.accounts.get(id))?.balanceMicros, 5_000_000);
+    // What the store's connections do, on a connection of the same kind: a statement with bound
+    // values is prepared once, under a name, and run by name from then on.
+    const client = new PreparingClient({ connectionString: TEST_DATABASE_URL });
+    await client.connect();
+    try {
+      for (let i = 0; i < 2; i++) assert.equal((await client.query('select $1::int + 1 as n', [i])).rows[0].n, i + 1);
+      const named = await client.query(`select name, statement from pg_prepared_statements`);
+      assert.deepEqual(named.rows.map((r) => r.statement), ['select $1::int + 1 as n']);
+      assert.match(named.rows[0].name, /^quarry_/);
+    } finally {
+      await client.end();
+    }
+
+    // Another version of Quarry migrating the schema: the prepared `select *` no longer fits.
+    await other.query(`alter table "${own}".accounts add column extra int`);
+    const outcomes: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      outcomes.push(await store.accounts.get(id).then((a) => String(a?.balanceMicros), (err: Error) => `failed: ${err.message}`));
+    }
+    assert.ok(outcomes.filter((o) => o.startsWith('failed')).length <= 1, outcomes.join('\n'));
+    assert.deepEqual(outcomes.slice(1), ['5000000', '5000000', '5000000']);
+  } finally {
+    await other.end();
+    await store.close();
+    await dropSchemas(own);
+  }
+});
+
+test('a store migrates while other schemas of the same database are being created and dropped', { skip }, async () => {
+  // Another application's DDL in the same database: Quarry's migrations must not read (and trip
+  // over) the catalog of schemas and tables that are dropped while they run.
+  const churners = await Promise.all([connectClient(), connectClient()]);
+  let churning = true;
+  const churned = churners.map(async (client, c) => {
+    for (let i = 0; churning; i++) {
+      const other = `t_churn_${process.pid}_${c}_${i}`;
+      await client.query(`create schema "${other}"; create table "${other}".t (id serial primary key, a int, b text)`);
+      await client.query(`drop schema "${other}" cascade`);
+    }
+  });
+  const opened: string[] = [];
+  try {
+    for (let i = 0; i < 30; i++) {
+      const mine = `t_migrate_${process.pid}_${i % 15}`;
+      if (i < 15) opened.push(mine);
+      // The second pass finds the migration tables it made in the first and has nothing to do.
+      const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: mine });
+      try {
+        await store.migrate();
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    churning = false;
+    await Promise.all(churned);
+    await Promise.all(churners.map((client) => client.end()));
+    await dropSchemas(...opened);
+  }
+});
+
+test('the introspector of a store reads its own schema only', { skip }, async () => {
+  const mine = `t_introspect_${process.pid}`;
+  const other = `t_introspect_other_${process.pid}`;
+  const admin = await connectClient();
+  const pool = new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+  const db = new Kysely<unknown>({ dialect: new OwnSchemaDialect({ pool }, mine) });
+  try {
+    await admin.query(`create schema "${mine}"; create table "${mine}".jobs (id serial primary key, note text not null default '')`);
+    await admin.query(`create schema "${other}"; create table "${other}".elsewhere (id int)`);
+    await admin.query(`comment on column "${mine}".jobs.note is 'free text'`);
+    const tables = await db.introspection.getTables();
+    assert.deepEqual(tables.map((t) => `${t.schema}.${t.name}`), [`${mine}.jobs`]);
+    assert.deepEqual(tables[0]!.columns.map(({ name, dataType, isAutoIncrementing, isNullable, hasDefaultValue, comment }) => ({ name, dataType, isAutoIncrementing, isNullable, hasDefaultValue, comment })), [
+      { name: 'id', dataType: 'int4', isAutoIncrementing: true, isNullable: false, hasDefaultValue: true, comment: undefined },
+      { name: 'note', dataType: 'text', isAutoIncrementing: false, isNullable: false, hasDefaultValue: true, comment: 'free text' },
+    ]);
+  } finally {
+    await db.destroy();
+    await admin.end();
+    await dropSchemas(mine, other);
+  }
+});
+
+test('a start that fails half way (here: a migration) closes the database connections it opened', { skip }, async () => {
+  const broken = `t_broken_${process.pid}_${Date.now()}`;
+  const workerId = `broken-start-${process.pid}`;
+  const admin = await connectClient();
+  const dataDir = makeDataDir('quarry-broken-');
+  try {
+    // A view where the first migration creates a table: that migration fails.
+    await admin.query(`create schema "${broken}"; create view "${broken}".tasks as select 1 as one`);
+    const config = loadConfig({ QUARRY_DATA_DIR: dataDir, QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: broken, QUARRY_WORKER_ID: workerId, QUARRY_SANDBOX: 'off' });
+    await assert.rejects(createQuarry(config, { logger: pino({ level: 'silent' }) }), /tasks/);
+    // A closed connection's backend leaves pg_stat_activity a moment later; an idle pooled
+    // connection that was never closed would stay for the pool's 10 s idle timeout.
+    await until('no connection of the failed start is left open', async () => {
+      const open = await admin.query('select count(*)::int as n from pg_stat_activity where application_name = $1', [`quarry ${workerId}`]);
+      return open.rows[0].n === 0;
+    }, { timeoutMs: 3000 });
+  } finally {
+    await admin.end();
+    await dropSchemas(broken);
+    removeDataDir(dataDir);
+  }
+});
+
+/**
+ * `target` (the store, or one of its repositories) with `method` held at its start until
+ * `release()`: a worker can then be stopped while that call is under way. Only the first call is
+ * held; `finished` settles when it has returned.
+ */
+function heldAt<T extends object>(target: T, method: keyof T & string): { held: T; entered: Promise<void>; release: () => void; finished: Promise<void> } {
+  const held = Object.create(target) as T;
+  const call = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
+  let enter!: () => void;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let first = true;
+  (held as Record<string, unknown>)[method] = async (...args: unknown[]) => {
+    if (!first) return call(...args);
+    first = false;
+    enter();
+    await released;
+    try {
+      return await call(...args);
+    } finally {
+      finish();
+    }
+  };
+  return { held, entered, release, finished };
+}
+
+/** A task service on `store`, as a process builds one. */
+function taskService(store: Store, config: Config): TaskService {
+  const bus = new EventBus();
+  return new TaskService({ store, units: new UnitsOfWork({ store, bus, origin: config.workerId }), config });
+}
+
+/**
+ * Starts a worker on `store` with one of the store's methods held (the scheduler lock, or the
+ * claim of turns), stops it while that call is under way, and waits for the call to finish:
+ * the state the worker leaves behind is then final.
+ */
+async function stopWhileBusy(
+  store: Store,
+  slowed: 'cluster.tryLock' | 'turns.claim',
+  opts: { cronIntervalMs: number; agent?: Agent },
+): Promise<void> {
+  const gate = slowed === 'turns.claim' ? heldAt(store.turns, 'claim') : heldAt(store.cluster, 'tryLock');
+  const slowStore = slowed === 'turns.claim'
+    ? Object.assign(Object.create(store) as Store, { turns: gate.held })
+    : Object.assign(Object.create(store) as Store, { cluster: gate.held });
+  const dataDir = makeDataDir('quarry-stop-');
+  try {
+    const config = loadConfig({ QUARRY_DATA_DIR: dataDir });
+    const runner = new TurnRunner({
+      queue: new TurnQueue(slowStore),
+      queries: new TurnQueries(slowStore),
+      sources: new SourceSnapshots(slowStore),
+      locks: slowStore.cluster,
+      service: taskService(slowStore, config),
+      // Unless the test gives one, no turn may run: the agent is never called. No turn has inputs.
+      agent: opts.agent ?? ({} as Agent),
+      uploads: {} as Uploads,
+      config,
+      logger: pino({ level: 'silent' }),
+      pollIntervalMs: 60_000,
+      cronIntervalMs: opts.cronIntervalMs,
+    });
+    await runner.start();
+    await within(gate.entered, 5000, `the worker's call of ${slowed}`);
+    // The stop is asked for first, so the held call returns to a worker that is stopping.
+    const stopping = runner.shutdown();
+    gate.release();
+    await stopping;
+    // Had the stop not waited for the call, what it took (a lock, turns) would still be held now.
+    await gate.finished;
+  } finally {
+    removeDataDir(dataDir);
+  }
+}
+
+test('a worker that stops while it is taking the scheduler lock lets go of the lock', { skip }, async () => {
+  const lockSchema = `t_sched_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: lockSchema });
+  const other = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: lockSchema });
+  try {
+    await store.migrate();
+    await stopWhileBusy(store, 'cluster.tryLock', { cronIntervalMs: 20 });
+    const lock = await other.cluster.tryLock('quarry:cron-scheduler');
+    assert.ok(lock?.held, 'the scheduler lock is free once the worker has stopped');
+    await lock.release();
+  } finally {
+    await store.close();
+    await other.close();
+    await dropSchemas(lockSchema);
+  }
+});
+
+test('a worker that stops while it is claiming turns starts none of them and leaves them pending', { skip }, async () => {
+  const claimSchema = `t_claim_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema });
+  try {
+    await store.migrate();
+    const service = taskService(store, loadConfig({}));
+    const accountId = (await new Accounts(store).createAccount('claims', 100)).account.id;
+    const created = await service.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
+    let agentCalls = 0;
+    const agent = { runTurn: async () => { agentCalls++; return { outcome: 'completed' }; } } as unknown as Agent;
+    await stopWhileBusy(store, 'turns.claim', { cronIntervalMs: 0, agent });
+    const turn = await store.turns.get(created.turnId!);
+    assert.equal(turn?.status, 'pending', 'the claimed turn was handed back');
+    assert.equal(turn?.startedAt, null, 'and never started');
+    assert.equal(agentCalls, 0);
+  } finally {
+    await store.close();
+    await dropSchemas(claimSchema);
+  }
+});
+
+test('a second claim of an idempotency key waits on the first one\'s uncommitted claim, and loses once that commits', { skip }, async () => {
+  const claimSchema = `t_key_claim_${process.pid}`;
+  const applicationName = `quarry-key-claim-${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema, applicationName });
+  const admin = await connectClient();
+  try {
+    await store.migrate();
+    const now = new Date();
+    const expiredBefore = new Date(now.getTime() - 24 * 60 * 60 * 1000).toISOString();
+    const record = (requestHash: string) => ({ requestHash, status: 200, body: `made by ${requestHash}`, createdAt: now.toISOString() });
+    let endFirst!: () => void;
+    const firstMayEnd = new Promise<void>((resolve) => (endFirst = resolve));
+    let firstClaimed!: (won: boolean) => void;
+    const claimedByFirst = new Promise<boolean>((resolve) => (firstClaimed = resolve));
+    const first = store.transaction(async (tx) => {
+      firstClaimed(await tx.idempotency.claim('acct_1', 'key', record('first'), expiredBefore));
+      await firstMayEnd;
+    });
+    assert.equal(await claimedByFirst, true);
+    const second = store.transaction((tx) => tx.idempotency.claim('acct_1', 'key', record('second'), expiredBefore));
+    await until('the second claim waits on the lock of the first one\'s row', async () => {
+      const waiting = await admin.query(`select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'`, [applicationName]);
+      return waiting.rows[0].n === 1;
+    });
+    endFirst();
+    await first;
+    assert.equal(await second, false, 'the key went to the first claim');
+    assert.equal((await store.idempotency.get('acct_1', 'key', expiredBefore))!.requestHash, 'first');
+  } finally {
+    await admin.end();
+    await store.close();
+    await dropSchemas(claimSchema);
+  }
+});
+
+test('notices are sent once their transactions commit, packed into few notifications, none for a rollback', { skip }, async () => {
+  const noticeSchema = `t_notice_${process.pid}_${Date.now()}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: noticeSchema });
+  const channel = `t_notices_${process.pid}`;
+  const raw = await connectClient();
+  try {
+    const received: string[] = [];
+    await store.cluster.listen(channel, (notice) => received.push(notice));
+    const notifications: string[] = [];
+    raw.on('notification', (msg) => notifications.push(msg.payload ?? ''));
+    await raw.query(`LISTEN ${channel}`);
+    // One transaction with 300 notices of about 100 bytes; 50 more transactions at once, one notice
+    // each; and one that rolls back.
+    const together = Array.from({ length: 300 }, (_, i) => `${'x'.repeat(90)} ${i}`);
+    const apart = Array.from({ length: 50 }, (_, i) => `apart ${i}`);
+    const rolledBack = store.transaction(async (tx) => {
+      await tx.cluster.notify(channel, 'never sent');
+      throw new Error('rolled back');
+    }).catch((err: Error) => err.message);
+    await store.transaction(async (tx) => {
+      for (const payload of together) await tx.cluster.notify(channel, payload);
+    });
+    await until('the notices of one transaction', () => received.length >= together.length);
+    assert.deepEqual(received, together, 'in the order sent');
+    assert.ok(notifications.length <= 5, `packed: ${notifications.length} notifications for 30 kB of notices`);
+    for (const payload of notifications) assert.ok(Buffer.byteLength(payload) <= 7900, 'each under the NOTIFY limit');
+    await Promise.all([...apart.map((payload) => store.transaction((tx) => tx.cluster.notify(channel, payload))), rolledBack]);
+    assert.equal(await rolledBack, 'rolled back');
+    // A notice committed after all of them: whatever else was to come came before it.
+    await store.transaction((tx) => tx.cluster.notify(channel, 'last'));
+    await until('the last notice', () => received.includes('last'));
+    assert.equal(received.at(-1), 'last');
+    assert.deepEqual(received.slice(together.length, -1).sort(), [...apart].sort(), 'each notice once, and nothing of the rollback');
+  } finally {
+    await raw.end();
+    await store.close();
+    await dropSchemas(noticeSchema);
+  }
+});
+
+test('events whose notice was lost still reach this process\'s listeners: the relay compares streams with the store', { skip }, async () => {
+  const relaySchema = `t_relay_${process.pid}_${Date.now()}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: relaySchema });
+  const bus = new EventBus();
+  const relay = new ClusterRelay({ store, bus, origin: 'here', logger: pino({ level: 'silent' }), onControl: () => {}, sweepIntervalMs: 100 });
+  try {
+    await store.migrate();
+    await relay.start();
+    const streamId = `tsk_relay_${process.pid}`;
+    const event = (seq: number): EventRecord => ({ taskId: streamId, seq, type: 'text', turnId: null, data: JSON.stringify({ seq, type: 'text' }) });
+    const got: number[] = [];
+    bus.subscribe(streamId, (e) => got.push(e.seq));
+    bus.publish([event(1)]);
+    // Stored by "another process" whose notices never came: no notify at all.
+    await store.events.insert([event(1), event(2), event(3)]);
+    await until('the events stored without a notice', () => got.length >= 3);
+    assert.deepEqual(got, [1, 2, 3], 'each once, in order');
+  } finally {
+    await relay.stop();
+    await store.close();
+    await dropSchemas(relaySchema);
+  }
+});
+
+test('a shared rate limit counts requests in the store in batches, and decides on the store\'s total at the limit or after a pause', { skip }, async () => {
+  const limitSchema = `t_limit_${process.pid}_${Date.now()}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: limitSchema });
+  const count = () => store.cluster.hitRateWindow('key_1', '2030-01-01T00:00:00.000Z', 0);
+  try {
+    await store.migrate();
+    // Every request below falls in one window of the limiters' clock.
+    let now = Date.parse('2030-01-01T00:00:30.000Z');
+    const node = new StoreRateLimiter(store.cluster, 5, () => now);
+    const other = new StoreRateLimiter(store.cluster, 5, () => now);
+    assert.equal(await node.take('key_1'), 0, 'knowing nothing yet: counted in the store first');
+    assert.deepEqual([node.take('key_1'), node.take('key_1')], [0, 0], 'then, under the limit, let through at once (no promise)');
+    await until('the node\'s batch written', async () => (await count()) === 3);
+    now += 1000;
+    // The other node knows nothing yet: its first request is counted in the store, its second
+    // (the fifth across both nodes) let through at once and written in its batch.
+    assert.equal(await other.take('key_1'), 0);
+    assert.equal(other.take('key_1'), 0, 'the fifth request, across two nodes');
+    await until('the other node\'s batch written', async () => (await count()) === 5);
+    // A second later, what the first node knows (3) is stale: its request is decided on the store's total.
+    now += 1000;
+    assert.equal(await node.take('key_1'), 28, 'the sixth: refused until the next minute');
+    assert.equal(await other.take('key_1'), 28);
+    assert.equal(await count(), 7, 'every request counted once');
+  } finally {
+    await store.close();
+    await dropSchemas(limitSchema);
+  }
+});
+
+// ---- the cluster link's own connections --------------------------------------------------------
+
+/** The connections open under `applicationName`, as PostgreSQL counts them. */
+async function openConnections(admin: pg.Client, applicationName: string): Promise<number> {
+  const r = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where application_name = $1', [applicationName]);
+  return r.rows[0]!.n;
+}
+
+/** A link whose connections the test sees as they are made, and changes with `prepare` (the nth, from 1) before the link uses them. */
+function watchedLink(applicationName: string, prepare: (client: pg.Client, n: number) => void = () => {}) {
+  const clients: pg.Client[] = [];
+  const link = new PostgresLink({ connectionString: TEST_DATABASE_URL, application_name: applicationName }, 'public', {
+    reconnectMs: 0,
+    newClient: (config) => {
+      const client = new pg.Client(config);
+      clients.push(client);
+      prepare(client, clients.length);
+      return client;
+    },
+  });
+  return { link, clients };
+}
+
+/** Makes `client` wait for `released` before it connects; `connected` settles once it has. */
+function heldUntil(client: pg.Client, released: Promise<void>, connected: (outcome: Promise<unknown>) => void): void {
+  const connect = client.connect.bind(client);
+  client.connect = (() => {
+    const outcome = released.then(() => connect());
+    connected(outcome);
+    return outcome;
+  }) as unknown as typeof client.connect;
+}
+
+/** Ends the backends of `applicationName`'s connections, as an administrator (or a restart) would. */
+async function terminate(admin: pg.Client, applicationName: string): Promise<void> {
+  await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [applicationName]);
+}
+
+const noneLeftOpen = (admin: pg.Client, applicationName: string) =>
+  until(`no connection of ${applicationName} left open`, async () => (await openConnections(admin, applicationName)) === 0, { timeoutMs: 3000 });
+
+/** A test of the link on a connection of the test's own (`admin`), the link's named `applicationName`. */
+function linkCase(title: string, tag: string, body: (admin: pg.Client, applicationName: string) => Promise<void>): void {
+  test(title, { skip }, async () => {
+    const admin = await connectClient();
+    try {
+      await body(admin, `quarry link ${tag} ${process.pid}`);
+    } finally {
+      await admin.end();
+    }
+  });
+}
+
+linkCase('the cluster link closed while its listening connection is being set up leaves no connection open', 'setup', async (admin, applicationName) => {
+  const { link } = watchedLink(applicationName);
+  const listening = link.listen('quarry_link_setup', () => {});
+  await link.close();
+  await assert.rejects(listening, /closed/);
+  await noneLeftOpen(admin, applicationName);
+});
+
+linkCase('the cluster link closed while it reconnects after losing its listening connection leaves no connection open', 'reconnect', async (admin, applicationName) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let reconnected: Promise<unknown> | undefined;
+  const { link, clients } = watchedLink(applicationName, (client, n) => n === 2 && heldUntil(client, released, (outcome) => (reconnected = outcome)));
+  await link.listen('quarry_link_reconnect', () => {});
+  assert.equal(await openConnections(admin, applicationName), 1);
+  await terminate(admin, applicationName);
+  await until('the link to reconnect', () => clients.length === 2);
+  // Closed while the new connection is on its way, which then arrives.
+  const closing = link.close();
+  release();
+  await closing;
+  await reconnected;
+  await noneLeftOpen(admin, applicationName);
+});
+
+linkCase('the cluster link closed after losing its listening connection does not reconnect', 'lost', async (admin, applicationName) => {
+  let closing = false;
+  let madeAfterClose = 0;
+  const { link, clients } = watchedLink(applicationName, () => void (closing && madeAfterClose++));
+  await link.listen('quarry_link_lost', () => {});
+  const lost = new Promise((resolve) => {
+    clients[0]!.once('error', resolve);
+    clients[0]!.once('end', resolve);
+  });
+  await terminate(admin, applicationName);
+  // The link heard of the loss in the same emit, before this: its reconnect (after 0 ms) is due,
+  // or, on a busy machine, already begun (the close must then end that connection).
+  await lost;
+  closing = true;
+  await link.close();
+  // A timer set after the link's fires after it: by then a reconnect would have begun.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assert.equal(madeAfterClose, 0, 'no connection made after the close');
+  await noneLeftOpen(admin, applicationName);
+});
+
+linkCase('the cluster link ends a listening connection whose LISTEN failed, and takes no lock once closed', 'failed', async (admin, applicationName) => {
+  const { link } = watchedLink(applicationName, (client) => {
+    const query = client.query.bind(client);
+    client.query = ((text: string) => (/^LISTEN/.test(text) ? Promise.reject(new Error('LISTEN refused')) : query(text))) as typeof query;
+  });
+  await assert.rejects(link.listen('quarry_link_failed', () => {}), /LISTEN refused/);
+  await noneLeftOpen(admin, applicationName);
+
+  await link.close();
+  assert.equal(await link.tryLock('quarry:after-close'), null);
+  await noneLeftOpen(admin, applicationName);
+});
