@@ -38,6 +38,8 @@ export interface ResearcherStats {
   multi_call_replies: number;
   /** The most requests this model was answering at once. */
   max_in_flight: number;
+  /** Per request in order of arrival: its tokens, cached tokens, and whether a sub-researcher sent it. */
+  requests: { tokens: number; cached: number; sub: boolean }[];
 }
 
 export interface ResearcherModel {
@@ -86,7 +88,7 @@ class PrefixCache {
 function emptyStats(): ResearcherStats {
   return {
     calls: 0, sub_calls: 0, input_tokens: 0, cached_tokens: 0, output_tokens: 0, largest_request_chars: 0, largest_request_tokens: 0,
-    research_offered: false, research_calls: 0, multi_call_replies: 0, max_in_flight: 0,
+    research_offered: false, research_calls: 0, multi_call_replies: 0, max_in_flight: 0, requests: [],
   };
 }
 
@@ -115,6 +117,7 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
     stats.output_tokens += completionTokens;
     stats.largest_request_chars = Math.max(stats.largest_request_chars, prompt.length);
     stats.largest_request_tokens = Math.max(stats.largest_request_tokens, promptTokens);
+    stats.requests.push({ tokens: promptTokens, cached, sub: !tools.has('update_spec') });
     stats.research_offered ||= tools.has('research');
     stats.research_calls += (reply.toolCalls ?? []).filter((c) => c.name === 'research').length;
     if ((reply.toolCalls ?? []).length > 1) stats.multi_call_replies++;
@@ -130,7 +133,7 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
 
   return {
     url: fake.url,
-    stats: () => ({ ...stats }),
+    stats: () => ({ ...stats, requests: [...stats.requests] }),
     reset() {
       stats = emptyStats();
       cache.clear();
