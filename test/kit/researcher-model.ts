@@ -227,8 +227,11 @@ const leadershipQuery = (c: ResearchCompany) => `${c.name} chief executive leade
  */
 function research(companies: ResearchCompany[], calls: PastCall[], output: string, tools: Set<string>): FakeReply | undefined {
   const fetchName = tools.has('fetch_url') ? 'fetch_url' : undefined;
-  for (const c of companies) {
-    if (calls.some((k) => k.name === 'write_rows' && (k.args.rows as { company?: string }[] | undefined)?.some((r) => r.company === c.name))) continue;
+  // Companies are taken in order: one the conversation shows work on means those before it are
+  // done, even when a compaction has dropped their calls.
+  const latest = Math.max(-1, ...calls.map((k) => companies.findIndex((c) => concerns(k, c))));
+  for (const [i, c] of companies.entries()) {
+    if (i < latest || calls.some((k) => k.name === 'write_rows' && concerns(k, c))) continue;
     const fetched = new Set(calls.filter((k) => k.name === 'fetch_url').map((k) => String(k.args.url)));
     const steps: [string, number][] = [[profileQuery(c), 3], [leadershipQuery(c), 2]];
     for (const [query, pages] of steps) {
@@ -242,6 +245,14 @@ function research(companies: ResearchCompany[], calls: PastCall[], output: strin
     return { toolCalls: [{ name: 'write_rows', arguments: rowFor(c, calls, output) }] };
   }
   return undefined;
+}
+
+/** Whether a call was made for company `c`: its search, a fetch of one of its pages, or its row. */
+function concerns(call: PastCall, c: ResearchCompany): boolean {
+  if (call.name === 'web_search') return String(call.args.query).startsWith(c.name);
+  if (call.name === 'fetch_url') return String(call.args.url).includes(`/${c.slug}/`);
+  if (call.name === 'write_rows') return (call.args.rows as { company?: string }[] | undefined)?.some((r) => r.company === c.name) ?? false;
+  return false;
 }
 
 /** The URLs of a web_search result whose title names the company, in rank order. */
