@@ -11,7 +11,8 @@
  * Each reply waits a provider-like delay (`latencyMs` times `scale`), and the usage it reports
  * counts tokens as characters / 4 and cached tokens by OpenAI's documented prefix rule: a prompt
  * that shares a prefix of at least 1,024 tokens with an earlier request has that prefix cached,
- * rounded down to 128-token steps (`usage.prompt_tokens_details.cached_tokens`).
+ * rounded down to 128-token steps (`usage.prompt_tokens_details.cached_tokens`). A prompt is
+ * cached once it has been answered, so requests sent at the same time do not hit each other.
  */
 import { createHash } from 'node:crypto';
 import { startFakeOpenAI, type FakeReply, type FakeRequestBody, type FakeToolCall } from './fake-openai-server.js';
@@ -60,24 +61,34 @@ export interface ResearcherModelOptions {
   scale?: number;
 }
 
-/** OpenAI-style prompt cache: the hash of every 128-token-aligned prefix seen so far. */
+/** OpenAI-style prompt cache: the hash of every 128-token-aligned prefix of the prompts answered so far. */
 class PrefixCache {
   private readonly seen = new Set<string>();
   private readonly blockChars = CACHE_BLOCK_TOKENS * CHARS_PER_TOKEN;
 
-  /** Cached tokens of `prompt` (from earlier prompts), then remembers its prefixes. */
-  lookup(prompt: string): number {
+  /** The hashes of `prompt`'s block-aligned prefixes, shortest first (each chains the one before). */
+  private prefixes(prompt: string): string[] {
+    const hashes: string[] = [];
     let hash = '';
-    let cachedBlocks = 0;
-    let missed = false;
-    for (let end = this.blockChars, block = 1; end <= prompt.length; end += this.blockChars, block++) {
+    for (let end = this.blockChars; end <= prompt.length; end += this.blockChars) {
       hash = createHash('sha1').update(hash).update(prompt.slice(end - this.blockChars, end)).digest('hex');
-      if (!missed && this.seen.has(hash)) cachedBlocks = block;
-      else missed = true;
-      this.seen.add(hash);
+      hashes.push(hash);
     }
-    const tokens = cachedBlocks * CACHE_BLOCK_TOKENS;
+    return hashes;
+  }
+
+  /** Cached tokens of `prompt`: its longest prefix an answered prompt shared, from 1,024 tokens on. */
+  lookup(prompt: string): number {
+    const hashes = this.prefixes(prompt);
+    let blocks = 0;
+    while (blocks < hashes.length && this.seen.has(hashes[blocks]!)) blocks++;
+    const tokens = blocks * CACHE_BLOCK_TOKENS;
     return tokens >= CACHE_MIN_TOKENS ? tokens : 0;
+  }
+
+  /** Caches `prompt` once it is answered: requests still in flight alongside it do not hit it. */
+  remember(prompt: string): void {
+    for (const hash of this.prefixes(prompt)) this.seen.add(hash);
   }
 
   clear(): void {
@@ -123,9 +134,11 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
     if ((reply.toolCalls ?? []).length > 1) stats.multi_call_replies++;
     inFlight++;
     stats.max_in_flight = Math.max(stats.max_in_flight, inFlight);
-    // The wait stands in for the provider's time to answer; the reply is only counted out once sent.
+    // The wait stands in for the provider's time to answer (drawn from the prompt's end, so the
+    // same request waits the same in every run).
     await new Promise((resolve) => setTimeout(resolve, delayFor(prompt.slice(-400), latency, scale)));
     inFlight--;
+    cache.remember(prompt);
     // Not a fresh literal: the usage carries OpenAI's prompt_tokens_details, which FakeReply does not declare.
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, prompt_tokens_details: { cached_tokens: cached } };
     return { ...reply, usage };
