@@ -26,6 +26,7 @@ import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
 import { IdempotencyRecords } from './tasks/idempotency-records.js';
 import { TaskService } from './tasks/task-service.js';
+import { TurnWrites } from './tasks/turn-writes.js';
 import { UnitsOfWork } from './tasks/unit-of-work.js';
 import { Pruner } from './pruner.js';
 import { TurnRunner } from './engine/turn-runner.js';
@@ -115,7 +116,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   if (sandbox && !sandbox.available) logger.warn(`run_code is disabled: ${sandbox.reason}`);
   const runner = runsTurns && sandbox
     ? new TurnRunner({
-        service: tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
+        writes: new TurnWrites({ units, config }), tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
         uploads, config, logger, metrics,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
