@@ -56,6 +56,12 @@ export interface Quarry {
    * up) and starts the workers; resolves with the base URL.
    */
   listen(): Promise<string>;
+  /**
+   * Starts what a process runs besides answering requests: turns, webhook deliveries and the
+   * pruner, where its role has them. listen() does this too; a caller that serves no socket
+   * (requests through app.inject()) calls it alone.
+   */
+  startWorkers(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -155,6 +161,11 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   });
 
   let starterKey: string | null = null;
+  const startWorkers = async () => {
+    await runner?.start({ reclaimAll: store.kind === 'sqlite' });
+    dispatcher?.start();
+    pruner?.start();
+  };
   return {
     config, app, store, bus, tasks, accounts, runner,
     get starterKey() {
@@ -164,15 +175,14 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       await relay.start();
       await app.listen({ host: config.host, port: config.port });
       starterKey = await accounts.ensureStarterAccount(config.starterCredits, opts.onStarterKey);
-      await runner?.start({ reclaimAll: store.kind === 'sqlite' });
-      dispatcher?.start();
-      pruner?.start();
+      await startWorkers();
       ready = true;
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.port;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
       return `http://${host}:${port}`;
     },
+    startWorkers,
     async close() {
       ready = false;
       // Each step runs even if an earlier one failed (e.g. the store is already gone).
