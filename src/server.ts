@@ -26,6 +26,7 @@ import { openStore } from './store/open-store.js';
 import type { Store } from './store/store.js';
 import { IdempotencyRecords } from './tasks/idempotency-records.js';
 import { TaskService } from './tasks/task-service.js';
+import { TurnWrites } from './tasks/turn-writes.js';
 import { UnitsOfWork } from './tasks/unit-of-work.js';
 import { Pruner } from './pruner.js';
 import { TurnRunner } from './engine/turn-runner.js';
@@ -55,6 +56,12 @@ export interface Quarry {
    * up) and starts the workers; resolves with the base URL.
    */
   listen(): Promise<string>;
+  /**
+   * Starts what a process runs besides answering requests: turns, webhook deliveries and the
+   * pruner, where its role has them. listen() does this too; a caller that serves no socket
+   * (requests through app.inject()) calls it alone.
+   */
+  startWorkers(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -115,7 +122,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   if (sandbox && !sandbox.available) logger.warn(`run_code is disabled: ${sandbox.reason}`);
   const runner = runsTurns && sandbox
     ? new TurnRunner({
-        service: tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
+        writes: new TurnWrites({ units, config }), tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
         uploads, config, logger, metrics,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
@@ -154,6 +161,11 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   });
 
   let starterKey: string | null = null;
+  const startWorkers = async () => {
+    await runner?.start({ reclaimAll: store.kind === 'sqlite' });
+    dispatcher?.start();
+    pruner?.start();
+  };
   return {
     config, app, store, bus, tasks, accounts, runner,
     get starterKey() {
@@ -163,15 +175,14 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       await relay.start();
       await app.listen({ host: config.host, port: config.port });
       starterKey = await accounts.ensureStarterAccount(config.starterCredits, opts.onStarterKey);
-      await runner?.start({ reclaimAll: store.kind === 'sqlite' });
-      dispatcher?.start();
-      pruner?.start();
+      await startWorkers();
       ready = true;
       const address = app.server.address();
       const port = typeof address === 'object' && address ? address.port : config.port;
       const host = config.host.includes(':') ? `[${config.host}]` : config.host;
       return `http://${host}:${port}`;
     },
+    startWorkers,
     async close() {
       ready = false;
       // Each step runs even if an earlier one failed (e.g. the store is already gone).

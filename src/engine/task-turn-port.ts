@@ -7,8 +7,8 @@ import type { SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/rec
 import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import type { SourceSnapshots } from '../outputs/source-snapshots.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
-import type { TaskService } from '../tasks/task-service.js';
 import type { TurnQueries } from '../tasks/turn-queries.js';
+import type { TurnWrites } from '../tasks/turn-writes.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { retryWhileStoreUnavailable } from './retry-while-store-unavailable.js';
 import { TurnAbort } from './turn-abort.js';
@@ -18,9 +18,9 @@ const TEXT_FLUSH_MS = 250;
 /** What the runner and its ports report: turn ends, tokens, store outages. */
 export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelTokens' | 'storeUnavailable'>;
 
-/** What a turn's port reads and writes through: the task service and the task's queries, never the store itself. */
+/** What a turn's port reads and writes through: the turn's writes and the task's queries, never the store itself. */
 export interface TaskTurnPortDeps {
-  service: TaskService;
+  writes: TurnWrites;
   queries: TurnQueries;
   sources: SourceSnapshots;
   uploads: Uploads;
@@ -31,7 +31,7 @@ export interface TaskTurnPortDeps {
 }
 
 /**
- * The TurnPort of one claimed turn, against the task service: every change goes through it (one
+ * The TurnPort of one claimed turn, over TurnWrites: every change goes through it (one
  * transaction each), and a change refused because the turn no longer runs (stopped, deleted)
  * ends the turn's work with a TurnAbort. A change that finds the store unavailable is tried again
  * until it is stored or the turn's signal aborts (retryWhileStoreUnavailable).
@@ -84,7 +84,7 @@ export class TaskTurnPort implements TurnPort {
   }
 
   async updateSpec(spec: TaskSpec): Promise<void> {
-    if (!(await this.durable(() => this.deps.service.updateSpec(this.turn.id, this.turn.taskId, spec)))) throw new TurnAbort('stopped');
+    if (!(await this.durable(() => this.deps.writes.updateSpec(this.turn.id, this.turn.taskId, spec)))) throw new TurnAbort('stopped');
     this.currentSpec = spec;
   }
 
@@ -96,7 +96,7 @@ export class TaskTurnPort implements TurnPort {
 
   async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number }> {
     // The write key makes a second try after an unclear failure write nothing twice.
-    const written = await this.durable(() => this.deps.service.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, verifiedRows));
+    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, verifiedRows));
     if (!written) throw new TurnAbort('stopped');
     return written;
   }
@@ -136,7 +136,7 @@ export class TaskTurnPort implements TurnPort {
     // Most model calls and tool rounds find the task in the state they ask for: no transaction then.
     if (phase === this.phase && activity === this.activity) return;
     await this.flushText();
-    await this.durable(() => this.deps.service.setTurnState(this.turn.id, this.turn.taskId, state));
+    await this.durable(() => this.deps.writes.setTurnState(this.turn.id, this.turn.taskId, state));
     this.phase = phase;
     this.activity = activity;
   }
@@ -148,14 +148,14 @@ export class TaskTurnPort implements TurnPort {
 
   async tool(event: ToolEvent): Promise<void> {
     await this.flushText();
-    await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event }));
+    await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event }));
   }
 
   async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
     // The text streamed since the last flush goes into the checkpoint's own transaction (a model
     // step's text is stored with the step): one transaction fewer, and never one without the other.
     const text = await this.takeText();
-    const charged = await this.durable(() => this.deps.service.checkpointStep(this.turn, step, JSON.stringify(data), usage, text));
+    const charged = await this.durable(() => this.deps.writes.checkpointStep(this.turn, step, JSON.stringify(data), usage, text));
     if (!charged) throw new TurnAbort('stopped');
     this.replyTextStored = false;
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
@@ -177,7 +177,7 @@ export class TaskTurnPort implements TurnPort {
     const text = this.textBuffer;
     this.textBuffer = '';
     const write = previous.then(async () => {
-      await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text }));
+      await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'text', { text }));
       this.replyTextStored = true;
     });
     this.textWrite = write;
@@ -189,7 +189,7 @@ export class TaskTurnPort implements TurnPort {
     await this.takeText();
     if (!this.replyTextStored) return;
     this.replyTextStored = false;
-    await this.durable(() => this.deps.service.turnEvent(this.turn.id, this.turn.taskId, 'text', { text: '', restart: true }));
+    await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'text', { text: '', restart: true }));
   }
 
   /** Waits for the text writes under way and hands over the text not yet stored, which the caller stores. */

@@ -1,6 +1,6 @@
 /**
  * The worker side: claims ready turns under a lease (TurnQueue), runs each through the agent with
- * a TaskTurnPort (the agent's TurnPort, implemented against the task service), renews the lease
+ * a TaskTurnPort (the agent's TurnPort, implemented over TurnWrites), renews the lease
  * while it runs, and reports the end. At most `maxConcurrentTurns` run at once; the rest wait in
  * the store, and a process that runs turns also fires the cron ticks (CronScheduler).
  */
@@ -15,19 +15,22 @@ import { NO_METRICS } from '../metrics/metrics.js';
 import type { SourceSnapshots } from '../outputs/source-snapshots.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
 import type { StoreCluster } from '../store/store.js';
-import type { TaskService } from '../tasks/task-service.js';
 import type { TurnQueries } from '../tasks/turn-queries.js';
 import type { TurnQueue } from '../tasks/turn-queue.js';
+import type { TurnWrites } from '../tasks/turn-writes.js';
 import type { Uploads } from '../uploads/uploads.js';
 import type { StoredStep } from '../agent/turn-port.js';
-import { CronScheduler } from './cron-scheduler.js';
+import { CronScheduler, type CronSchedulerOptions } from './cron-scheduler.js';
 import { startLeaseHeartbeat } from './lease-heartbeat.js';
 import { retryWhileStoreUnavailable } from './retry-while-store-unavailable.js';
 import { TaskTurnPort, type TurnMetrics } from './task-turn-port.js';
 import { TurnAbort } from './turn-abort.js';
 
 export interface TurnRunnerOptions {
-  service: TaskService;
+  /** The running turns' writes: their start, events, rows, steps and end. */
+  writes: TurnWrites;
+  /** What the cron scheduler fires due ticks through. */
+  tasks: CronSchedulerOptions['tasks'];
   queue: TurnQueue;
   queries: TurnQueries;
   sources: SourceSnapshots;
@@ -70,7 +73,7 @@ export class TurnRunner {
   constructor(private readonly opts: TurnRunnerOptions) {
     this.metrics = opts.metrics ?? NO_METRICS;
     this.cron = new CronScheduler({
-      tasks: opts.service, locks: opts.locks, intervalMs: opts.cronIntervalMs ?? 1000,
+      tasks: opts.tasks, locks: opts.locks, intervalMs: opts.cronIntervalMs ?? 1000,
       onError: (err) => this.logFailure(err, 'cron tick failed'),
     });
   }
@@ -177,7 +180,7 @@ export class TurnRunner {
   }
 
   private async run(turn: TurnRecord, controller: AbortController): Promise<void> {
-    const { service, queue, queries, config, logger } = this.opts;
+    const { writes, queue, queries, config, logger } = this.opts;
     const { metrics } = this;
     const began = performance.now();
     // A turn's start time is stored when its start is recorded: one that has it was started before.
@@ -188,7 +191,7 @@ export class TurnRunner {
     let steps: StoredStep[];
     let inputs: string[];
     try {
-      task = await durable(() => service.turnStarted(turn, resumed));
+      task = await durable(() => writes.turnStarted(turn, resumed));
       if (!task) return;
       // Only a resumed turn has checkpoints to replay.
       steps = resumed ? await durable(() => queries.steps(turn.id)) : [];
@@ -217,7 +220,7 @@ export class TurnRunner {
       result = await this.opts.agent.runTurn(port);
       await port.flushText();
     } catch (err) {
-      // The port throws a TurnAbort of its own when the task service says the turn no longer runs.
+      // The port throws a TurnAbort of its own when TurnWrites says the turn no longer runs.
       const abort: unknown = controller.signal.aborted ? controller.signal.reason : err;
       const reason = abort instanceof TurnAbort ? abort.reason : undefined;
       if (reason === 'timeout') {
@@ -243,7 +246,7 @@ export class TurnRunner {
       // The turn's own signal may have aborted (its time limit): its end is stored anyway, waiting
       // out an outage until shutdown; a turn whose end is never stored is resumed once its lease runs out.
       const ended = await retryWhileStoreUnavailable(async () => {
-        await service.finishTurn(turn.id, turn.taskId, outcome, error);
+        await writes.finishTurn(turn.id, turn.taskId, outcome, error);
         return true;
       }, this.shutdownSignal.signal, { logger, turnId: turn.id, metrics }).catch((err) => {
         if (!(err instanceof TurnAbort)) throw err;

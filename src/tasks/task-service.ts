@@ -2,8 +2,8 @@
  * The task state machine as the API drives it (interface §3, decisions §2, §4, §6): create,
  * message, execute, stop, PATCH, delete, cron ticks and a group's runs. Every change is one unit
  * of work (unit-of-work.ts) that locks the task row, stores its events and publishes them after
- * commit; the transitions changes share are in task-transitions.ts, and the writes of a running
- * turn, which this service inherits, in turn-writes.ts. Routes and the turn runner call these
+ * commit; the transitions changes share are in task-transitions.ts; the writes of a running turn are
+ * TurnWrites' (turn-writes.ts). Routes, the group service and the cron scheduler call these
  * methods and never write task state themselves.
  */
 import { hasCredits } from '../accounts/accounts.js';
@@ -11,12 +11,14 @@ import type { Schedule, Task, TaskSpec } from '../contract/index.js';
 import type { TaskPatch, TaskRecord } from '../domain/records.js';
 import { nextCronRun, normalizeSchedule } from '../domain/spec.js';
 import { isVisibleTo, toReplyView, toTaskView } from '../domain/task-view.js';
+import type { Config } from '../config.js';
 import { QuarryError, turnError } from '../errors.js';
 import { newId } from '../ids.js';
+import type { Store } from '../store/store.js';
+import { Admission } from './admission.js';
 import { beginTurn, endTurn, insertTask, newTurn } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
-import { TurnWrites } from './turn-writes.js';
-import type { ChangeGuard, ChangeTarget, UnitOfWork } from './unit-of-work.js';
+import type { ChangeGuard, ChangeTarget, UnitOfWork, UnitsOfWork } from './unit-of-work.js';
 
 /** A group run to start: a task of the group's spec whose one turn is given the input. */
 export interface NewRun {
@@ -42,7 +44,25 @@ export interface TaskReply {
   fromSeq: number;
 }
 
-export class TaskService extends TurnWrites {
+export interface TaskServiceOptions {
+  store: Store;
+  units: UnitsOfWork;
+  config: Config;
+}
+
+export class TaskService {
+  private readonly store: Store;
+  private readonly units: UnitsOfWork;
+  private readonly config: Config;
+  private readonly admission: Admission;
+
+  constructor(opts: TaskServiceOptions) {
+    this.store = opts.store;
+    this.units = opts.units;
+    this.config = opts.config;
+    this.admission = new Admission(opts.config);
+  }
+
   // ---- creates and messages -------------------------------------------------------------------
 
   /** Creates a task and its first turn (a plan turn from a prompt, an execute turn from a spec). */

@@ -12,31 +12,23 @@ import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
 import type { TaskRecord, TurnRecord } from '../domain/records.js';
 import { turnError, type TurnError } from '../errors.js';
-import type { Store } from '../store/store.js';
-import { Admission } from './admission.js';
 import { endTurn, startingState } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
 import type { UnitsOfWork } from './unit-of-work.js';
 
 export interface TurnWritesOptions {
-  store: Store;
   units: UnitsOfWork;
-  config: Config;
+  /** The prices a step is charged at. */
+  config: Pick<Config, 'prices'>;
 }
 
-/** The turn's side of the task state machine; TaskService adds the changes the API asks for. */
+/** The running turn's side of the task state machine. */
 export class TurnWrites {
-  protected readonly store: Store;
-  protected readonly units: UnitsOfWork;
-  protected readonly config: Config;
-  protected readonly admission: Admission;
+  private readonly units: UnitsOfWork;
   private readonly prices: MicroPrices;
 
   constructor(opts: TurnWritesOptions) {
-    this.store = opts.store;
     this.units = opts.units;
-    this.config = opts.config;
-    this.admission = new Admission(opts.config);
     this.prices = pricesInMicros(opts.config.prices);
   }
 

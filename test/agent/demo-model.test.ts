@@ -14,7 +14,7 @@ import { readSse } from '../kit/sse-client.js';
 
 describe('the demo model', () => {
   it('runs a whole turn: plans an output, writes rows with sources, streams its text, charges, ends done', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'Granite or marble? Granite, said the quarry.' } });
     assert.equal(created.status, 200, created.text);
     const taskId = created.body.task_id;
@@ -43,7 +43,7 @@ describe('the demo model', () => {
   });
 
   it('names the rows it wrote in its answer as the tool did: by _row, from 1', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'Granite, marble, slate, basalt, gneiss, schist, quartzite, sandstone, limestone, chalk and flint.' } });
     assert.equal(created.status, 200, created.text);
     const stream = await readSse(h.url, `/task/${created.body.task_id}/stream?after=0`, { key: h.key });
@@ -57,7 +57,7 @@ describe('the demo model', () => {
   });
 
   it('in a task group, writes one made-up row per input into the group\'s table, so the merged table fills', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const spec = {
       prompt: 'Find the headquarters of the company given.',
       input_columns: [{ name: 'company', required: true }],
@@ -76,7 +76,7 @@ describe('the demo model', () => {
   });
 
   it('a follow-up message gets its own turn that counts the new message', async (t) => {
-    const h = await startTestHarness(t, { inject: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'one two two' } });
     await waitIdle(h, created.body.task_id);
     const more = await h.request('POST', `/task/${created.body.task_id}/continue`, { body: { message: 'three three three' } });
@@ -90,7 +90,7 @@ describe('the demo model', () => {
   });
 
   it('a message without words gets no rows, and an answer that says what it is', async (t) => {
-    const h = await startTestHarness(t, { inject: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: '?!' } });
     assert.equal(created.status, 200, created.text);
     await waitIdle(h, created.body.task_id);

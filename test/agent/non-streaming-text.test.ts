@@ -30,7 +30,7 @@ function textOf(events: any[]): string {
 
 describe('model text without a stream', () => {
   it('QUARRY_MODEL_STREAM=0: the whole reply is one text event, before the turn ends', async (t) => {
-    const h = await startTestHarness(t, { inject: true, env: { QUARRY_MODEL_STREAM: '0' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MODEL_STREAM: '0' } });
     fakeModel(h).script({ text: 'Found two plants in Sweden.' });
     const events = await runTask(h, 'Li-ion plants in Sweden.');
     assert.equal(fakeModel(h).requests[0]!.body.stream, false);
@@ -41,7 +41,7 @@ describe('model text without a stream', () => {
   });
 
   it('QUARRY_MODEL_STREAM=0: the text of every reply of a turn, tool calls too, once each and in order', async (t) => {
-    const h = await startTestHarness(t, { inject: true, env: { QUARRY_MODEL_STREAM: '0' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MODEL_STREAM: '0' } });
     fakeModel(h).script({ ...PLAN, text: 'Planning the notes.' }, { text: 'Nothing more to add.' }, { text: 'Done here.' });
     const events = await runTask(h, 'Notes on granite.');
     const texts = events.filter((e) => e.type === 'text').map((e) => e.text);
@@ -52,7 +52,7 @@ describe('model text without a stream', () => {
   });
 
   it('a server that ignores stream: true and answers with one JSON body', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const ignoring: FakeReply = { text: 'One whole answer.', ignoreStream: true };
     fakeModel(h).script(ignoring);
     const events = await runTask(h, 'Quarries in Vermont.');
@@ -61,7 +61,7 @@ describe('model text without a stream', () => {
   });
 
   it('streamed text is sent once, not again when the reply is complete', async (t) => {
-    const h = await startTestHarness(t);
+    const h = await startTestHarness(t, { listen: true });
     const text = 'Streamed in several pieces, with ünïcode and emoji 🪨 too.';
     fakeModel(h).script({ text, chunkDelayMs: 5 });
     const res = await h.request('POST', '/task', { body: { prompt: 'Streamed granite.' } });
@@ -75,7 +75,6 @@ describe('model text without a stream', () => {
     const anthropic: FakeAnthropic = await startFakeAnthropic();
     t.after(() => anthropic.close());
     const h = await startTestHarness(t, {
-      inject: true,
       model: false,
       env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'sk-ant-test', QUARRY_MODEL: 'claude-test', QUARRY_MODEL_STREAM: '0' },
     });

@@ -168,7 +168,7 @@ describe('a streamed reply cut part-way, as a task\'s events show it', { timeout
   const CUT = { text: REPLY, chunkDelayMs: 300, cutAfterEvents: 3 };
 
   async function runTask(t: TestContext, replies: FakeReply[]): Promise<TaskEvent[]> {
-    const h = await startTestHarness(t, { retryDelaysMs: [10, 20] });
+    const h = await startTestHarness(t, { listen: true, retryDelaysMs: [10, 20] });
     fakeModel(h).setResponder((_body, index) => replies[Math.min(index, replies.length - 1)]!);
     const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont?' } });
     assert.equal(created.status, 200, created.text);

@@ -22,7 +22,6 @@ describe('a research turn end to end', () => {
     web = await startFixtureWeb();
     search = await startFakeSearch();
     h = await startHarness({
-      inject: true,
       env: { QUARRY_SEARCH_PROVIDER: 'searxng', QUARRY_SEARCH_URL: search.url, QUARRY_FETCH_ALLOW_PRIVATE: '1' },
     });
   });
@@ -114,7 +113,7 @@ describe('a research turn end to end', () => {
   });
 
   it('refuses to fetch a private address unless the operator allows it', async () => {
-    const strict = await startHarness({ inject: true });
+    const strict = await startHarness();
     try {
       strict.model!.script({ toolCalls: [{ name: 'fetch_url', arguments: { url: `${web.url}/articles/granite.html` } }] }, { text: 'Could not fetch.' });
       const created = await strict.request('POST', '/task/start', { body: { task: { prompt: 'fetch a loopback page' } } });
@@ -130,7 +129,7 @@ describe('a research turn end to end', () => {
 
 describe('run_code in a turn', () => {
   it('computes over an uploaded CSV in the sandbox and loads its result file as rows', async (t) => {
-    const h = await startHarness({ inject: true, env: { QUARRY_SANDBOX: 'bwrap' } });
+    const h = await startHarness({ env: { QUARRY_SANDBOX: 'bwrap' } });
     t.after(() => h.close());
     const csv = 'part,price\nbolt,0.25\nnut,0.1\ngear,4\n';
     const ticket = await h.request('POST', '/upload-url', { body: { filename: 'parts.csv', content_type: 'text/csv', size_bytes: csv.length } });
@@ -168,7 +167,7 @@ describe('the Anthropic provider, configured by environment', () => {
 
   before(async () => {
     anthropic = await startFakeAnthropic();
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'sk-test', QUARRY_MODEL: 'claude-test' } });
+    h = await startHarness({ model: false, env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'sk-test', QUARRY_MODEL: 'claude-test' } });
   });
   after(async () => {
     await h.close();
@@ -197,7 +196,7 @@ describe('the Anthropic provider, configured by environment', () => {
 
 describe('turn limits', () => {
   it('a turn running past spec.limits.max_turn_seconds ends with limit_reached and keeps its rows', async (t) => {
-    const h = await startHarness({ inject: true });
+    const h = await startHarness();
     t.after(() => h.close());
     h.model!.script(
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'items', rows: [{ name: 'kept' }], sources: [{ url: 'https://example.com/' }] } }] },

@@ -1,6 +1,6 @@
 /**
- * TaskTurnPort, the TurnPort the turn runner gives the agent: which of its calls reach the task
- * service (each one a transaction). The service here only records what it is asked.
+ * TaskTurnPort, the TurnPort the turn runner gives the agent: which of its calls reach the turn's
+ * writes (each one a transaction). The writes here only record what they are asked.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -8,8 +8,8 @@ import pino from 'pino';
 import type { Config } from '../../src/config.js';
 import type { TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { normalizeSpec } from '../../src/domain/spec.js';
-import type { TaskService } from '../../src/tasks/task-service.js';
 import type { TurnQueries } from '../../src/tasks/turn-queries.js';
+import type { TurnWrites } from '../../src/tasks/turn-writes.js';
 import type { SourceSnapshots } from '../../src/outputs/source-snapshots.js';
 import { TaskTurnPort } from '../../src/engine/task-turn-port.js';
 import type { Uploads } from '../../src/uploads/uploads.js';
@@ -21,20 +21,20 @@ function taskRecord(state: Pick<TaskRecord, 'phase' | 'activity'>): TaskRecord {
   return { id: 'tsk_1', accountId: 'acc_1', spec: normalizeSpec({ prompt: 'Granite.' }), currentTurnId: 'turn_1', ...state } as TaskRecord;
 }
 
-/** A port over a service that records the calls it gets. */
+/** A port over writes that record the calls they get. */
 function portFor(task: TaskRecord) {
   const calls: { method: string; args: unknown[] }[] = [];
-  const service = {
+  const writes = {
     setTurnState: async (...args: unknown[]) => void calls.push({ method: 'setTurnState', args: args.slice(2) }),
     turnEvent: async (...args: unknown[]) => (calls.push({ method: 'turnEvent', args: args.slice(2) }), true),
-  } as unknown as TaskService;
-  const deps = { service, queries: {} as TurnQueries, sources: {} as SourceSnapshots, uploads: {} as Uploads, config: {} as Config, logger: pino({ enabled: false }) };
+  } as unknown as TurnWrites;
+  const deps = { writes, queries: {} as TurnQueries, sources: {} as SourceSnapshots, uploads: {} as Uploads, config: {} as Config, logger: pino({ enabled: false }) };
   const port = new TaskTurnPort(deps, TURN, task, { signal: new AbortController().signal, steps: [], userMessages: ['Granite.'] });
   return { port, calls };
 }
 
 describe('TaskTurnPort state changes', () => {
-  it('asks the task service only for a state that differs from the one it last set', async () => {
+  it('asks for a write only of a state that differs from the one it last set', async () => {
     const { port, calls } = portFor(taskRecord({ phase: 'plan', activity: 'planning' }));
 
     await port.setState({ phase: 'plan', activity: 'planning' });

@@ -76,7 +76,7 @@ async function assertFramesKept(h: Harness, taskId: string, { events, connection
 // Each case waits out EventSource's reconnection delay (3 s) on a harness of its own: side by side.
 describe('a standard EventSource on a task stream', { concurrency: true }, () => {
   it('follows a turn to done, reconnects once, gets 204 and stops', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont.' } });
     assert.equal(created.status, 200, created.text);
     const { events, connections, source } = await follow(h, `/task/${created.body.task_id}/stream`);
@@ -89,7 +89,7 @@ describe('a standard EventSource on a task stream', { concurrency: true }, () =>
   });
 
   it('on an idle task: one connection with the snapshot, one reconnect answered 204', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'Marble.' } });
     const state = await h.request('GET', `/task/${created.body.task_id}/state?wait=5`);
     assert.equal(state.body.active, false, state.text);
@@ -104,7 +104,7 @@ describe('a standard EventSource on a task stream', { concurrency: true }, () =>
   });
 
   it('resumed on an idle task: the missed events, the snapshot and done, one reconnect answered 204', async (t) => {
-    const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'Slate.' } });
     const state = await h.request('GET', `/task/${created.body.task_id}/state?wait=5`);
     assert.equal(state.body.active, false, state.text);
@@ -119,7 +119,7 @@ describe('a standard EventSource on a task stream', { concurrency: true }, () =>
   });
 
   it('our error event carries data; EventSource\'s own connection error carries none', async (t) => {
-    const h = await startTestHarness(t, { model: false });
+    const h = await startTestHarness(t, { listen: true, model: false });
     const created = await h.request('POST', '/task', { body: { prompt: 'No model here.' } });
     await h.request('GET', `/task/${created.body.task_id}/state?wait=5`);
     const followed = await follow(h, `/task/${created.body.task_id}/stream`);

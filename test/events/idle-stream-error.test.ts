@@ -15,7 +15,7 @@ import { readSse } from '../kit/sse-client.js';
 
 describe('the error of an idle task\'s last turn', () => {
   it('without a model: /state has last_error, and the stream shows the stored error before the snapshot', async (t) => {
-    const h = await startTestHarness(t, { model: false });
+    const h = await startTestHarness(t, { listen: true, model: false });
     const created = await h.request('POST', '/task', { body: { prompt: 'EU battery plants.' } });
     assert.equal(created.status, 200, created.text);
     const taskId: string = created.body.task_id;
@@ -56,7 +56,7 @@ describe('the error of an idle task\'s last turn', () => {
   });
 
   it('is null while a turn runs and after a turn that did not fail; the next failure replaces it', async (t) => {
-    const h = await startTestHarness(t, { retryDelaysMs: [] });
+    const h = await startTestHarness(t, { listen: true, retryDelaysMs: [] });
     const model = fakeModel(h);
     model.script({ status: 400, errorMessage: 'model "nope" not found' });
     const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries.' } });

@@ -36,7 +36,7 @@ function hangReadsOf(h: Harness, taskId: string): { started: () => number; answe
 }
 
 test('a replay whose store read never answers ends with a retryable error, and other streams go on', async (t) => {
-  const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' }, config: { sseReadTimeoutMs: 3000 } });
+  const h = await startTestHarness(t, { listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' }, config: { sseReadTimeoutMs: 3000 } });
   const stuckId = await idleTask(h, 'Basalt columns.');
   const otherId = await idleTask(h, 'Limestone.');
   const reads = hangReadsOf(h, stuckId);

@@ -77,7 +77,7 @@ describe('replays of a long history', () => {
   let lastSeq: number;
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
+    h = await startHarness({ listen: true, env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
     const created = await h.request('POST', '/task', { body: { prompt: 'A task with a long history.' } });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     taskId = (created.body as { task_id: string }).task_id;

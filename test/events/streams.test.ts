@@ -136,7 +136,7 @@ describe('event streams', () => {
   let router: ModelRouter;
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_STARTER_CREDITS: '1000', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
+    h = await startHarness({ listen: true, env: { QUARRY_STARTER_CREDITS: '1000', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
     router = new ModelRouter(h.model!);
   });
   after(() => h.close());
@@ -603,7 +603,7 @@ describe('event streams', () => {
 describe('event streams: keep-alive', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ env: { QUARRY_SSE_PING_MS: '50' } });
+    h = await startHarness({ listen: true, env: { QUARRY_SSE_PING_MS: '50' } });
   });
   after(() => h.close());
 
@@ -633,7 +633,7 @@ describe('event streams: keep-alive', () => {
 describe('event streams: slow clients (QUARRY_SSE_MAX_BUFFER_BYTES=2048)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ env: { QUARRY_SSE_MAX_BUFFER_BYTES: '2048', QUARRY_SSE_PING_MS: '50' } });
+    h = await startHarness({ listen: true, env: { QUARRY_SSE_MAX_BUFFER_BYTES: '2048', QUARRY_SSE_PING_MS: '50' } });
   });
   after(() => h.close());
 

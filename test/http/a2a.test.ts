@@ -151,7 +151,7 @@ describe('A2A endpoint', () => {
   let client: Client;
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_SSE_PING_MS: '150', QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
+    h = await startHarness({ listen: true, env: { QUARRY_SSE_PING_MS: '150', QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
     fakeModel(h).setResponder((body, _index) => {
       const text = userText(body);
       const step = (body.messages ?? []).filter((m) => m.role === 'assistant').length;

@@ -53,7 +53,7 @@ describe('admin routes', () => {
   let h: Harness;
   before(async () => {
     // Round prices so a turn's charge can be checked exactly.
-    h = await startHarness({ inject: true, env: { QUARRY_PRICE_INPUT_PER_1K: '1', QUARRY_PRICE_OUTPUT_PER_1K: '2', QUARRY_PRICE_TOOL_CALL: '0.5' } });
+    h = await startHarness({ env: { QUARRY_PRICE_INPUT_PER_1K: '1', QUARRY_PRICE_OUTPUT_PER_1K: '2', QUARRY_PRICE_TOOL_CALL: '0.5' } });
     h.model!.setResponder(responder);
   });
   after(() => h.close());
@@ -326,7 +326,7 @@ describe('admin routes', () => {
 describe('admin routes without QUARRY_ADMIN_KEY', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_ADMIN_KEY: '' } });
+    h = await startHarness({ model: false, env: { QUARRY_ADMIN_KEY: '' } });
   });
   after(() => h.close());
 

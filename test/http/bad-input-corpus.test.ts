@@ -244,7 +244,7 @@ describe('bad-input corpus: every route of the contract, through app.inject()', 
   let f: Fixtures;
   before(async () => {
     // No model: a turn a case starts fails at once, and the tasks stay idle.
-    h = await startHarness({ inject: true, model: false, env });
+    h = await startHarness({ model: false, env });
     f = await fixtures(h);
   });
   after(() => h.close());
@@ -273,7 +273,7 @@ describe('bad-input corpus: stream routes and HTTP framing, over a socket', () =
   let h: Harness;
   let f: Fixtures;
   before(async () => {
-    h = await startHarness({ model: false, env });
+    h = await startHarness({ listen: true, model: false, env });
     f = await fixtures(h);
   });
   after(() => h.close());

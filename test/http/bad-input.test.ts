@@ -33,7 +33,7 @@ describe('bad input is a 422 naming the field', () => {
   let h: Harness;
   let taskId: string;
   before(async () => {
-    h = await startHarness({ inject: true });
+    h = await startHarness();
     h.model!.script({ text: 'Planned.' });
     const res = await h.request('POST', '/task/start', { body: { task: { prompt: 'Base task.', outputs: [{ id: 'items', kind: 'table', columns: [{ name: 'a' }] }] } } });
     assert.equal(res.status, 200, res.text);
@@ -126,7 +126,7 @@ describe('bad input is a 422 naming the field', () => {
 describe('text limits count characters (code points), not UTF-16 units', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true });
+    h = await startHarness();
   });
   after(() => h.close());
 
@@ -160,7 +160,7 @@ describe('text limits count characters (code points), not UTF-16 units', () => {
 describe('a Last-Event-ID past the task\'s last event', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ listen: true });
   });
   after(() => h.close());
 

@@ -153,7 +153,7 @@ async function collect(stream: AsyncIterable<TaskEvent>): Promise<TaskEvent[]> {
 describe('client retries on 429 rate_limited', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false, env: { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '60' } });
+    h = await startHarness({ listen: true, model: false, env: { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '60' } });
   });
   after(() => h.close());
 
@@ -216,12 +216,12 @@ describe('client against an API-only server', () => {
   let h: Harness;
   before(async () => {
     // No worker: turns stay pending, so tasks keep status execute and their turns never end.
-    h = await startHarness({ model: false, env: { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_MAX_PENDING_TURNS: '1000' } });
+    h = await startHarness({ listen: true, model: false, env: { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_MAX_PENDING_TURNS: '1000' } });
   });
   after(() => h.close());
 
   it('waits retry_after on 503 at_capacity, then resends with the same X-Request-ID and Idempotency-Key', async () => {
-    const tight = await startHarness({ model: false, env: { QUARRY_ROLE: 'api', QUARRY_MAX_PENDING_TURNS: '1' } });
+    const tight = await startHarness({ listen: true, model: false, env: { QUARRY_ROLE: 'api', QUARRY_MAX_PENDING_TURNS: '1' } });
     try {
       const blocker = await tight.request('POST', '/task', { body: { prompt: 'takes the only place in line' } });
       assert.equal(blocker.status, 200);
@@ -426,7 +426,7 @@ describe('client against a server that runs turns', () => {
   let proxy: Proxy;
   let script: (prompt: string, ...replies: FakeReply[]) => void;
   before(async () => {
-    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
+    h = await startHarness({ listen: true, env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000' } });
     proxy = await startProxy(h.url);
     script = routeModel(h);
   });

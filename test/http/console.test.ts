@@ -42,7 +42,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     // The console is part of the build (scripts/build-console.ts): check it is there and fresh.
     quarryBuild();
     pages = await startPlantPages();
-    h = await startHarness({ env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
+    h = await startHarness({ listen: true, env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     context.setDefaultTimeout(SHOWN_MS);

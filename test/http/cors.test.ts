@@ -36,7 +36,7 @@ function expectReadableError(res: TestResponse, status: number, code: string, or
 describe('CORS is off by default', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false });
+    h = await startHarness({ model: false });
   });
   after(() => h.close());
 
@@ -57,7 +57,7 @@ describe('CORS is off by default', () => {
 describe(`CORS on for listed origins (QUARRY_CORS_ORIGINS="${APP}, ${DEV}/")`, () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false, env: { QUARRY_CORS_ORIGINS: `${APP}, ${DEV}/` } });
+    h = await startHarness({ listen: true, model: false, env: { QUARRY_CORS_ORIGINS: `${APP}, ${DEV}/` } });
   });
   after(() => h.close());
 
@@ -145,7 +145,7 @@ describe(`CORS on for listed origins (QUARRY_CORS_ORIGINS="${APP}, ${DEV}/")`, (
 describe('CORS for any origin (QUARRY_CORS_ORIGINS=*)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_CORS_ORIGINS: '*' } });
+    h = await startHarness({ model: false, env: { QUARRY_CORS_ORIGINS: '*' } });
   });
   after(() => h.close());
 

@@ -26,7 +26,7 @@ const PRICES = {
 };
 
 async function setup(t: TestContext, opts: HarnessOptions = {}): Promise<Harness> {
-  return startTestHarness(t, { inject: true, ...opts, env: { ...PRICES, ...opts.env } });
+  return startTestHarness(t, { ...opts, env: { ...PRICES, ...opts.env } });
 }
 
 interface Account {

@@ -62,7 +62,7 @@ function assertCron(task: Json, expression: string, timezone: string): void {
 
 describe('cron mode', () => {
   it('a create with an every-second schedule runs the first turn at once, then an execute turn on every tick', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const before = Date.now();
     const task = await createCron(h);
     assert.equal(task.status, 'execute', 'the first turn starts at once');
@@ -92,7 +92,7 @@ describe('cron mode', () => {
   });
 
   it('continue, execute and prompt messages are 409 task_in_cron_mode, which wins over task_executing; ticks during a turn are recorded as skipped; stop keeps the schedule', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).setResponder(() => ({ hang: true }));
     const task = await createCron(h);
     await fakeModel(h).waitForRequests(1);
@@ -124,7 +124,7 @@ describe('cron mode', () => {
   });
 
   it('PATCH {schedule: null} leaves cron mode (messages are accepted again)', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).setResponder(() => ({ hang: true }));
     const task = await createCron(h);
     await fakeModel(h).waitForRequests(1);
@@ -153,7 +153,7 @@ describe('cron mode', () => {
   });
 
   it('PATCH with a schedule enters cron mode; the task carries cron {expression, timezone, next_run_at}; ticks then run', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const res = await h.request('POST', '/task/start', { body: { task: spec() } });
     assert.equal(res.status, 200, res.text);
     const id = res.body.task_id;
@@ -195,7 +195,7 @@ describe('cron mode', () => {
   });
 
   it('a bad cron expression or timezone in PATCH is 422 naming schedule.cron / schedule.timezone, and changes nothing', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const res = await h.request('POST', '/task/start', { body: { task: spec() } });
     const id = res.body.task_id;
     await waitIdle(h, id);

@@ -72,7 +72,7 @@ describe('client.groups', () => {
 
   before(async () => {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-groups-client-'));
-    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_MAX_CONCURRENT_TURNS: '16' } });
+    h = await startHarness({ listen: true, env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_MAX_CONCURRENT_TURNS: '16' } });
     fakeModel(h).setResponder(async (body) => {
       const input = inputOf(body);
       if (!input) return { text: 'Not a group run.' };

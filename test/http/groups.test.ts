@@ -67,7 +67,7 @@ describe('task groups', () => {
   let maxInFlight = 0;
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_MAX_CONCURRENT_TURNS: '16', QUARRY_SSE_PING_MS: '200' } });
+    h = await startHarness({ listen: true, env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_MAX_CONCURRENT_TURNS: '16', QUARRY_SSE_PING_MS: '200' } });
     fakeModel(h).setResponder(async (body) => {
       const input = inputOf(body);
       if (!input) return { text: 'A single task, done.' };

@@ -80,7 +80,7 @@ describe('health probes of a listening server', () => {
   let h: Harness;
   // Over a socket: /readyz says whether the process listens and runs its workers.
   before(async () => {
-    h = await startHarness({ model: false });
+    h = await startHarness({ listen: true, model: false });
   });
   after(() => h.close());
 
@@ -96,7 +96,7 @@ describe('health probes of a listening server', () => {
 describe('HTTP contract', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true });
+    h = await startHarness();
     h.model!.setResponder(markerResponder);
   });
   after(() => h.close());
@@ -655,7 +655,7 @@ describe('HTTP contract', () => {
 describe('413 payload_too_large (QUARRY_MAX_BODY_BYTES=2048)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_MAX_BODY_BYTES: '2048' } });
+    h = await startHarness({ model: false, env: { QUARRY_MAX_BODY_BYTES: '2048' } });
   });
   after(() => h.close());
 
@@ -697,7 +697,7 @@ describe('413 payload_too_large (QUARRY_MAX_BODY_BYTES=2048)', () => {
 describe('429 rate_limited (QUARRY_RATE_LIMIT_PER_MIN=3)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_RATE_LIMIT_PER_MIN: '3' } });
+    h = await startHarness({ model: false, env: { QUARRY_RATE_LIMIT_PER_MIN: '3' } });
   });
   after(() => h.close());
 
@@ -735,7 +735,7 @@ describe('429 rate_limited (QUARRY_RATE_LIMIT_PER_MIN=3)', () => {
 describe('503 at_capacity (QUARRY_MAX_CONCURRENT_TURNS=1, QUARRY_MAX_PENDING_TURNS=1)', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, env: { QUARRY_MAX_CONCURRENT_TURNS: '1', QUARRY_MAX_PENDING_TURNS: '1' } });
+    h = await startHarness({ env: { QUARRY_MAX_CONCURRENT_TURNS: '1', QUARRY_MAX_PENDING_TURNS: '1' } });
     h.model!.setResponder(() => ({ hang: true }));
   });
   after(() => h.close());
@@ -768,7 +768,7 @@ describe('503 at_capacity (QUARRY_MAX_CONCURRENT_TURNS=1, QUARRY_MAX_PENDING_TUR
 describe('store failures: 500 internal_error and 503 service_unavailable / auth_unavailable', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true });
+    h = await startHarness();
   });
   after(() => h.close());
 

@@ -34,7 +34,7 @@ function expectCatalogueError(answer: RawAnswer | TestResponse, status: number, 
 describe('refusals from below the routes carry the catalogue body and X-Request-ID', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false });
+    h = await startHarness({ listen: true, model: false });
   });
   after(() => h.close());
 
@@ -105,7 +105,7 @@ describe('refusals from below the routes carry the catalogue body and X-Request-
 describe('OPTIONS, TRACE and HEAD on a known path are 405 with Allow', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false });
+    h = await startHarness({ model: false });
   });
   after(() => h.close());
 
@@ -153,7 +153,7 @@ describe('OPTIONS, TRACE and HEAD on a known path are 405 with Allow', () => {
 describe('an empty id in the path is 404 not_found, like any unknown path', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false });
+    h = await startHarness({ model: false });
   });
   after(() => h.close());
 
@@ -180,7 +180,7 @@ describe('Content-Encoding on a request body', () => {
   let h: Harness;
   const MAX_BODY_BYTES = 64 * 1024;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_MAX_BODY_BYTES: String(MAX_BODY_BYTES) } });
+    h = await startHarness({ model: false, env: { QUARRY_MAX_BODY_BYTES: String(MAX_BODY_BYTES) } });
   });
   after(() => h.close());
 
@@ -228,7 +228,7 @@ describe('Content-Encoding on a request body', () => {
 describe('requests that never finish arriving are cut (QUARRY_REQUEST_TIMEOUT_S=1)', { concurrency: true }, () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ env: { QUARRY_REQUEST_TIMEOUT_S: '1', QUARRY_SSE_PING_MS: '200' } });
+    h = await startHarness({ listen: true, env: { QUARRY_REQUEST_TIMEOUT_S: '1', QUARRY_SSE_PING_MS: '200' } });
   });
   after(() => h.close());
 

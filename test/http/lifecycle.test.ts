@@ -80,7 +80,7 @@ async function createBySpec(h: Harness, body: Json = {}): Promise<Json> {
 
 describe('create', () => {
   it('by prompt returns at once with status execute (wait in the body does not block), then plan/idle when the turn ends', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const res = await h.request('POST', '/task', { body: { prompt: PROMPT, wait: true } });
     assert.equal(res.status, 200, res.text);
@@ -110,7 +110,7 @@ describe('create', () => {
   });
 
   it('by spec returns at once with status execute (phase execute), then plan/idle when the turn ends', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const task = await createBySpec(h, { wait: 30 });
     assert.equal(task.status, 'execute');
@@ -133,7 +133,7 @@ describe('create', () => {
   });
 
   it('POST /task/start with a spec and an existing task_id is 409 task_exists; with a new task_id it creates under that id', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const created = await h.request('POST', '/task/start', { body: { task: SPEC, task_id: 'client-task-1' } });
     assert.equal(created.status, 200, created.text);
     assert.equal(created.body.task_id, 'client-task-1');
@@ -153,7 +153,7 @@ describe('create', () => {
 
 describe('messages while a turn runs', () => {
   it('continue answers 202 accepted with queued_messages; the messages run FIFO as user messages when turns end', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -188,7 +188,7 @@ describe('messages while a turn runs', () => {
   });
 
   it('the 17th queued message is 409 task_executing (QUARRY_MAX_QUEUED_MESSAGES defaults to 16)', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -205,7 +205,7 @@ describe('messages while a turn runs', () => {
   });
 
   it('a lower QUARRY_MAX_QUEUED_MESSAGES is honoured', async (t) => {
-    const h = await startTestHarness(t, { inject: true, env: { QUARRY_MAX_QUEUED_MESSAGES: '2' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_QUEUED_MESSAGES: '2' } });
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -218,7 +218,7 @@ describe('messages while a turn runs', () => {
   });
 
   it('execute while a turn runs is 409 task_executing and is never queued', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -239,7 +239,7 @@ describe('messages while a turn runs', () => {
   });
 
   it('POST /task with an existing task_id is a message (200 when idle, 202 while running); an unknown task_id is 404 with task_created false', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
 
@@ -274,7 +274,7 @@ describe('messages while a turn runs', () => {
 
 describe('continue and execute on an idle task', () => {
   it('continue answers 200 at once and a turn runs with the message as a user message', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -294,7 +294,7 @@ describe('continue and execute on an idle task', () => {
   });
 
   it('execute answers 200 at once and runs the spec again, the instruction as a user message', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -319,7 +319,7 @@ describe('continue and execute on an idle task', () => {
 
 describe('what the model is sent', () => {
   it('the task prompt once, then each message and instruction, as user messages (decisions §13)', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const bySpec = await createBySpec(h);
     await waitIdle(h, bySpec.task_id);
     assert.equal((await h.request('POST', `/task/${bySpec.task_id}/continue`, { body: { message: 'Add Norway.' } })).status, 200);
@@ -347,7 +347,7 @@ describe('what the model is sent', () => {
 
 describe('stop', () => {
   it('abandons the running turn at once (the model call is aborted), keeps the rows written and returns to plan/idle', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script(
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'makers', rows: [{ company: 'Northvolt' }, { company: 'ACC' }], sources: [SOURCE] } }] },
       { hang: true },
@@ -377,7 +377,7 @@ describe('stop', () => {
   });
 
   it('then starts the next queued message', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -395,7 +395,7 @@ describe('stop', () => {
   });
 
   it('with {clear_queue: true} drops the queued messages', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -419,7 +419,7 @@ describe('stop', () => {
   });
 
   it('on an idle task is a 200 no-op', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
     const before = await taskState(h, task.task_id);
@@ -434,7 +434,7 @@ describe('stop', () => {
   });
 
   it('takes no body (interface §4: request "none"), on a running and on an idle task', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -452,7 +452,7 @@ describe('stop', () => {
 
 describe('patch and delete', () => {
   it('PATCH sets name and pinned; pinned tasks list first', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const a = await createBySpec(h);
     await waitIdle(h, a.task_id);
     const b = await createBySpec(h);
@@ -485,7 +485,7 @@ describe('patch and delete', () => {
   });
 
   it('DELETE stops the running turn; the task is deleted in GET /task/{id}, 404 elsewhere and absent from the list', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     // Both turns hang: which of the two model calls arrives first is not fixed.
     fakeModel(h).script({ hang: true }, { hang: true });
     const task = await createBySpec(h);
@@ -541,7 +541,7 @@ describe('patch and delete', () => {
 
 describe('waits', () => {
   it('continue with wait: true blocks until the turn ends', async (t) => {
-    const h = await startTestHarness(t, { inject: true, env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -559,7 +559,7 @@ describe('waits', () => {
   });
 
   it('continue with an integer wait blocks until the turn ends: it is not a timeout in seconds (interface §4.1, decisions §4)', async (t) => {
-    const h = await startTestHarness(t, { inject: true, env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -580,7 +580,7 @@ describe('waits', () => {
   });
 
   it('execute with wait: true blocks until the turn ends', async (t) => {
-    const h = await startTestHarness(t, { inject: true, env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
+    const h = await startTestHarness(t, { env: { QUARRY_MAX_BLOCK_SECONDS: '30' } });
     const gate = holdRequests(h, [1]);
     const task = await createBySpec(h);
     await waitIdle(h, task.task_id);
@@ -595,7 +595,7 @@ describe('waits', () => {
   });
 
   it('GET /task/{id}?wait=N and /state?wait=N return when the turn ends', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const gate = holdRequests(h, [0]);
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -618,7 +618,7 @@ describe('waits', () => {
   });
 
   it('GET /task/{id}?wait=1 and /state?wait=1 return after about a second when the turn goes on', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -639,7 +639,7 @@ describe('waits', () => {
   });
 
   it('a long-poll whose client goes away stops waiting: nothing keeps listening to the task', async (t) => {
-    const h = await startTestHarness(t);
+    const h = await startTestHarness(t, { listen: true });
     fakeModel(h).script({ hang: true });
     const task = await createBySpec(h);
     await fakeModel(h).waitForRequests(1);
@@ -659,7 +659,7 @@ describe('waits', () => {
 
 describe('turns', () => {
   it('plan_only: true ends the turn after planning; execute then runs the plan', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script(
       { toolCalls: [{ name: 'update_spec', arguments: { name: 'EU makers', outputs: [MAKERS] } }] },
       { text: 'Planned.' },
@@ -698,7 +698,7 @@ describe('turns', () => {
   });
 
   it('a turn that plans, writes sourced rows and ends records phase and activity events in order, then done completed', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     const rows = [{ company: 'Northvolt', capacity_gwh: 16 }, { company: 'ACC', capacity_gwh: 13.4 }];
     fakeModel(h).script(
       { toolCalls: [{ name: 'update_spec', arguments: { name: 'EU makers', outputs: [MAKERS] } }] },
@@ -762,7 +762,7 @@ describe('turns', () => {
   });
 
   it('invalid tool arguments go back to the model as tool errors and the turn continues', async (t) => {
-    const h = await startTestHarness(t, { inject: true });
+    const h = await startTestHarness(t);
     fakeModel(h).script(
       { toolCalls: [{ name: 'write_rows', arguments: '{"output": "makers", "rows": [' }] },
       { toolCalls: [{ name: 'write_rows', arguments: { output: 'nope', rows: [{ company: 'X' }], sources: [SOURCE] } }] },
@@ -798,7 +798,7 @@ describe('turns', () => {
   });
 
   it('with no model configured the turn ends with an error event saying what to set, then done failed', async (t) => {
-    const h = await startTestHarness(t, { inject: true, model: false });
+    const h = await startTestHarness(t, { model: false });
     const res = await h.request('POST', '/task', { body: { prompt: PROMPT } });
     assert.equal(res.status, 200, res.text);
     const id = res.body.task_id;

@@ -47,7 +47,7 @@ describe('MCP server at /mcp', () => {
   let client: Client;
 
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ listen: true });
     client = await connect(h.url, { 'X-API-Key': h.key });
   });
   after(async () => {
@@ -193,8 +193,8 @@ describe('MCP and the Origin of a browser\'s request (DNS rebinding)', () => {
   let pinned: Harness;
 
   before(async () => {
-    h = await startHarness();
-    pinned = await startHarness({ inject: true, model: false, env: { QUARRY_PUBLIC_URL: 'https://quarry.example.com', QUARRY_CORS_ORIGINS: 'https://app.example.com' } });
+    h = await startHarness({ listen: true });
+    pinned = await startHarness({ model: false, env: { QUARRY_PUBLIC_URL: 'https://quarry.example.com', QUARRY_CORS_ORIGINS: 'https://app.example.com' } });
   });
   after(async () => {
     await h?.close();

@@ -41,7 +41,7 @@ async function send(h: Harness, taskId: string, message: string): Promise<void> 
 }
 
 test('after a completed, a failed and a stopped turn the series show them, labelled by route template', async (t) => {
-  const h = await startTestHarness(t, { env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
+  const h = await startTestHarness(t, { listen: true, env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
   const model = fakeModel(h);
   const receiver = await startWebhookReceiver();
   t.after(() => receiver.close());
@@ -122,7 +122,7 @@ test('after a completed, a failed and a stopped turn the series show them, label
 });
 
 test('GET /metrics takes the admin key; QUARRY_METRICS_PUBLIC=1 opens it; without an admin key it is off', async (t) => {
-  const h = await startTestHarness(t, { model: false, inject: true });
+  const h = await startTestHarness(t, { model: false });
   assert.equal((await h.request('GET', '/metrics', { key: null })).status, 401);
   const withApiKey = await h.request('GET', '/metrics');
   assert.equal(withApiKey.status, 401, 'an API key is not the admin key');
@@ -130,17 +130,17 @@ test('GET /metrics takes the admin key; QUARRY_METRICS_PUBLIC=1 opens it; withou
   assert.equal((await h.request('GET', '/metrics', { key: ADMIN_KEY })).status, 200);
   assert.equal((await h.request('POST', '/metrics', { key: ADMIN_KEY })).status, 405);
 
-  const open = await startTestHarness(t, { model: false, inject: true, env: { QUARRY_METRICS_PUBLIC: '1' } });
+  const open = await startTestHarness(t, { model: false, env: { QUARRY_METRICS_PUBLIC: '1' } });
   const scraped = await open.request('GET', '/metrics', { key: null });
   assert.equal(scraped.status, 200, scraped.text);
   assert.match(scraped.text, /^# HELP quarry_http_requests_total /m);
 
-  const off = await startTestHarness(t, { model: false, inject: true, env: { QUARRY_ADMIN_KEY: '' } });
+  const off = await startTestHarness(t, { model: false, env: { QUARRY_ADMIN_KEY: '' } });
   assert.equal((await off.request('GET', '/metrics', { key: ADMIN_KEY })).status, 404);
 });
 
 test('a worker node serves /metrics too: it runs the turns', async (t) => {
-  const h = await startTestHarness(t, { model: false, inject: true, env: { QUARRY_ROLE: 'worker' } });
+  const h = await startTestHarness(t, { model: false, env: { QUARRY_ROLE: 'worker' } });
   const res = await h.request('GET', '/metrics', { key: ADMIN_KEY });
   assert.equal(res.status, 200, res.text);
   assert.equal(sample(res.text, 'quarry_turns_pending'), 0);

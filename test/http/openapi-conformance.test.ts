@@ -46,7 +46,7 @@ describe('GET /openapi.json is correct by construction', { timeout: 120_000 }, (
   let run: ProbeRunner | undefined;
 
   before(async () => {
-    h = await startHarness({ env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_STARTER_CREDITS: '1000' } });
+    h = await startHarness({ listen: true, env: { QUARRY_RATE_LIMIT_PER_MIN: '1000000', QUARRY_STARTER_CREDITS: '1000' } });
     h.model!.setResponder(scenarioModel);
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-openapi-'));
     const res = await fetch(`${h.url}/openapi.json`);

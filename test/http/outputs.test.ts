@@ -88,7 +88,7 @@ describe('output routes', () => {
   let taskId: string;
 
   before(async () => {
-    h = await startHarness({ inject: true, env: { QUARRY_STARTER_CREDITS: '1000', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
+    h = await startHarness({ env: { QUARRY_STARTER_CREDITS: '1000', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
     h.model!.script(
       write('makers', [{ ...makerRow(1), _sources: [{ url: 'https://example.com/acme', title: 'Acme' }] }, ...Array.from({ length: MAKER_COUNT - 1 }, (_, i) => makerRow(i + 2))], MAKER_SOURCES),
       write('big', Array.from({ length: BIG_COUNT }, (_, i) => ({ label: `row, "${i + 1}"`, value: i + 1 })), [{ url: 'https://example.com/big' }]),

@@ -66,7 +66,7 @@ describe('GET /task paging', () => {
 
   before(async () => {
     // An API-only node: tasks stay as created, so their order depends on nothing but this test.
-    h = await startHarness({ model: false, env: { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
+    h = await startHarness({ listen: true, model: false, env: { QUARRY_ROLE: 'api', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
     for (let i = 0; i < TOTAL; i++) {
       const res = await h.request('POST', '/task', { body: { prompt: `Paging task number ${i}` } });
       assert.equal(res.status, 200, res.text);
@@ -206,7 +206,7 @@ describe('GET /task paging', () => {
 describe('GET /task paging with QUARRY_PUBLIC_URL', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_ROLE: 'api', QUARRY_PUBLIC_URL: 'https://quarry.example.test/' } });
+    h = await startHarness({ model: false, env: { QUARRY_ROLE: 'api', QUARRY_PUBLIC_URL: 'https://quarry.example.test/' } });
   });
   after(() => h.close());
 
@@ -232,7 +232,7 @@ describe('GET /task after changes', () => {
   const names = (page: any[]) => page.map((t: any) => [t.task_id, t.name, t.pinned]);
 
   it('each change of a task shows at the next read of the list, whatever was read before', async (t) => {
-    const h = await startHarness({ inject: true, model: false, env: apiOnly });
+    const h = await startHarness({ model: false, env: apiOnly });
     t.after(() => h.close());
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await h.request('POST', '/task', { body: { prompt: `Changing task ${i}` } })).body.task_id);
@@ -254,10 +254,10 @@ describe('GET /task after changes', () => {
   });
 
   it('on PostgreSQL, a change made through another process shows at this one\'s next read', { skip: process.env.QUARRY_TEST_STORE !== 'postgres' && 'PostgreSQL only' }, async (t) => {
-    const a = await startHarness({ inject: true, model: false, env: apiOnly });
+    const a = await startHarness({ model: false, env: apiOnly });
     t.after(() => a.close());
     const { databaseUrl, databaseSchema } = a.quarry.config;
-    const b = await startHarness({ inject: true, model: false, env: { ...apiOnly, QUARRY_DATABASE_URL: databaseUrl!, QUARRY_DATABASE_SCHEMA: databaseSchema! } });
+    const b = await startHarness({ model: false, env: { ...apiOnly, QUARRY_DATABASE_URL: databaseUrl!, QUARRY_DATABASE_SCHEMA: databaseSchema! } });
     t.after(() => b.close());
     const id = (await a.request('POST', '/task', { body: { prompt: 'Shared task' } })).body.task_id;
     const listOn = async (h: Harness) => names((await h.request('GET', '/task?limit=10', { key: a.key })).body as any[]);

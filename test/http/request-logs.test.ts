@@ -19,7 +19,7 @@ describe('request logs', () => {
         callback();
       },
     });
-    h = await startHarness({ model: false, inject: true, logger: pino({ level: 'info' }, sink) });
+    h = await startHarness({ model: false, logger: pino({ level: 'info' }, sink) });
   });
   after(() => h.close());
 

@@ -5,7 +5,7 @@ import { waitIdle as waitIdleOn } from '../kit/http.js';
 import type { Repositories, StepsRepository } from '../../src/store/store.js';
 
 test('when the store cannot be read, status routes answer 503 service_unavailable and unknown keys 503 auth_unavailable', async () => {
-  const h = await startHarness({ inject: true, model: false });
+  const h = await startHarness({ model: false });
   try {
     const created = await h.request('POST', '/task', { body: { prompt: 'q' } });
     assert.equal(created.status, 200);
@@ -37,7 +37,7 @@ test('when the store cannot be read, status routes answer 503 service_unavailabl
 });
 
 test('a step whose commit went through but whose answer was lost is recognised when sent again: the turn ends done, charged once', async () => {
-  const h = await startHarness({ inject: true });
+  const h = await startHarness();
   try {
     const { store } = h.quarry;
     const commit = store.transaction.bind(store);
@@ -80,7 +80,7 @@ test('a step whose commit went through but whose answer was lost is recognised w
 
 test('/readyz answers 503 service_unavailable while the store cannot be read', async () => {
   // Over a socket: only a listening server is ready.
-  const h = await startHarness({ model: false });
+  const h = await startHarness({ listen: true, model: false });
   try {
     const ready = await h.request('GET', '/readyz', { key: null });
     assert.equal(ready.status, 200, ready.text);

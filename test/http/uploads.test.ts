@@ -71,7 +71,7 @@ const spec = (inputs: unknown[]) => ({ task: { prompt: 'Use the uploaded shortli
 describe('uploads', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ env: { QUARRY_MAX_UPLOAD_BYTES: '1048576', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
+    h = await startHarness({ listen: true, env: { QUARRY_MAX_UPLOAD_BYTES: '1048576', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
   });
   after(() => h.close());
 
@@ -267,7 +267,7 @@ describe('uploads', () => {
 describe('uploads: the connection after a refused oversize body', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false });
+    h = await startHarness({ listen: true, model: false });
   });
   after(() => h.close());
 
@@ -322,7 +322,7 @@ describe('uploads: the connection after a refused oversize body', () => {
 describe('uploads with QUARRY_PUBLIC_URL', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ inject: true, model: false, env: { QUARRY_PUBLIC_URL: 'https://files.example.test/base' } });
+    h = await startHarness({ model: false, env: { QUARRY_PUBLIC_URL: 'https://files.example.test/base' } });
   });
   after(() => h.close());
 

@@ -14,7 +14,7 @@ const PACKAGE_VERSION = (JSON.parse(fs.readFileSync(new URL('../../package.json'
 describe('Quarry\'s version', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness({ model: false });
+    h = await startHarness({ listen: true, model: false });
   });
   after(() => h?.close());
 

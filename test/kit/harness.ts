@@ -1,9 +1,9 @@
 /**
  * Starts a real Quarry in this process with its own SQLite data dir (or PostgreSQL schema), plus
  * (optionally) the fake model server, and gives tests a small HTTP client. By default Quarry
- * listens on a random loopback port and every request goes over a real socket; with `inject`
- * it does not listen and `request` goes through Fastify's `app.inject()` (the same routes, hooks
- * and serializers, no socket), for tests that only send a request and read its answer.
+ * does not listen and `request` goes through Fastify's `app.inject()` (the same routes, hooks
+ * and serializers, no socket); with `listen` it listens on a random loopback port and every
+ * request goes over a real socket, for tests where the transport matters.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +20,7 @@ export type { TestResponse } from './http.js';
 export const ADMIN_KEY = 'admin-secret-for-tests';
 
 export interface Harness {
-  /** The base URL; a harness started with `inject` has none (reading it throws). */
+  /** The base URL; only a harness started with `listen` has one (reading it otherwise throws). */
   readonly url: string;
   key: string;
   quarry: Quarry;
@@ -42,11 +42,11 @@ export interface HarnessOptions {
   dataDir?: string;
   retryDelaysMs?: number[];
   /**
-   * Do not listen: requests go through app.inject(). For tests of request and answer only; keep
-   * a socket for streams, uploads' PUT bodies, the client and the CLI, and anything about the
-   * transport (connections, chunking, disconnects).
+   * Listen on a socket (default: requests go through app.inject()). For streams, uploads' signed
+   * URLs, the client and the CLI, the protocol SDKs, /readyz, and anything about the transport
+   * (connections, chunking, disconnects).
    */
-  inject?: boolean;
+  listen?: boolean;
   /** The server's logger (default: pino at TEST_LOG_LEVEL, silent unless set). */
   logger?: Logger;
 }
@@ -76,12 +76,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   let key: string;
   try {
     quarry = await createQuarry(config, { logger: opts.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), retryDelaysMs: opts.retryDelaysMs ?? [10, 20] });
-    if (opts.inject) {
-      // What listen() does besides listening: on one process's store only the turn runner (the
-      // cluster relay serves other processes' events); /readyz stays 503, as nothing listens.
-      await quarry.runner?.start({ reclaimAll: quarry.store.kind === 'sqlite' });
-    } else {
+    if (opts.listen) {
       url = await quarry.listen();
+    } else {
+      // What listen() does besides listening and the starter account: the workers (the cluster
+      // relay serves only other processes' events); /readyz stays 503, as nothing listens.
+      await quarry.startWorkers();
     }
     // A restart over an existing store has no starter key: make a fresh account to act as.
     key = quarry.starterKey ?? (await quarry.accounts.createAccount('test', 100)).apiKey;
@@ -96,7 +96,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const send: Send = url === undefined ? (method, p, o) => injectRequest(app, method, p, o) : httpClient(url);
   const harness: Harness = {
     get url(): string {
-      if (url === undefined) throw new Error('this harness does not listen (inject: true): start it without inject to use a socket');
+      if (url === undefined) throw new Error('this harness does not listen: start it with `listen: true` to use a socket');
       return url;
     },
     key, quarry, model, dataDir,

@@ -68,7 +68,7 @@ export async function waitIdleAs(h: Harness, taskId: string, key: string): Promi
 
 /**
  * PUTs `body` to an upload ticket's signed URL, with no API key (the signature is the only
- * credential): over the socket, or, on a harness started with `inject`, through app.inject()
+ * credential): over the socket, or, on a harness that does not listen, through app.inject()
  * with the URL's path and query.
  */
 export function putUpload(h: Harness, ticket: { upload_url: string; headers: Record<string, string> }, body: string | Uint8Array): Promise<TestResponse> {

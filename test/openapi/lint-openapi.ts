@@ -20,7 +20,7 @@ async function fetchDocument(): Promise<string> {
     if (!res.ok) throw new Error(`GET ${fromUrl}/openapi.json answered ${res.status}`);
     return res.text();
   }
-  const h = await startHarness({ model: false });
+  const h = await startHarness({ listen: true, model: false });
   try {
     const res = await fetch(`${h.url}/openapi.json`);
     if (!res.ok) throw new Error(`GET /openapi.json answered ${res.status}`);

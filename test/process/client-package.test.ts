@@ -35,7 +35,7 @@ describe('the client package, installed from the repo', () => {
     project = tempDataDir('quarry-client-user-');
     fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }));
     run('npm', ['install', '--offline', '--no-audit', '--no-fund', path.join(ROOT, 'packages', 'client')], project);
-    h = await startHarness({ model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
+    h = await startHarness({ listen: true, model: false, env: { QUARRY_MODEL_PROVIDER: 'demo' } });
   });
   after(() => h?.close());
 

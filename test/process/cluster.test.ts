@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startFakeOpenAI, type FakeOpenAI } from '../kit/fake-openai-server.js';
 import { until } from '../kit/bounded-waits.js';
 import { fetchJson, httpClient, waitIdle } from '../kit/http.js';
@@ -109,8 +108,10 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
       const limited = account.body.api_key as string;
       const startedIn = minute(Date.now());
       const allowed = await Promise.all(Array.from({ length: 600 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
-      // Each node adds its count to the store's every 50 ms (http/rate-limiter.ts): past that, every node knows of the other's.
-      await sleep(200);
+      // Each node adds its count to the store's every 50 ms (http/rate-limiter.ts): once both
+      // refuse, each knows of the other's.
+      const refused = async (node: ServerProcess) => (await call(node, limited, 'GET', '/task?limit=1')).status === 429;
+      await until('both nodes to count the other\'s requests', async () => (await refused(api1)) && (await refused(api2)));
       const over = await Promise.all(Array.from({ length: 20 }, (_, i) => call(i % 2 ? api1 : api2, limited, 'GET', '/task?limit=1')));
       if (minute(Date.now()) !== startedIn) {
         assert.ok(attempt < 3, 'a new minute began during each of three runs');

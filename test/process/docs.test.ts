@@ -56,7 +56,7 @@ async function runAgainst(h: Harness, script: string): Promise<string> {
 
 test("the README's walkthrough runs as written", async () => {
   const script = readmeScript('## A walkthrough');
-  const h = await startHarness();
+  const h = await startHarness({ listen: true });
   try {
     h.model!.script(
       { toolCalls: [{ name: 'update_spec', arguments: { outputs: [{ id: 'plants', kind: 'table', columns: [{ name: 'company', type: 'string', required: true }, { name: 'country', type: 'string' }] }] } }] },
@@ -79,7 +79,7 @@ test("the README's walkthrough runs as written", async () => {
 
 test("the README's task group example runs as written", async () => {
   const script = readmeScript('create a task group');
-  const h = await startHarness();
+  const h = await startHarness({ listen: true });
   try {
     h.model!.setResponder(() => ({ text: 'Done.' }));
     const stdout = await runAgainst(h, script);

@@ -33,7 +33,7 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from '../kit/fake-openai-server.js';
 import { until, within } from '../kit/bounded-waits.js';
 import { fetchJson, type TestResponse } from '../kit/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, testStoreEnv } from '../kit/postgres.js';
+import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, testStoreEnv, withClient } from '../kit/postgres.js';
 import { killAll, makeDataDir, removeDataDir, startServer, type ServerProcess } from '../kit/process.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../kit/webhook-receiver.js';
 import { openSse, readSse, type SseEvent, type SseStream } from '../kit/sse-client.js';
@@ -400,6 +400,14 @@ async function onlyGroup(base: string, key: string): Promise<string> {
   return list.body[0].group_id;
 }
 
+/** How many turns in `schema` run under `worker`'s lease. */
+async function runningOn(schema: string, worker: string): Promise<number> {
+  return withClient(async (c) => {
+    const r = await c.query(`select count(*)::int as n from "${schema}".turns where status = 'running' and lease_owner = $1`, [worker]);
+    return r.rows[0].n as number;
+  });
+}
+
 // ---- 2. two workers on one PostgreSQL schema ------------------------------------------------------
 
 const CLUSTER_INPUTS = 100;
@@ -485,7 +493,8 @@ describe('a group over two worker processes on PostgreSQL', { timeout: 180_000, 
     const stream = await openGroupStream(api.url, key, groupId);
 
     await until('the victim to hold a call', () => held.size > 0, { timeoutMs: 30_000 });
-    await sleep(100); // its other runs reach the model too
+    // Its other runs reach the model too: every turn it holds a lease on is held at the model.
+    await until('every run the victim leased to call the model', async () => held.size === (await runningOn(schema, victim!)), { timeoutMs: 30_000 });
     const victimProc = workers.get(victim!)!;
     await victimProc.kill9();
     c.deaths++;

@@ -64,7 +64,7 @@ test('a pass purges a deleted task only after its grace, and keeps old turns’ 
 });
 
 test('GET /task/{task_id} of a deleted task still shows it deleted, with its spec and its deleted event, after its data is purged', async () => {
-  const h = await startHarness({ inject: true });
+  const h = await startHarness();
   try {
     // A row written, then enough failing tool calls that the task has more events than its body shows.
     fakeModel(h).setResponder((_body, index) => {

@@ -10,6 +10,7 @@ import { EventBus } from '../../src/events/event-bus.js';
 import { Accounts } from '../../src/accounts/accounts.js';
 import { emptySpec } from '../../src/domain/spec.js';
 import { TaskService } from '../../src/tasks/task-service.js';
+import { TurnWrites } from '../../src/tasks/turn-writes.js';
 import { TurnRunner } from '../../src/engine/turn-runner.js';
 import { TurnQueries } from '../../src/tasks/turn-queries.js';
 import { TurnQueue } from '../../src/tasks/turn-queue.js';
@@ -194,10 +195,10 @@ function heldAt<T extends object>(target: T, method: keyof T & string): { held: 
   return { held, entered, release, finished };
 }
 
-/** A task service on `store`, as a process builds one. */
-function taskService(store: Store, config: Config): TaskService {
-  const bus = new EventBus();
-  return new TaskService({ store, units: new UnitsOfWork({ store, bus, origin: config.workerId }), config });
+/** The task service and the turns' writes on `store`, over one unit of work, as a process builds them. */
+function taskServices(store: Store, config: Config): { tasks: TaskService; writes: TurnWrites } {
+  const units = new UnitsOfWork({ store, bus: new EventBus(), origin: config.workerId });
+  return { tasks: new TaskService({ store, units, config }), writes: new TurnWrites({ units, config }) };
 }
 
 /**
@@ -222,7 +223,7 @@ async function stopWhileBusy(
       queries: new TurnQueries(slowStore),
       sources: new SourceSnapshots(slowStore),
       locks: slowStore.cluster,
-      service: taskService(slowStore, config),
+      ...taskServices(slowStore, config),
       // Unless the test gives one, no turn may run: the agent is never called. No turn has inputs.
       agent: opts.agent ?? ({} as Agent),
       uploads: {} as Uploads,
@@ -266,9 +267,9 @@ test('a worker that stops while it is claiming turns starts none of them and lea
   const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: claimSchema });
   try {
     await store.migrate();
-    const service = taskService(store, loadConfig({}));
+    const { tasks } = taskServices(store, loadConfig({}));
     const accountId = (await new Accounts(store).createAccount('claims', 100)).account.id;
-    const created = await service.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
+    const created = await tasks.create(accountId, { spec: emptySpec('wait for a worker'), kind: 'plan' });
     let agentCalls = 0;
     const agent = { runTurn: async () => { agentCalls++; return { outcome: 'completed' }; } } as unknown as Agent;
     await stopWhileBusy(store, 'turns.claim', { cronIntervalMs: 0, agent });
