@@ -184,7 +184,7 @@ class Tasks:
         return self._t.offset_pages(_core.output_path(task_id, output), "rows", {}, _core.ROW_PAGE)
 
     def export(self, task_id: str, path: str, format: str = "csv", output: Optional[str] = None) -> str:
-        """Writes the whole output to ``path`` as ``csv``, ``jsonl`` or ``json``; returns ``path``."""
+        """Writes the whole output to ``path`` as ``csv`` or ``jsonl`` (JSON Lines); returns ``path``."""
         return self._t.download(Call("GET", _core.output_path(task_id, output), params={"format": format}), path)
 
     def sources(self, task_id: str) -> Iterator[SourceInfo]:

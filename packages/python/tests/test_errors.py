@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 import quarry
+from quarry._catalogue import ERROR_CLASSES
 from conftest import SPEC, new_account
 
 
@@ -59,10 +60,26 @@ def test_out_of_credits() -> None:
     assert caught.value.status == 402 and caught.value.body.get("resolve")
 
 
-def test_every_catalogue_code_has_its_class() -> None:
-    assert quarry.RateLimited("x", code="rate_limited").status == 429
-    assert quarry.ServiceUnavailable.default_retryable is True
-    assert {"OutOfCredits", "TaskNotFound", "TaskExecuting", "RateLimited", "AtCapacity", "LimitReached"} <= set(quarry.__all__)
+@pytest.mark.parametrize("code", sorted(ERROR_CLASSES))
+def test_each_code_raises_its_class(code: str) -> None:
+    """Whatever code an answer carries, the exception is the catalogue's class for it."""
+    status = ERROR_CLASSES[code].default_status or 400
+    handler = answers(httpx.Response(status, json={"error": code, "message": f"{code}.", "retryable": False, "request_id": "req_c", "param": "task"}))
+    with quarry.Quarry(base_url="http://quarry.test", api_key="k", transport=httpx.MockTransport(handler)) as client:
+        with pytest.raises(ERROR_CLASSES[code]) as caught:
+            client.tasks.state("tsk_1")
+    assert (caught.value.code, caught.value.status, caught.value.param) == (code, status, "task")
+    assert getattr(quarry, type(caught.value).__name__) is ERROR_CLASSES[code]
+
+
+def test_no_answer_is_a_connection_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    with quarry.Quarry(base_url="http://quarry.test", api_key="k", max_retries=1, transport=httpx.MockTransport(refuse)) as client:
+        with pytest.raises(quarry.QuarryConnectionError) as caught:
+            client.tasks.state("tsk_1")
+    assert caught.value.retryable and caught.value.status is None
 
 
 def answers(*responses: httpx.Response) -> "Recorder":
