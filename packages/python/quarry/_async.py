@@ -21,7 +21,8 @@ class _AsyncTransport:
     async def _open(self, call: Call, stream: bool) -> httpx.Response:
         attempt = 0
         while True:
-            request = self.http.build_request(call.method, call.path, json=call.json, params=call.params, headers=call.headers, content=call.content)
+            # No params at all rather than empty ones: httpx 0.28 would drop a signed URL's own query.
+            request = self.http.build_request(call.method, call.path, json=call.json, params=call.params or None, headers=call.headers, content=call.content)
             if call.path.startswith(("http://", "https://")):
                 request.headers.pop("Authorization", None)  # a signed URL is its own credential
             error: QuarryError
