@@ -239,7 +239,8 @@ class AsyncWebhooks:
 class AsyncQuarry:
     """A client for one Quarry service, for asyncio: the methods of :class:`quarry.Quarry` as
     coroutines, and its iterators as async iterators. Use it with ``async with``, or await
-    :meth:`aclose`.
+    :meth:`aclose`. The routes are grouped as ``client.tasks`` (:class:`AsyncTasks`),
+    ``client.groups`` (:class:`AsyncGroups`) and ``client.webhooks`` (:class:`AsyncWebhooks`).
 
     >>> async with AsyncQuarry() as client:  # doctest: +SKIP
     ...     task = await client.tasks.create(prompt="EU plants making Li-ion cells")

@@ -277,6 +277,9 @@ class Quarry:
     ``retry_after`` when it names one. ``transport`` is an ``httpx`` transport (for tests and
     proxies). Use it as a context manager, or call :meth:`close`.
 
+    The routes are grouped as ``client.tasks`` (:class:`Tasks`), ``client.groups``
+    (:class:`Groups`) and ``client.webhooks`` (:class:`Webhooks`).
+
     >>> with Quarry() as client:  # doctest: +SKIP
     ...     task = client.tasks.create(prompt="EU plants making Li-ion cells")
     """
