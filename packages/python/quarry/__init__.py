@@ -11,7 +11,7 @@
 Errors are :class:`QuarryError` subclasses named after their code (``TaskNotFound``,
 ``OutOfCredits``, ``RateLimited``, ...); bodies and events are TypedDicts in ``quarry.types``.
 """
-from . import _catalogue
+from . import _catalogue, _core
 from ._async import AsyncQuarry
 from ._catalogue import *  # noqa: F401,F403 (one exception class per error code)
 from ._exceptions import QuarryConnectionError, QuarryError, WebhookVerificationError
@@ -20,4 +20,4 @@ from ._webhooks import verify_webhook
 
 __all__ = ["Quarry", "AsyncQuarry", "QuarryError", "QuarryConnectionError", "WebhookVerificationError", "verify_webhook"]
 __all__ += _catalogue.__all__
-__version__ = "1.2.0"
+__version__ = _core.VERSION

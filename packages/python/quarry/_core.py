@@ -20,7 +20,9 @@ DEFAULT_TIMEOUT = 60.0
 STREAM_RECONNECTS = 5
 #: Rows per request when iterating rows.
 ROW_PAGE = 1000
-USER_AGENT = "quarry-client-python/1.2.0"
+#: The distribution's version (as in pyproject.toml).
+VERSION = "1.2.0"
+USER_AGENT = f"quarry-client-python/{VERSION}"
 
 Params = Dict[str, Union[str, int, float, bool]]
 
