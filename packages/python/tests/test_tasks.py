@@ -1,0 +1,138 @@
+"""Every task method against a real Quarry (demo model: a turn writes one row per distinct word)."""
+import csv
+import os
+import threading
+from typing import Any, Dict, Iterator, List, Optional
+
+import httpx
+import pytest
+
+import quarry
+
+
+def words_task(client: quarry.Quarry, prompt: str, **kwargs: Any) -> str:
+    task = client.tasks.create(prompt=prompt, **kwargs)
+    for _ in client.tasks.stream(task["task_id"]):
+        pass
+    return task["task_id"]
+
+
+def test_create_stream_rows_state_get(client: quarry.Quarry) -> None:
+    task = client.tasks.create(prompt="nickel cobalt lithium")
+    assert task["task_id"].startswith("tsk_")
+    events = list(client.tasks.stream(task["task_id"]))
+    assert events[-1]["type"] == "done" and events[-1]["outcome"] == "completed"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert {"task", "tool", "text"} <= {e["type"] for e in events}
+
+    rows = list(client.tasks.rows(task["task_id"]))
+    assert sorted(r["word"] for r in rows) == ["cobalt", "lithium", "nickel"]
+    assert all(r["_sources"] for r in rows)
+    assert list(client.tasks.rows(task["task_id"], output="demo_word_counts")) == rows
+
+    state = client.tasks.state(task["task_id"])
+    assert state["active"] is False and state["last_event_id"] == events[-1]["seq"]
+    detail = client.tasks.get(task["task_id"])
+    assert detail["task_id"] == task["task_id"] and detail["events"][-1]["seq"] == events[-1]["seq"]
+
+    # An idle task's stream: its snapshot, then done idle.
+    idle = list(client.tasks.stream(task["task_id"]))
+    assert [(e["type"], e.get("outcome")) for e in idle] == [("task", None), ("done", "idle")]
+
+
+def test_stream_after_replays_from_there(client: quarry.Quarry) -> None:
+    task_id = words_task(client, "zinc tin")
+    events = list(client.tasks.stream(task_id, after=3))
+    assert events[0]["seq"] == 4 and events[-1]["type"] == "done"
+
+
+def test_spec_task_id_idempotency_and_plan_execute(client: quarry.Quarry) -> None:
+    spec = {"prompt": "copper silver", "outputs": [{"id": "words", "kind": "table", "columns": [{"name": "word"}, {"name": "count", "type": "integer"}]}]}
+    key = f"py-idem-{os.getpid()}"
+    first = client.tasks.create(spec=spec, task_id=f"py-spec-{os.getpid()}", idempotency_key=key)
+    again = client.tasks.create(spec=spec, task_id=f"py-spec-{os.getpid()}", idempotency_key=key)
+    assert first["task_id"] == again["task_id"] == f"py-spec-{os.getpid()}"
+    for _ in client.tasks.stream(first["task_id"]):
+        pass
+    executed = client.tasks.execute(first["task_id"], instruction="Count again.")
+    assert executed["task_id"] == first["task_id"]
+    done = [e for e in client.tasks.stream(first["task_id"]) if e["type"] == "done"]
+    assert done[-1]["outcome"] in ("completed", "idle")
+    with pytest.raises(TypeError):
+        client.tasks.create()
+
+
+def test_continue_stop_and_list(client: quarry.Quarry) -> None:
+    task_id = words_task(client, "iron")
+    continued = client.tasks.continue_(task_id, "Add manganese too.")
+    assert continued["task_id"] == task_id
+    assert client.tasks.stop(task_id)["task_id"] == task_id
+
+    # Pages of one: the iterator fetches every page.
+    listed = [t["task_id"] for t in client.tasks.list(limit=1)]
+    assert task_id in listed and len(listed) == len(set(listed)) and len(listed) >= 2
+
+
+def test_export_and_sources(client: quarry.Quarry, tmp_path: Any) -> None:
+    task_id = words_task(client, "gold platinum")
+    path = client.tasks.export(task_id, str(tmp_path / "words.csv"))
+    with open(path, newline="") as f:
+        table = list(csv.DictReader(f))
+    assert sorted(r["word"] for r in table) == ["gold", "platinum"]
+    jsonl = client.tasks.export(task_id, str(tmp_path / "words.jsonl"), format="jsonl", output="demo_word_counts")
+    assert len(open(jsonl).read().splitlines()) == 2
+    assert list(client.tasks.sources(task_id)) == []  # the demo model reads no page
+
+
+class CuttingTransport(httpx.HTTPTransport):
+    """Cuts the first event stream it carries in the middle of its `cut_after`+1-th frame."""
+
+    def __init__(self, cut_after: int) -> None:
+        super().__init__()
+        self.cut_after = cut_after
+        self.stream_requests: List[Dict[str, Optional[str]]] = []
+        self.cut = threading.Event()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if not request.url.path.endswith("/stream"):
+            return response
+        self.stream_requests.append({"last_event_id": request.headers.get("Last-Event-ID"), "after": request.url.params.get("after")})
+        if self.cut.is_set():
+            return response
+        self.cut.set()
+        return httpx.Response(response.status_code, headers=response.headers, stream=Cut(response.stream, self.cut_after), extensions=response.extensions)
+
+
+class Cut(httpx.SyncByteStream):
+    def __init__(self, inner: Any, frames: int) -> None:
+        self.inner = inner
+        self.frames = frames
+
+    def __iter__(self) -> Iterator[bytes]:
+        buffer = b""
+        for chunk in self.inner:
+            buffer += chunk
+            ends = [i for i in range(len(buffer)) if buffer.startswith(b"\n\n", i)]
+            if len(ends) > self.frames:
+                # Half of the next frame goes out, then the connection drops.
+                end = ends[self.frames - 1] + 2
+                yield buffer[: end + (ends[self.frames] - end) // 2]
+                raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+        yield buffer
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_stream_cut_mid_turn_resumes_without_loss_or_duplicates() -> None:
+    cutter = CuttingTransport(cut_after=3)
+    with quarry.Quarry(transport=cutter) as client:
+        task = client.tasks.create(prompt="a stream cut in the middle of its turn resumes")
+        events = list(client.tasks.stream(task["task_id"]))
+        stored = client.tasks.get(task["task_id"])["events"]
+    assert [(e["seq"], e["type"]) for e in events] == [(e["seq"], e["type"]) for e in stored]
+    assert events[-1]["type"] == "done" and events[-1]["outcome"] == "completed"
+    # The first connection gave three events before the cut; the second resumed after the third.
+    assert len(cutter.stream_requests) == 2
+    assert cutter.stream_requests[1]["last_event_id"] == "3"
