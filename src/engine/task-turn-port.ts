@@ -115,6 +115,10 @@ export class TaskTurnPort implements TurnPort {
     return this.durable(() => this.deps.sources.cited(this.turn.taskId, urls, uploadIds));
   }
 
+  async source(sourceId: string): Promise<SourceSnapshotRecord | undefined> {
+    return this.durable(() => this.deps.sources.get(this.turn.taskId, sourceId));
+  }
+
   async inputs(): Promise<InputFile[]> {
     const { uploads } = this.deps;
     const files: InputFile[] = [];

@@ -24,7 +24,10 @@ export interface ModelToolDefinition {
 }
 
 export interface ModelUsage {
+  /** All input tokens, those read from the provider's prompt cache (and written to it) included. */
   inputTokens: number;
+  /** Of inputTokens, those read from the prompt cache. */
+  cachedInputTokens: number;
   outputTokens: number;
 }
 
