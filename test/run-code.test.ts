@@ -76,6 +76,7 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
     workspaceDir: async () => openTaskWorkspace(dataDir, path.basename(dir)),
     recordSource: async () => 'src_test',
     citedSources: async () => [],
+    source: async () => undefined,
   };
   return { ctx, written, dir };
 }

@@ -192,7 +192,10 @@ export class Agent {
 
   private toolsFor(port: TurnPort): AgentTool<unknown>[] {
     if (port.planOnly) return [this.tools.get('update_spec')!];
-    const allowed = new Set<string>(['update_spec', 'write_rows', ...(port.spec().tools as ToolName[])]);
+    const specTools = port.spec().tools as ToolName[];
+    // read_source reads back what fetch_url and read_input stored: offered with them.
+    const readsSources = specTools.includes('fetch_url') || specTools.includes('read_input');
+    const allowed = new Set<string>(['update_spec', 'write_rows', ...specTools, ...(readsSources ? ['read_source'] : [])]);
     return [...this.tools.values()].filter((t) => allowed.has(t.name));
   }
 
