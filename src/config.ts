@@ -53,8 +53,10 @@ export interface ModelConfig {
   stream: boolean;
   /** Anthropic only: the most tokens a reply may have. */
   maxTokens: number;
-  /** The model's context window; older tool results are shortened to stay inside it. */
+  /** The model's context window (QUARRY_MODEL_CONTEXT_TOKENS): no request goes over it (compaction). */
   contextTokens: number;
+  /** QUARRY_MODEL_CACHE_KEY (default on): OpenAI-compatible requests send `prompt_cache_key`. */
+  sendCacheKey: boolean;
   /**
    * QUARRY_MODEL_TIMEOUT_S: the longest a model call may go without a byte from the server (to
    * the answer's headers, then between chunks), in ms; 0 = no limit. A timed-out call is retried.
@@ -247,6 +249,7 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
     stream: env.QUARRY_MODEL_STREAM !== '0',
     maxTokens: int(env, 'QUARRY_MODEL_MAX_TOKENS', ANTHROPIC_DEFAULT_MAX_TOKENS, 1),
     contextTokens: int(env, 'QUARRY_MODEL_CONTEXT_TOKENS', 100_000, 1000),
+    sendCacheKey: env.QUARRY_MODEL_CACHE_KEY !== '0',
     timeoutMs: Math.round(num(env, 'QUARRY_MODEL_TIMEOUT_S', DEFAULT_MODEL_TIMEOUT_MS / 1000) * 1000),
   };
   if (provider === 'demo') return { provider, baseUrl: '', model: 'demo', ...common };

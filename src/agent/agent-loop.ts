@@ -216,7 +216,7 @@ export class Agent {
       let streamed = '';
       try {
         const reply = await provider.generate({
-          messages, tools: definitions, signal: port.signal,
+          messages, tools: definitions, signal: port.signal, cacheKey: port.taskId,
           onTextDelta: (delta) => {
             streamed += delta;
             port.text(delta);

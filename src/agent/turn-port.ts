@@ -72,6 +72,8 @@ export type RowWriter = (rowNumber: number) => string;
 export interface TurnPort {
   // ---- the turn -----------------------------------------------------------------------------
   readonly turnId: string;
+  /** The task's id: the key of its conversation in the provider's prompt cache. */
+  readonly taskId: string;
   readonly kind: TurnKind;
   /** The request asked for a plan only: the turn ends when planning does. */
   readonly planOnly: boolean;

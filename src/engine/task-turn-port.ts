@@ -38,6 +38,7 @@ export interface TaskTurnPortDeps {
  */
 export class TaskTurnPort implements TurnPort {
   readonly turnId: string;
+  readonly taskId: string;
   readonly kind: TurnKind;
   readonly planOnly: boolean;
   readonly signal: AbortSignal;
@@ -64,6 +65,7 @@ export class TaskTurnPort implements TurnPort {
     opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[] },
   ) {
     this.turnId = turn.id;
+    this.taskId = turn.taskId;
     this.kind = turn.kind;
     this.planOnly = turn.planOnly;
     this.signal = opts.signal;

@@ -132,6 +132,7 @@ export interface InMemoryTurnOptions {
 
 export class InMemoryTurn implements TurnPort {
   readonly turnId: string;
+  readonly taskId = 'tsk_memory';
   readonly kind: TurnKind;
   readonly planOnly: boolean;
   readonly steps: readonly StoredStep[];
@@ -251,7 +252,7 @@ export class InMemoryTurn implements TurnPort {
     const kept = this.sources.find((s) => s.url === source.url && s.sha256 === sha256);
     if (kept) return kept.id;
     const id = `src_${this.sources.length + 1}`;
-    this.sources.push({ id, taskId: 'tsk_memory', ...source, fetchedAt: new Date().toISOString(), sha256, bytes: Buffer.byteLength(source.text) });
+    this.sources.push({ id, taskId: this.taskId, ...source, fetchedAt: new Date().toISOString(), sha256, bytes: Buffer.byteLength(source.text) });
     return id;
   }
 

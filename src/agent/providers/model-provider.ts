@@ -34,6 +34,11 @@ export interface ModelUsage {
 export interface ModelRequest {
   messages: ModelMessage[];
   tools: ModelToolDefinition[];
+  /**
+   * Names the conversation for the provider's prompt cache (the task id): requests that share a
+   * key and a prefix are routed where that prefix is cached. Sent as OpenAI's `prompt_cache_key`.
+   */
+  cacheKey?: string;
   /** Aborting cancels the HTTP call at once; generate() then rejects with an AbortError. */
   signal: AbortSignal;
   /**
