@@ -313,7 +313,7 @@ describe('agent loop: limits', () => {
 
   it('ends limit_reached when the turn has used spec.limits.max_credits_per_turn', async () => {
     const t = setup({
-      turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_credits_per_turn: 2 } }, prices: { inputPer1k: 0, outputPer1k: 0, toolCall: 1 } },
+      turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_credits_per_turn: 2 } }, prices: { inputPerMillion: 0, cachedInputPerMillion: 0, outputPerMillion: 0, toolCall: 1 } },
       script: searchForever,
     });
 

@@ -16,7 +16,7 @@ import { TurnAbort } from './turn-abort.js';
 const TEXT_FLUSH_MS = 250;
 
 /** What the runner and its ports report: turn ends, tokens, store outages. */
-export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelTokens' | 'storeUnavailable'>;
+export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelUsage' | 'storeUnavailable'>;
 
 /** What a turn's port reads and writes through: the task service and the task's queries, never the store itself. */
 export interface TaskTurnPortDeps {
@@ -165,7 +165,7 @@ export class TaskTurnPort implements TurnPort {
     if (!charged) throw new TurnAbort('stopped');
     this.replyTextStored = false;
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
-    this.metrics.modelTokens(usage.tokensIn, usage.tokensOut);
+    this.metrics.modelUsage(usage);
     crashPoint('step.checkpointed');
     return charged;
   }
