@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeAnthropic, type FakeAnthropic } from './kit/fake-anthropic-server.js';
+import { cacheUsage, startFakeAnthropic, type FakeAnthropic } from './kit/fake-anthropic-server.js';
 import { startFakeSearch, type FakeSearch } from './kit/fake-search-server.js';
 import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from './kit/fixture-web.js';
 import { until } from './kit/bounded-waits.js';
@@ -192,6 +192,15 @@ describe('the Anthropic provider, configured by environment', () => {
     assert.match(text, /Wrote the summary/);
     assert.equal(anthropic.requests[0]!.headers['x-api-key'], 'sk-test');
     assert.equal(anthropic.requests[0]!.body.model, 'claude-test');
+
+    // Each request extends the one before; what the fake reported as read from the cache is the turn's tokens_in_cached.
+    const cache = new Set<string>();
+    const reported = anthropic.requests.map((r) => cacheUsage(r.body, cache));
+    const cached = reported.reduce((n, u) => n + u.cache_read_input_tokens, 0);
+    assert.ok(reported[0]!.cache_read_input_tokens === 0 && reported.slice(1).every((u) => u.cache_read_input_tokens > 0), JSON.stringify(reported));
+    assert.equal(done.tokens_in, reported.reduce((n, u) => n + u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens, 0));
+    assert.equal(done.tokens_in_cached, cached);
+    assert.equal(done.compactions, 0);
   });
 });
 
