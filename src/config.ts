@@ -53,8 +53,10 @@ export interface ModelConfig {
   stream: boolean;
   /** Anthropic only: the most tokens a reply may have. */
   maxTokens: number;
-  /** The model's context window; older tool results are shortened to stay inside it. */
+  /** The model's context window (QUARRY_MODEL_CONTEXT_TOKENS): no request goes over it (compaction). */
   contextTokens: number;
+  /** QUARRY_MODEL_CACHE_KEY (default on): OpenAI-compatible requests send `prompt_cache_key`. */
+  sendCacheKey: boolean;
   /**
    * QUARRY_MODEL_TIMEOUT_S: the longest a model call may go without a byte from the server (to
    * the answer's headers, then between chunks), in ms; 0 = no limit. A timed-out call is retried.
@@ -163,6 +165,30 @@ function num(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return n;
 }
 
+/** Token prices per 1,000 tokens, read before version 1.2: refused by name rather than priced differently. */
+const RETIRED_PRICES = [['QUARRY_PRICE_INPUT_PER_1K', 'QUARRY_PRICE_INPUT'], ['QUARRY_PRICE_OUTPUT_PER_1K', 'QUARRY_PRICE_OUTPUT']] as const;
+
+/**
+ * Token prices in credits per million tokens, per class (decisions §16.3). Cached input defaults
+ * to a tenth of input. A server still configured with the per-1,000 names does not start: read
+ * as they were, they would leave cached input at a price nobody chose.
+ */
+function tokenPrices(env: NodeJS.ProcessEnv): Pick<Prices, 'inputPerMillion' | 'cachedInputPerMillion' | 'outputPerMillion'> {
+  for (const [old, now] of RETIRED_PRICES) {
+    const raw = env[old];
+    if (raw === undefined || raw === '') continue;
+    const per1k = Number(raw);
+    const same = Number.isFinite(per1k) ? ` (${raw} per 1,000 tokens is ${now}=${per1k * 1000})` : '';
+    throw new ConfigError(`${old} is no longer read: token prices are per million tokens now. Set ${now} instead${same}; cached input tokens are priced by QUARRY_PRICE_CACHED_INPUT (default a tenth of ${'QUARRY_PRICE_INPUT'})`);
+  }
+  const inputPerMillion = num(env, 'QUARRY_PRICE_INPUT', 10);
+  return {
+    inputPerMillion,
+    cachedInputPerMillion: num(env, 'QUARRY_PRICE_CACHED_INPUT', inputPerMillion / 10),
+    outputPerMillion: num(env, 'QUARRY_PRICE_OUTPUT', 30),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const host = env.QUARRY_HOST || '127.0.0.1';
   const port = int(env, 'QUARRY_PORT', 8080);
@@ -196,8 +222,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     workerId: env.QUARRY_WORKER_ID || `${os.hostname()}-${process.pid}`,
     leaseSeconds: int(env, 'QUARRY_LEASE_SECONDS', 30, 1),
     prices: {
-      inputPer1k: num(env, 'QUARRY_PRICE_INPUT_PER_1K', 0.01),
-      outputPer1k: num(env, 'QUARRY_PRICE_OUTPUT_PER_1K', 0.03),
+      ...tokenPrices(env),
       toolCall: num(env, 'QUARRY_PRICE_TOOL_CALL', 0.01),
     },
     logLevel: env.QUARRY_LOG_LEVEL || 'info',
@@ -247,6 +272,7 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
     stream: env.QUARRY_MODEL_STREAM !== '0',
     maxTokens: int(env, 'QUARRY_MODEL_MAX_TOKENS', ANTHROPIC_DEFAULT_MAX_TOKENS, 1),
     contextTokens: int(env, 'QUARRY_MODEL_CONTEXT_TOKENS', 100_000, 1000),
+    sendCacheKey: env.QUARRY_MODEL_CACHE_KEY !== '0',
     timeoutMs: Math.round(num(env, 'QUARRY_MODEL_TIMEOUT_S', DEFAULT_MODEL_TIMEOUT_MS / 1000) * 1000),
   };
   if (provider === 'demo') return { provider, baseUrl: '', model: 'demo', ...common };

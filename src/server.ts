@@ -80,7 +80,7 @@ function providerFrom(config: Config): ModelProvider | undefined {
   if (!m) return undefined;
   if (m.provider === 'demo') return createDemoProvider();
   if (m.provider === 'anthropic') return createAnthropicProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, maxTokens: m.maxTokens, timeoutMs: m.timeoutMs });
-  return createOpenAICompatibleProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, timeoutMs: m.timeoutMs });
+  return createOpenAICompatibleProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, timeoutMs: m.timeoutMs, sendCacheKey: m.sendCacheKey });
 }
 
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {

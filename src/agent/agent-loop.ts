@@ -10,8 +10,8 @@ import { crashPoint } from '../crash-points.js';
 import { turnError, type ErrorName, type TurnError } from '../errors.js';
 import type { TaskPhase } from '../contract/index.js';
 import type { ToolName } from '../contract/index.js';
-import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
-import { fitToContext } from './context-window.js';
+import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall, type ModelToolDefinition } from './providers/model-provider.js';
+import { compact, CompactionNote, requestTokens, type SourceLookup } from './context-window.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
 import { toolContext, type AgentTool, type ToolResult } from './tools/tool.js';
@@ -27,7 +27,7 @@ export interface AgentOptions {
   tools: AgentTools;
   /** Waits between retries of a failed model call (ms): one retry per entry (docs/agent.md: 0.5 s, 1 s, 2 s). */
   retryDelaysMs?: number[];
-  /** The model's context window in tokens; older tool results are shortened to stay inside it. */
+  /** The model's context window in tokens (QUARRY_MODEL_CONTEXT_TOKENS): no request is sent over it. */
   contextTokens?: number;
 }
 
@@ -37,9 +37,6 @@ export interface AgentOptions {
  * says how long the provider asked for.
  */
 export const MAX_RETRY_AFTER_MS = 60_000;
-
-/** A rough, provider-neutral size estimate: about four characters per token. */
-const CHARS_PER_TOKEN = 4;
 
 const INPUT_CAP = 2_000;
 const INPUT_ARRAY_CAP = 100;
@@ -73,10 +70,10 @@ export class Agent {
   private readonly tools: AgentTools;
   /** The documented schedule as it stands, no jitter; a provider's Retry-After may only lengthen a wait. */
   private readonly retries: RetryPolicy;
-  private readonly contextChars: number;
+  private readonly contextTokens: number;
 
   constructor(opts: AgentOptions) {
-    this.contextChars = (opts.contextTokens ?? 100_000) * CHARS_PER_TOKEN;
+    this.contextTokens = opts.contextTokens ?? 100_000;
     this.provider = opts.provider;
     this.tools = opts.tools;
     const delaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
@@ -90,7 +87,21 @@ export class Agent {
     }
     const spec = port.spec();
     let phase: TaskPhase = port.kind === 'plan' ? 'plan' : 'execute';
-    const history: ModelMessage[] = port.userMessages.map((content) => ({ role: 'user', content }));
+    // The prefix every request of the turn starts with (decisions §16.3): the system message and
+    // the tools are fixed when the turn starts; a resumed turn sends the system message its first
+    // model step was sent with, whatever update_spec changed since. Later changes reach the model
+    // in tool results.
+    const firstModelStep = port.steps.find((s) => s.type === 'model');
+    const system: ModelMessage = { role: 'system', content: firstModelStep?.system ?? systemPrompt(spec, { phase, planOnly: port.planOnly }) };
+    const tools = this.toolsFor(port);
+    const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
+    // The conversation as the model last saw it: only ever appended to, except by a compaction.
+    let history: ModelMessage[] = port.userMessages.map((content) => ({ role: 'user', content }));
+    const note = new CompactionNote();
+    const lookup: SourceLookup = async (id) => {
+      const found = await port.source(id);
+      return found ? { url: found.url, title: found.title } : null;
+    };
     let step = 0;
     let pendingCalls: ModelToolCall[] = [];
     for (const stored of port.steps) {
@@ -124,7 +135,7 @@ export class Agent {
         if (phase === 'plan' && !port.planOnly && port.spec().outputs.length > 0) {
           phase = 'execute';
           step++;
-          await port.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
+          await port.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0 });
           history.push({ role: 'user', content: CARRY_OUT_PLAN });
           continue;
         }
@@ -133,17 +144,24 @@ export class Agent {
       if (pendingCalls.length === 0) {
         if (step >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
         await port.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
-        const tools = this.toolsFor(port);
-        const messages = fitToContext([
-          { role: 'system', content: systemPrompt(port.spec(), await port.rowCounts(), { phase, planOnly: port.planOnly }) },
-          ...history,
-        ], this.contextChars);
-        const reply = await this.callModel(provider, messages, tools, port, deadline);
+        let compactions = 0;
+        if (requestTokens([system, ...history], definitions) > this.contextTokens) {
+          try {
+            history = (await compact(system, history, port.userMessages.length, { contextTokens: this.contextTokens, tools: definitions }, note, lookup)) ?? history;
+          } catch (err) {
+            if (!(err instanceof RangeError)) throw err;
+            return failed('limit_reached', `The conversation does not fit in the model's context window (QUARRY_MODEL_CONTEXT_TOKENS=${this.contextTokens}): ${err.message}.`);
+          }
+          compactions = 1;
+        }
+        const reply = await this.callModel(provider, [system, ...history], definitions, port, deadline);
         if ('outcome' in reply) return reply;
         crashPoint('model.replied');
         step++;
-        const stored: StoredStep = { type: 'model', text: reply.text, toolCalls: reply.toolCalls, phase };
-        const charge = await port.checkpoint(step, stored, { tokensIn: reply.usage.inputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0 });
+        const stored: StoredStep = { type: 'model', text: reply.text, toolCalls: reply.toolCalls, phase, ...(step === 1 ? { system: system.content } : {}) };
+        const charge = await port.checkpoint(step, stored, {
+          tokensIn: reply.usage.inputTokens, tokensInCached: reply.usage.cachedInputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0, compactions,
+        });
         history.push({ role: 'assistant', content: reply.text || null, toolCalls: reply.toolCalls });
         const over = this.overBudget(charge, limits.max_credits_per_turn);
         if (over) return over;
@@ -160,11 +178,11 @@ export class Agent {
       const results: { callId: string; name: string; content: string }[] = [];
       for (const call of pendingCalls) {
         if (port.signal.aborted) throw port.signal.reason;
-        const content = await this.runTool(call, port, step + 1);
+        const content = await this.runTool(call, port, tools, step + 1);
         results.push({ callId: call.id, name: call.name, content });
       }
       step++;
-      const charge = await port.checkpoint(step, { type: 'tools', results }, { tokensIn: 0, tokensOut: 0, toolCalls: results.length });
+      const charge = await port.checkpoint(step, { type: 'tools', results }, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: results.length, compactions: 0 });
       for (const r of results) history.push({ role: 'tool', toolCallId: r.callId, name: r.name, content: r.content });
       pendingCalls = [];
       const over = this.overBudget(charge, limits.max_credits_per_turn);
@@ -174,7 +192,10 @@ export class Agent {
 
   private toolsFor(port: TurnPort): AgentTool<unknown>[] {
     if (port.planOnly) return [this.tools.get('update_spec')!];
-    const allowed = new Set<string>(['update_spec', 'write_rows', ...(port.spec().tools as ToolName[])]);
+    const specTools = port.spec().tools as ToolName[];
+    // read_source reads back what fetch_url and read_input stored: offered with them.
+    const readsSources = specTools.includes('fetch_url') || specTools.includes('read_input');
+    const allowed = new Set<string>(['update_spec', 'write_rows', ...specTools, ...(readsSources ? ['read_source'] : [])]);
     return [...this.tools.values()].filter((t) => allowed.has(t.name));
   }
 
@@ -190,13 +211,12 @@ export class Agent {
    * retries are spent, when the provider asks for a wait over MAX_RETRY_AFTER_MS, or when the
    * wait would end past the turn's deadline (failing now beats sleeping into limit_reached).
    */
-  private async callModel(provider: ModelProvider, messages: ModelMessage[], tools: AgentTool<unknown>[], port: TurnPort, deadline: number) {
-    const definitions = tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters as Record<string, unknown> }));
+  private async callModel(provider: ModelProvider, messages: ModelMessage[], definitions: ModelToolDefinition[], port: TurnPort, deadline: number) {
     for (let attempt = 0; ; attempt++) {
       let streamed = '';
       try {
         const reply = await provider.generate({
-          messages, tools: definitions, signal: port.signal,
+          messages, tools: definitions, signal: port.signal, cacheKey: port.taskId,
           onTextDelta: (delta) => {
             streamed += delta;
             port.text(delta);
@@ -229,7 +249,7 @@ export class Agent {
   }
 
   /** Runs one tool call; every failure becomes text for the model, never a crashed turn. */
-  private async runTool(call: ModelToolCall, port: TurnPort, step: number): Promise<string> {
+  private async runTool(call: ModelToolCall, port: TurnPort, offeredTools: AgentTool<unknown>[], step: number): Promise<string> {
     const started = Date.now();
     let input: unknown;
     try {
@@ -246,7 +266,7 @@ export class Agent {
       return content;
     };
     const tool = this.tools.get(call.name);
-    const offered = tool && this.toolsFor(port).includes(tool);
+    const offered = tool && offeredTools.includes(tool);
     if (!tool || !offered) return finish(false, `unknown tool ${call.name}`, `Error: there is no tool named "${call.name}" in this turn.`);
     if (typeof input !== 'object' || input === null || Array.isArray(input)) {
       return finish(false, 'arguments are not a JSON object', 'Error: the arguments must be a JSON object. Call the tool again with valid JSON.');

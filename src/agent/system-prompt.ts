@@ -3,9 +3,12 @@ import type { TaskSpec } from '../contract/index.js';
 /** The line before the spec's JSON, which ends the system message. */
 export const SPEC_HEADING = 'The current spec (JSON):';
 
-/** The system message: how to work, and the current spec with its outputs' row counts. */
-export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opts: { phase: 'plan' | 'execute'; planOnly: boolean }): string {
-  const outputs = spec.outputs.map((o) => ({ ...o, rows_written: rowCounts.get(o.id) ?? 0 }));
+/**
+ * The system message: how to work, and the spec as the turn started. It stays the same for the
+ * whole turn (the prompt cache depends on it): update_spec and write_rows say in their results
+ * what changed.
+ */
+export function systemPrompt(spec: TaskSpec, opts: { phase: 'plan' | 'execute'; planOnly: boolean }): string {
   const lines = [
     'You are Quarry, a careful research agent. You answer research tasks by filling named outputs with rows.',
     '',
@@ -19,6 +22,7 @@ export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opt
     '  name the columns it supports in "fields"; give basis (confidence and reasoning per column) for what you inferred.',
     '  Search results alone are not sources: fetch the page first.',
     '- Never invent data. If something cannot be found, leave the column empty (null) rather than guessing.',
+    '- Pages you read stay stored: read_source {source_id} reads one again without fetching it.',
     '- When the work is done, answer with a short summary and no tool call; that ends the turn.',
   ];
   if (spec.citations === 'require_verified') lines.push('', 'This task requires verified citations: write_rows refuses a row unless every source it cites checks out; it says which, so fix them and call again.');
@@ -28,7 +32,7 @@ export function systemPrompt(spec: TaskSpec, rowCounts: Map<string, number>, opt
   }
   if (opts.planOnly) lines.push('', 'This turn is planning only: declare the outputs with update_spec, then stop without writing rows.');
   else if (opts.phase === 'plan') lines.push('', 'You are planning: settle the outputs with update_spec first, then carry the plan out.');
-  lines.push('', SPEC_HEADING, JSON.stringify({ name: spec.name, prompt: spec.prompt, outputs, inputs: spec.inputs }, null, 2));
+  lines.push('', SPEC_HEADING, JSON.stringify({ name: spec.name, prompt: spec.prompt, outputs: spec.outputs, inputs: spec.inputs }, null, 2));
   return lines.join('\n');
 }
 

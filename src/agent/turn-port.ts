@@ -23,7 +23,8 @@ export interface InputFile {
 
 /** A checkpointed step, as stored. */
 export type StoredStep =
-  | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase }
+  /** `system`: the system message, on the turn's first model step, so that a resumed turn sends the same prefix. */
+  | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase; system?: string }
   | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
   | { type: 'nudge'; content: string };
 
@@ -38,9 +39,14 @@ export interface TurnState {
 
 /** What a checkpointed step used: priced by the port, charged once however often it is stored. */
 export interface StepUsage {
+  /** All input tokens, cached ones included. */
   tokensIn: number;
+  /** Of tokensIn, those the provider read from its prompt cache. */
+  tokensInCached: number;
   tokensOut: number;
   toolCalls: number;
+  /** Compactions of the conversation before this step's model call (decisions §16.3). */
+  compactions: number;
 }
 
 /** The account's balance after a charge, and what this turn has cost so far. */
@@ -66,6 +72,8 @@ export type RowWriter = (rowNumber: number) => string;
 export interface TurnPort {
   // ---- the turn -----------------------------------------------------------------------------
   readonly turnId: string;
+  /** The task's id: the key of its conversation in the provider's prompt cache. */
+  readonly taskId: string;
   readonly kind: TurnKind;
   /** The request asked for a plan only: the turn ends when planning does. */
   readonly planOnly: boolean;
@@ -90,6 +98,8 @@ export interface TurnPort {
   recordSource(source: ReadSource): Promise<string>;
   /** The task's snapshots, with their text, that these URLs (asked for or arrived at) or uploads name. */
   citedSources(urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]>;
+  /** One snapshot of this task, with its text, by source_id. */
+  source(sourceId: string): Promise<SourceSnapshotRecord | undefined>;
   /** The task spec's inputs, resolved to local files of finished uploads of the task's account. */
   inputs(): Promise<InputFile[]>;
   /** The task's workspace directory on this node (<data dir>/workspaces/<task id>), made on first use. */

@@ -40,8 +40,10 @@ export const TurnUsage = component('TurnUsage', Type.Object({
   kind: TurnKindSchema,
   status: Type.String(),
   credits: Credits('Credits the turn used'),
-  tokens_in: Type.Integer({ minimum: 0 }),
+  tokens_in: Type.Integer({ minimum: 0, description: 'All input tokens, cached ones included.' }),
+  tokens_in_cached: Type.Integer({ minimum: 0, description: 'Of tokens_in, those read from the provider\'s prompt cache (priced at QUARRY_PRICE_CACHED_INPUT).' }),
   tokens_out: Type.Integer({ minimum: 0 }),
   tool_calls: Type.Integer({ minimum: 0 }),
+  compactions: Type.Integer({ minimum: 0, description: 'How often the turn\'s conversation was compacted to fit the model\'s context.' }),
 }));
 export const Usage = component('Usage', Type.Object({ turns: Type.Array(TurnUsage) }));

@@ -72,6 +72,10 @@ export const DoneEvent = eventOf('done', 'DoneEvent', 'A turn ended (stored), or
   output_count: Nullable(Type.Integer({ minimum: 0 })),
   credits_used: Type.Number({ minimum: 0 }),
   next_turn_id: Type.Optional(Nullable(Type.String({ description: 'The queued message that starts now; null: the task is idle.' }))),
+  tokens_in: Type.Optional(Type.Integer({ minimum: 0, description: 'A turn that ended: all input tokens of its model calls, cached ones included.' })),
+  tokens_in_cached: Type.Optional(Type.Integer({ minimum: 0, description: 'Of tokens_in, those the provider read from its prompt cache.' })),
+  tokens_out: Type.Optional(Type.Integer({ minimum: 0, description: 'A turn that ended: the output tokens of its model calls.' })),
+  compactions: Type.Optional(Type.Integer({ minimum: 0, description: 'A turn that ended: how often its conversation was compacted to fit the model\'s context.' })),
 });
 
 export const TaskEvent = component('TaskEvent', Type.Union([TaskChangedEvent, ToolEvent, TextEvent, ErrorEvent, DoneEvent], {

@@ -57,33 +57,38 @@ export function fromStoredMicros(value: number | string | bigint): number {
 
 /** The price table in credits, as configured (QUARRY_PRICE_*). */
 export interface Prices {
-  /** Credits per 1,000 input tokens. */
-  inputPer1k: number;
-  /** Credits per 1,000 output tokens. */
-  outputPer1k: number;
+  /** Credits per million input tokens not read from a prompt cache. */
+  inputPerMillion: number;
+  /** Credits per million input tokens read from the provider's prompt cache. */
+  cachedInputPerMillion: number;
+  /** Credits per million output tokens. */
+  outputPerMillion: number;
   /** Credits per tool call. */
   toolCall: number;
 }
 
-/** The price table in micro-credits: per 1,000 input and output tokens, and per tool call. */
-export interface MicroPrices {
-  inputPer1k: number;
-  outputPer1k: number;
-  toolCall: number;
-}
+/** The price table in micro-credits: per million tokens of each class, and per tool call. */
+export type MicroPrices = Prices;
 
 export function pricesInMicros(prices: Prices): MicroPrices {
-  return { inputPer1k: toMicros(prices.inputPer1k), outputPer1k: toMicros(prices.outputPer1k), toolCall: toMicros(prices.toolCall) };
+  return {
+    inputPerMillion: toMicros(prices.inputPerMillion),
+    cachedInputPerMillion: toMicros(prices.cachedInputPerMillion),
+    outputPerMillion: toMicros(prices.outputPerMillion),
+    toolCall: toMicros(prices.toolCall),
+  };
 }
 
 /**
- * What one agent step costs, in micro-credits. Token prices are per 1,000 tokens, so the token
- * part is rounded to a whole micro-credit once per step, half up (the amount is never negative);
- * tool calls cost whole micro-credits each. Integer arithmetic throughout, exact while tokens
- * times price stay below 2^53 (a step of a million tokens at 1,000 credits per 1,000 tokens is
- * 10^15).
+ * What one agent step costs, in micro-credits. `tokensIn` counts all input tokens; the
+ * `tokensInCached` of them are priced as cached input, the rest as input. Token prices are per
+ * million tokens, so the token part is rounded to a whole micro-credit once per step, half up
+ * (the amount is never negative); tool calls cost whole micro-credits each. Integer arithmetic
+ * throughout, exact while tokens times price stay below 2^53 (a step of a million tokens at
+ * 1,000 credits per million tokens is 10^15).
  */
-export function stepCostMicros(prices: MicroPrices, usage: { tokensIn: number; tokensOut: number; toolCalls: number }): number {
-  const tokenMilliMicros = usage.tokensIn * prices.inputPer1k + usage.tokensOut * prices.outputPer1k;
-  return Math.floor((tokenMilliMicros + 500) / 1000) + usage.toolCalls * prices.toolCall;
+export function stepCostMicros(prices: MicroPrices, usage: { tokensIn: number; tokensInCached: number; tokensOut: number; toolCalls: number }): number {
+  const cached = Math.min(usage.tokensInCached, usage.tokensIn);
+  const perMillion = (usage.tokensIn - cached) * prices.inputPerMillion + cached * prices.cachedInputPerMillion + usage.tokensOut * prices.outputPerMillion;
+  return Math.floor((perMillion + 500_000) / 1_000_000) + usage.toolCalls * prices.toolCall;
 }

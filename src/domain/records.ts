@@ -90,9 +90,14 @@ export interface TurnRecord {
   leaseOwner: string | null;
   leaseExpiresAt: string | null;
   creditsUsedMicros: number;
+  /** All input tokens, cached ones included. */
   tokensIn: number;
+  /** Of tokensIn, those read from the provider's prompt cache. */
+  tokensInCached: number;
   tokensOut: number;
   toolCalls: number;
+  /** Compactions of the turn's conversation (decisions §16.3). */
+  compactions: number;
   error: TurnError | null;
 }
 

@@ -16,7 +16,7 @@ import { TurnAbort } from './turn-abort.js';
 const TEXT_FLUSH_MS = 250;
 
 /** What the runner and its ports report: turn ends, tokens, store outages. */
-export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelTokens' | 'storeUnavailable'>;
+export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelUsage' | 'storeUnavailable'>;
 
 /** What a turn's port reads and writes through: the turn's writes and the task's queries, never the store itself. */
 export interface TaskTurnPortDeps {
@@ -38,6 +38,7 @@ export interface TaskTurnPortDeps {
  */
 export class TaskTurnPort implements TurnPort {
   readonly turnId: string;
+  readonly taskId: string;
   readonly kind: TurnKind;
   readonly planOnly: boolean;
   readonly signal: AbortSignal;
@@ -64,6 +65,7 @@ export class TaskTurnPort implements TurnPort {
     opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[] },
   ) {
     this.turnId = turn.id;
+    this.taskId = turn.taskId;
     this.kind = turn.kind;
     this.planOnly = turn.planOnly;
     this.signal = opts.signal;
@@ -115,6 +117,10 @@ export class TaskTurnPort implements TurnPort {
     return this.durable(() => this.deps.sources.cited(this.turn.taskId, urls, uploadIds));
   }
 
+  async source(sourceId: string): Promise<SourceSnapshotRecord | undefined> {
+    return this.durable(() => this.deps.sources.get(this.turn.taskId, sourceId));
+  }
+
   async inputs(): Promise<InputFile[]> {
     const { uploads } = this.deps;
     const files: InputFile[] = [];
@@ -159,7 +165,7 @@ export class TaskTurnPort implements TurnPort {
     if (!charged) throw new TurnAbort('stopped');
     this.replyTextStored = false;
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
-    this.metrics.modelTokens(usage.tokensIn, usage.tokensOut);
+    this.metrics.modelUsage(usage);
     crashPoint('step.checkpointed');
     return charged;
   }

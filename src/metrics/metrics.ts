@@ -20,8 +20,8 @@ export interface Metrics {
   streamOpened(route: string): () => void;
   /** A turn this process ran ended, after `seconds` of work here. */
   turnEnded(outcome: TurnOutcome, seconds: number): void;
-  /** Tokens a model call used, as its provider reported them. */
-  modelTokens(input: number, output: number): void;
+  /** What a model call used, as its provider reported it (input counts the cached input too), and the compactions before it. */
+  modelUsage(usage: { tokensIn: number; tokensInCached: number; tokensOut: number; compactions: number }): void;
   webhookAttempt(result: WebhookAttemptResult): void;
   storeUnavailable(source: StoreErrorSource): void;
 }
@@ -38,7 +38,7 @@ export const NO_METRICS: Metrics = {
   httpRequest() {},
   streamOpened: () => () => {},
   turnEnded() {},
-  modelTokens() {},
+  modelUsage() {},
   webhookAttempt() {},
   storeUnavailable() {},
 };

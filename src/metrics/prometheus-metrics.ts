@@ -31,6 +31,7 @@ export class PrometheusMetrics implements ScrapableMetrics {
   private readonly turns: Counter<'outcome'>;
   private readonly turnSeconds: Histogram<'outcome'>;
   private readonly tokens: Counter<'type'>;
+  private readonly compactions: Counter;
   private readonly webhookAttempts: Counter<'status'>;
   private readonly storeErrors: Counter<'component'>;
 
@@ -40,7 +41,11 @@ export class PrometheusMetrics implements ScrapableMetrics {
     this.streams = new Gauge({ name: 'quarry_streams_open', help: 'Event streams (SSE) open now, by route template.', labelNames: ['route'], registers });
     this.turns = new Counter({ name: 'quarry_turns_total', help: 'Turns this process ran that ended, by outcome.', labelNames: ['outcome'], registers });
     this.turnSeconds = new Histogram({ name: 'quarry_turn_duration_seconds', help: 'How long this process worked on a turn that ended, by outcome.', labelNames: ['outcome'], buckets: TURN_BUCKETS_S, registers });
-    this.tokens = new Counter({ name: 'quarry_model_tokens_total', help: 'Tokens the model provider reported, input (prompt) and output (completion).', labelNames: ['type'], registers });
+    this.tokens = new Counter({
+      name: 'quarry_model_tokens_total', help: 'Tokens the model provider reported: input (prompt, all of it), cached_input (of input, read from the prompt cache) and output (completion).',
+      labelNames: ['type'], registers,
+    });
+    this.compactions = new Counter({ name: 'quarry_context_compactions_total', help: 'Times a turn\'s conversation was compacted to stay inside QUARRY_MODEL_CONTEXT_TOKENS.', registers });
     this.webhookAttempts = new Counter({
       name: 'quarry_webhook_deliveries_total', help: 'Webhook delivery attempts, by what they left the delivery as: delivered, retrying (another attempt is scheduled) or dead.',
       labelNames: ['status'], registers,
@@ -71,7 +76,7 @@ export class PrometheusMetrics implements ScrapableMetrics {
       this.turnSeconds.zero({ outcome });
     }
     for (const route of opts.streamRoutes) this.streams.set({ route }, 0);
-    for (const type of ['input', 'output']) this.tokens.inc({ type }, 0);
+    for (const type of ['input', 'cached_input', 'output']) this.tokens.inc({ type }, 0);
     for (const status of WEBHOOK_RESULTS) this.webhookAttempts.inc({ status }, 0);
     for (const component of STORE_ERROR_SOURCES) this.storeErrors.inc({ component }, 0);
   }
@@ -104,9 +109,11 @@ export class PrometheusMetrics implements ScrapableMetrics {
     this.turnSeconds.observe({ outcome }, seconds);
   }
 
-  modelTokens(input: number, output: number): void {
-    if (input > 0) this.tokens.inc({ type: 'input' }, input);
-    if (output > 0) this.tokens.inc({ type: 'output' }, output);
+  modelUsage(usage: { tokensIn: number; tokensInCached: number; tokensOut: number; compactions: number }): void {
+    if (usage.tokensIn > 0) this.tokens.inc({ type: 'input' }, usage.tokensIn);
+    if (usage.tokensInCached > 0) this.tokens.inc({ type: 'cached_input' }, usage.tokensInCached);
+    if (usage.tokensOut > 0) this.tokens.inc({ type: 'output' }, usage.tokensOut);
+    if (usage.compactions > 0) this.compactions.inc(usage.compactions);
   }
 
   webhookAttempt(result: WebhookAttemptResult): void {

@@ -25,6 +25,11 @@ export class SourceSnapshots {
     });
   }
 
+  /** One snapshot of the task, with its text. */
+  get(taskId: string, sourceId: string): Promise<SourceSnapshotRecord | undefined> {
+    return this.store.sources.get(taskId, sourceId);
+  }
+
   /** The task's snapshots, with their text, that these URLs (asked for or arrived at) or uploads name. */
   cited(taskId: string, urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]> {
     return this.store.sources.cited(taskId, urls, uploadIds);

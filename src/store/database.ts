@@ -108,8 +108,10 @@ export interface TurnsTable {
   lease_expires_at: string | null;
   credits_used_micros: MicrosColumn;
   tokens_in: number;
+  tokens_in_cached: number;
   tokens_out: number;
   tool_calls: number;
+  compactions: number;
   error: string | null;
 }
 

@@ -78,6 +78,16 @@ export interface TasksRepository {
 
 // ---- turns: the durable work queue (claims, leases, queued messages) --------------------------
 
+/** One step's usage, added to its turn's totals: credits, tokens (all input, cached input, output), tool calls, compactions. */
+export interface TurnUsage {
+  creditsMicros: number;
+  tokensIn: number;
+  tokensInCached: number;
+  tokensOut: number;
+  toolCalls: number;
+  compactions: number;
+}
+
 export interface TurnsRepository {
   insert(turn: TurnRecord): Promise<void>;
   get(id: string): Promise<TurnRecord | undefined>;
@@ -86,7 +96,7 @@ export interface TurnsRepository {
    * Adds a step's usage to the turn's totals in one statement; returns the turn's credits used
    * afterwards, in micro-credits (undefined when there is no such turn).
    */
-  addUsage(id: string, usage: { creditsMicros: number; tokensIn: number; tokensOut: number; toolCalls: number }): Promise<number | undefined>;
+  addUsage(id: string, usage: TurnUsage): Promise<number | undefined>;
   /**
    * Ends a turn: its outcome, end time and error, its lease dropped, in one statement; returns
    * the turn's credits used, in micro-credits (undefined when there is no such turn).

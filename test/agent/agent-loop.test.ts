@@ -4,8 +4,10 @@
  * from the model.
  */
 import assert from 'node:assert/strict';
+import { isDeepStrictEqual } from 'node:util';
 import { describe, it } from 'node:test';
 import { Agent, type TurnResult } from '../../src/agent/agent-loop.js';
+import { requestTokens } from '../../src/agent/context-window.js';
 import { ModelProviderError, type ModelMessage } from '../../src/agent/providers/model-provider.js';
 import { CARRY_OUT_PLAN } from '../../src/agent/system-prompt.js';
 import type { AgentTools } from '../../src/agent/tools/index.js';
@@ -46,12 +48,12 @@ interface Setup {
 }
 
 /** A scripted model, the loop, and an in-memory turn; a script given as a function gets the turn (to stop it). */
-function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[] }): Setup {
+function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[]; contextTokens?: number }): Setup {
   const turn = new InMemoryTurn(opts.turn);
   const model = new ScriptedModel(...(typeof opts.script === 'function' ? opts.script(turn) : opts.script));
   const search = fakeSearch(turn, opts.search);
   const tools: AgentTools = new Map([defineTool(updateSpecTool), defineTool(writeRowsTool), search.tool].map((t) => [t.name, t]));
-  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0] });
+  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0], contextTokens: opts.contextTokens });
   return { agent, model, turn, searches: search.calls, run: () => agent.runTurn(turn) };
 }
 
@@ -100,8 +102,8 @@ describe('agent loop: planning and executing', () => {
     ]);
     assert.equal(t.model.calls.length, 4);
     assert.match(t.model.calls[0]!.system, /You are planning/);
-    assert.doesNotMatch(t.model.calls[2]!.system, /You are planning/);
-    assert.match(t.model.calls[2]!.system, /"quarries"/, 'the model sees the spec it declared');
+    assert.equal(t.model.calls[2]!.system, t.model.calls[0]!.system, 'the system message is fixed for the whole turn');
+    assert.match(toolMessages(t.model.calls[2]!.messages)[0]!.content, /The spec now \(JSON\):\n.*"quarries"/, 'the model sees the spec it declared in update_spec\'s result');
     assert.deepEqual(t.model.calls[2]!.messages.at(-1), { role: 'user', content: CARRY_OUT_PLAN }, 'the model is told to carry the plan out');
     assert.deepEqual(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').length, 1);
     assert.deepEqual(t.turn.rowsOf('quarries').map((r) => r.name), ['Rock of Ages']);
@@ -203,7 +205,7 @@ describe('agent loop: tool calls', () => {
     const [result] = toolMessages(t.model.calls[1]!.messages);
     assert.deepEqual(result, { role: 'tool', toolCallId: 'call_a', name: 'write_rows', content: finished!.output }, 'the event carries what the model was given');
     // The cited page was never fetched in this turn: the answer says so, naming the source.
-    assert.equal(finished!.output, 'Wrote 1 rows to quarries (rows 1-1); 0 of them verified. These sources could not be verified:\n' +
+    assert.equal(finished!.output, 'Wrote 1 rows to quarries (rows 1-1); 0 of them verified. quarries now has 1 rows. These sources could not be verified:\n' +
       '- row 1, source 1 (https://www.example.org/granite): not_read: this task never fetched that URL with fetch_url (or it is outside the source policy)');
   });
 
@@ -311,7 +313,7 @@ describe('agent loop: limits', () => {
 
   it('ends limit_reached when the turn has used spec.limits.max_credits_per_turn', async () => {
     const t = setup({
-      turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_credits_per_turn: 2 } }, prices: { inputPer1k: 0, outputPer1k: 0, toolCall: 1 } },
+      turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_credits_per_turn: 2 } }, prices: { inputPerMillion: 0, cachedInputPerMillion: 0, outputPerMillion: 0, toolCall: 1 } },
       script: searchForever,
     });
 
@@ -404,6 +406,105 @@ describe('agent loop: resuming from checkpoints', () => {
     assert.equal(t.model.calls.length, 1);
     assert.deepEqual(t.model.calls[0]!.messages.at(-1), { role: 'user', content: CARRY_OUT_PLAN });
     assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[4, 'nudge'], [5, 'model']]);
+  });
+});
+
+describe('agent loop: a context that stays cached, and stays small', () => {
+  /** Request n+1 starts with exactly request n's messages, then n's reply: a prompt cache can serve the prefix. */
+  function assertPrefixStable(calls: ScriptedModel['calls']): void {
+    for (let n = 1; n < calls.length; n++) {
+      const [before, after] = [calls[n - 1]!, calls[n]!];
+      assert.deepEqual(after.messages.slice(0, before.messages.length), before.messages, `request ${n + 1} starts with request ${n}'s messages`);
+      assert.equal(after.messages[before.messages.length]!.role, 'assistant', `request ${n + 1} goes on with the reply to request ${n}`);
+      assert.deepEqual(after.definitions, before.definitions, `request ${n + 1} offers the tools request ${n} offered`);
+    }
+  }
+
+  it('keeps every request a prefix of the next across update_spec, write_rows and the plan nudge', async () => {
+    const t = setup({
+      turn: { kind: 'plan' },
+      script: [
+        { toolCalls: [{ name: 'update_spec', arguments: { outputs: [QUARRIES] } }] },
+        { text: 'The plan is set.' },
+        { toolCalls: [writeQuarry('w1', 'Rock of Ages', 1885)] },
+        { toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }, writeQuarry('w2', 'Barre', 1900)] },
+        { text: 'Two quarries written.' },
+      ],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 5);
+    assertPrefixStable(t.model.calls);
+    assert.deepEqual(t.model.calls[0]!.tools, ['update_spec', 'write_rows', 'web_search'], 'write_rows is offered while planning too');
+    const results = toolMessages(t.model.calls[4]!.messages).map((m) => m.content);
+    assert.match(results[1]!, /quarries now has 1 rows/);
+    assert.match(results[3]!, /quarries now has 2 rows/, 'rows written so far reach the model in write_rows\' result');
+  });
+
+  it('sends a resumed turn the system message its first model step was sent with', async () => {
+    const steps: StoredStep[] = [
+      { type: 'model', text: '', phase: 'execute', system: 'The system message as the turn started.', toolCalls: [{ id: 's1', name: 'web_search', arguments: '{"query":"granite"}' }] },
+      { type: 'tools', results: [{ callId: 's1', name: 'web_search', content: 'No results.' }] },
+    ];
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(t.model.calls[0]!.system, 'The system message as the turn started.');
+  });
+
+  it('stores the system message with the first model step, and only there', async () => {
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    const models = t.turn.checkpoints.flatMap((c) => (c.data.type === 'model' ? [c.data] : []));
+    assert.equal(models[0]!.system, t.model.calls[0]!.system);
+    assert.equal(models[1]!.system, undefined);
+  });
+
+  /** A web_search that reads a long page each call and says its source_id, as fetch_url does. */
+  const readsAPage: SearchBehaviour = async (args, ctx) => {
+    const n = args.query.replace(/\D/g, '');
+    const url = `https://quarries.example.org/page-${n}`;
+    const text = `Page ${n} about granite. `.repeat(150);
+    const id = await ctx.recordSource({ url, finalUrl: url, uploadId: null, title: `Quarry page ${n}`, text });
+    return { content: `URL: ${url}\nSource: ${id}\nTitle: Quarry page ${n}\n\n${text}`, summary: `read page ${n}` };
+  };
+
+  it('compacts the oldest steps into a note that keeps every source read, and never sends a request over the budget', async () => {
+    const budget = 8_000;
+    const searches = Array.from({ length: 16 }, (_, i) => ({ text: `Reading page ${i + 1}.`, toolCalls: [{ name: 'web_search', arguments: { query: `page ${i + 1}` } }] }));
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, contextTokens: budget, search: readsAPage, script: [...searches, { text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    const sizes = t.model.calls.map((c) => requestTokens(c.messages, c.definitions));
+    for (const [i, size] of sizes.entries()) assert.ok(size <= budget, `request ${i + 1} is ${size} tokens, over the budget of ${budget}`);
+    const compacted = t.model.calls.flatMap((c, i) => (i > 0 && !isDeepStrictEqual(c.messages.slice(0, t.model.calls[i - 1]!.messages.length), t.model.calls[i - 1]!.messages) ? [i] : []));
+    assert.ok(compacted.length >= 1, 'the conversation was compacted');
+    for (const i of compacted) assert.ok(sizes[i]! <= budget / 2, `a compaction leaves at most half the budget (request ${i + 1}: ${sizes[i]})`);
+    const usage = t.turn.checkpoints.reduce((n, c) => n + c.usage.compactions, 0);
+    assert.equal(usage, compacted.length, 'each compaction is counted in the turn\'s usage');
+    assert.ok(compacted.length <= 4, `compactions are rare (${compacted.length} in 17 requests)`);
+
+    const last = t.model.calls.at(-1)!.messages;
+    assert.equal(t.model.calls.at(-1)!.system, t.model.calls[0]!.system, 'the system message is never compacted');
+    assert.deepEqual(last[1], { role: 'user', content: SPEC_WITH_OUTPUT.prompt }, 'the caller\'s words are never compacted');
+    const note = last.find((m) => m.role === 'user' && m.content.startsWith('[Context note]'))?.content ?? '';
+    const kept = toolMessages(last).map((m) => m.content);
+    assert.ok(kept.length >= 2 && kept.slice(-2).every((c) => c.length > 3_000), 'the last two tool results are whole');
+    for (const source of t.turn.sources) {
+      if (kept.some((c) => c.includes(source.id))) continue;
+      assert.ok(note.includes(`${source.id}: ${source.url} "${source.title}"`), `the note keeps ${source.id} with its URL and title`);
+    }
+  });
+
+  it('fails limit_reached rather than send a request over the budget when the caller\'s words alone do not fit', async () => {
+    const t = setup({ turn: { spec: { ...SPEC_WITH_OUTPUT, prompt: 'granite '.repeat(2_000) } }, contextTokens: 1_000, script: [{ text: 'never' }] });
+
+    const error = assertFailed(await t.run(), 'limit_reached');
+    assert.match(error.message, /QUARRY_MODEL_CONTEXT_TOKENS/);
+    assert.equal(t.model.calls.length, 0);
   });
 });
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAnthropicProvider, type AnthropicOptions } from '../../src/agent/providers/anthropic.js';
+import type { ModelMessage } from '../../src/agent/providers/model-provider.js';
 import { startFakeAnthropic, type FakeAnthropic } from '../kit/fake-anthropic-server.js';
 import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from '../kit/model-provider-cases.js';
 
@@ -36,7 +37,7 @@ describe('anthropic provider', () => {
 
     assert.ok(deltas.length > 1, `expected several deltas, got ${deltas.length}`);
     assert.equal(deltas.join(''), text);
-    assert.deepEqual(response, { text, toolCalls: [], usage: { inputTokens: 15, outputTokens: 7 }, finishReason: 'stop' });
+    assert.deepEqual(response, { text, toolCalls: [], usage: { inputTokens: 15, cachedInputTokens: 3, outputTokens: 7 }, finishReason: 'stop' });
     const [sent] = fake.requests;
     assert.equal(sent.path, '/v1/messages');
     assert.equal(sent.headers['x-api-key'], 'sk-ant-test');
@@ -77,7 +78,7 @@ describe('anthropic provider', () => {
     const [sent] = fake.requests;
     assert.equal(sent.path, '/v1/messages', 'a trailing /v1/ on baseUrl is not doubled');
     assert.equal(sent.body.max_tokens, 1024);
-    assert.equal(sent.body.system, 'Be brief.');
+    assert.deepEqual(sent.body.system, [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }]);
     assert.deepEqual(sent.body.messages, [
       { role: 'user', content: [{ type: 'text', text: 'Find quarries.' }, { type: 'text', text: 'In Vermont.' }] },
       {
@@ -97,9 +98,9 @@ describe('anthropic provider', () => {
           { type: 'text', text: 'Now write the rows.' },
         ],
       },
-      { role: 'assistant', content: [{ type: 'text', text: 'Three.' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Three.', cache_control: { type: 'ephemeral' } }] },
     ]);
-    assert.deepEqual(sent.body.tools, [{ name: 'web_search', description: 'Search the web.', input_schema: parameters }]);
+    assert.deepEqual(sent.body.tools, [{ name: 'web_search', description: 'Search the web.', input_schema: parameters, cache_control: { type: 'ephemeral' } }]);
     assert.deepEqual(sent.body.tool_choice, { type: 'auto' });
   });
 
@@ -137,7 +138,7 @@ describe('anthropic provider', () => {
     assert.deepEqual(response, {
       text: 'Checking.',
       toolCalls: [{ id: 'toolu_x', name: 'read_input', arguments: '{"upload_id":"upl_1"}' }],
-      usage: { inputTokens: 40, outputTokens: 9 },
+      usage: { inputTokens: 40, cachedInputTokens: 0, outputTokens: 9 },
       finishReason: 'tool_calls',
     });
     assert.deepEqual(deltas, []);
@@ -185,7 +186,7 @@ describe('anthropic provider', () => {
         { id: 'tu1', name: 'run_code', arguments: '{"code": 1}' },
         { id: 'tu2', name: 'update_spec', arguments: '{}' },
       ],
-      usage: { inputTokens: 3, outputTokens: 4 },
+      usage: { inputTokens: 3, cachedInputTokens: 0, outputTokens: 4 },
       finishReason: 'tool_calls',
     });
   });
@@ -256,4 +257,39 @@ describe('anthropic provider', () => {
   retryAfterCases(subject);
 
   silenceTimeoutCases(subject);
+});
+
+describe('anthropic provider: prompt caching', () => {
+  const TOOLS = [{ name: 'web_search', description: 'Search the web.', parameters: { type: 'object', properties: { query: { type: 'string' } } } }];
+  const FIRST: ModelMessage[] = [
+    { role: 'system', content: 'Research carefully. '.repeat(100) },
+    { role: 'user', content: 'Find granite quarries.' },
+    { role: 'assistant', content: null, toolCalls: [{ id: 'toolu_1', name: 'web_search', arguments: '{"query":"granite"}' }] },
+    { role: 'tool', toolCallId: 'toolu_1', name: 'web_search', content: 'Rock of Ages, Barre. '.repeat(50) },
+  ];
+  const SECOND: ModelMessage[] = [...FIRST, { role: 'assistant', content: 'Found one.', toolCalls: [{ id: 'toolu_2', name: 'web_search', arguments: '{"query":"marble"}' }] }, { role: 'tool', toolCallId: 'toolu_2', name: 'web_search', content: 'No results.' }];
+
+  for (const stream of [true, false]) {
+    it(`marks breakpoints on the tools, the system message and the newest message, and counts cache reads (${stream ? 'streamed' : 'whole'})`, async () => {
+      fake.script({ text: 'One.' }, { text: 'Two.' });
+      const p = provider({ stream });
+      const first = await p.generate(request({ messages: FIRST, tools: TOOLS }));
+      const second = await p.generate(request({ messages: SECOND, tools: TOOLS }));
+
+      for (const sent of fake.requests) {
+        const marked = JSON.stringify(sent.body).match(/"cache_control":\{"type":"ephemeral"\}/g) ?? [];
+        assert.equal(marked.length, 3, 'three breakpoints of the four allowed');
+        assert.deepEqual(sent.body.tools!.at(-1)!.cache_control, { type: 'ephemeral' });
+        assert.deepEqual((sent.body.system as { cache_control?: unknown }[])[0]!.cache_control, { type: 'ephemeral' });
+        const newest = sent.body.messages!.at(-1)!.content as { cache_control?: unknown }[];
+        assert.deepEqual(newest.at(-1)!.cache_control, { type: 'ephemeral' });
+      }
+      assert.equal(first.usage.cachedInputTokens, 0);
+      // The second request extends the first: everything up to the first's newest message is read from the cache.
+      const firstAll = first.usage.inputTokens;
+      assert.ok(second.usage.cachedInputTokens > 0 && second.usage.cachedInputTokens <= firstAll, `cache read ${second.usage.cachedInputTokens} of ${firstAll}`);
+      assert.ok(firstAll - second.usage.cachedInputTokens <= 2, 'the whole earlier request was read from the cache');
+      assert.ok(second.usage.inputTokens > firstAll, 'input tokens are input + cache reads + cache writes');
+    });
+  }
 });

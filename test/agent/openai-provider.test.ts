@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '../../src/agent/providers/openai-compatible.js';
+import type { ModelMessage } from '../../src/agent/providers/model-provider.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../kit/fake-openai-server.js';
 import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from '../kit/model-provider-cases.js';
 
@@ -34,7 +35,7 @@ describe('openai-compatible provider', () => {
 
     assert.ok(deltas.length > 1, `expected several deltas, got ${deltas.length}`);
     assert.equal(deltas.join(''), text);
-    assert.deepEqual(response, { text, toolCalls: [], usage: { inputTokens: 12, outputTokens: 7 }, finishReason: 'stop' });
+    assert.deepEqual(response, { text, toolCalls: [], usage: { inputTokens: 12, cachedInputTokens: 0, outputTokens: 7 }, finishReason: 'stop' });
     const [sent] = fake.requests;
     assert.equal(sent.path, '/v1/chat/completions');
     assert.equal(sent.headers.authorization, 'Bearer sk-test');
@@ -126,7 +127,7 @@ describe('openai-compatible provider', () => {
     assert.deepEqual(response, {
       text: 'Checking.',
       toolCalls: [{ id: 'call_x', name: 'read_input', arguments: '{"id":"upl_1"}' }],
-      usage: { inputTokens: 40, outputTokens: 9 },
+      usage: { inputTokens: 40, cachedInputTokens: 0, outputTokens: 9 },
       finishReason: 'tool_calls',
     });
     const [sent] = fake.requests;
@@ -169,7 +170,7 @@ describe('openai-compatible provider', () => {
     assert.deepEqual(response, {
       text: 'Grès € 5',
       toolCalls: [{ id: 'c1', name: 'run_code', arguments: '{"code": 1}' }],
-      usage: { inputTokens: 3, outputTokens: 4 },
+      usage: { inputTokens: 3, cachedInputTokens: 0, outputTokens: 4 },
       finishReason: 'tool_calls',
     });
   });
@@ -228,4 +229,31 @@ describe('openai-compatible provider', () => {
   retryAfterCases(subject);
 
   silenceTimeoutCases(subject);
+});
+
+describe('openai-compatible provider: prompt caching', () => {
+  /** A conversation long enough to cache (OpenAI caches prefixes of 1,024 tokens and more). */
+  const LONG: ModelMessage[] = [{ role: 'system', content: 'Research carefully. '.repeat(300) }, { role: 'user', content: 'Find granite quarries.' }];
+  const NEXT: ModelMessage[] = [...LONG, { role: 'assistant', content: 'Searching.' }, { role: 'user', content: 'Go on.' }];
+
+  for (const stream of [true, false]) {
+    it(`sends the task id as prompt_cache_key and reads cached_tokens (${stream ? 'from the stream\'s final usage chunk' : 'from a whole answer'})`, async () => {
+      fake.script({ text: 'One.' }, { text: 'Two.' });
+      const p = provider({ stream });
+      const first = await p.generate(request({ messages: LONG, cacheKey: 'tsk_granite' }));
+      const second = await p.generate(request({ messages: NEXT, cacheKey: 'tsk_granite' }));
+
+      assert.deepEqual(fake.requests.map((r) => r.body.prompt_cache_key), ['tsk_granite', 'tsk_granite']);
+      assert.equal(first.usage.cachedInputTokens, 0, 'nothing was cached before the first request');
+      const cached = second.usage.cachedInputTokens;
+      assert.ok(cached >= 1024 && cached % 128 === 0, `the shared prefix is read from the cache in steps of 128 tokens (${cached})`);
+      assert.ok(cached <= first.usage.inputTokens && second.usage.inputTokens > cached, 'input tokens count the cached ones too');
+    });
+  }
+
+  it('sends no prompt_cache_key when told not to (QUARRY_MODEL_CACHE_KEY=0)', async () => {
+    fake.script({ text: 'One.' });
+    await provider({ sendCacheKey: false }).generate(request({ messages: LONG, cacheKey: 'tsk_granite' }));
+    assert.ok(!('prompt_cache_key' in fake.requests[0]!.body));
+  });
 });

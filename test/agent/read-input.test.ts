@@ -45,7 +45,7 @@ function ctx(list: InputFile[] = inputs, signal = new AbortController().signal):
   const unused = () => {
     throw new Error('not used by read_input');
   };
-  return { signal, writeKey: 'test', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: async () => list, workspaceDir: unused, recordSource: async () => 'src_test', citedSources: unused };
+  return { signal, writeKey: 'test', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: async () => list, workspaceDir: unused, recordSource: async () => 'src_test', citedSources: unused, source: unused };
 }
 
 function read(args: { upload_id: string; offset?: number; length?: number }, context: ToolContext = ctx()): Promise<ToolResult> {
@@ -62,7 +62,7 @@ describe('read_input', () => {
     assert.ok(!result.isError, result.content);
     assert.equal(
       result.content,
-      'Input upl_txt "notes.txt", text.\nCharacters 0-43 of 43: the whole text.\n\nGranite is igneous.\nMarble is metamorphic.\n',
+      'Input upl_txt "notes.txt", text. Source: src_test.\nCharacters 0-43 of 43: the whole text.\n\nGranite is igneous.\nMarble is metamorphic.\n',
     );
     assert.equal(result.summary, 'read notes.txt 0-43 of 43 chars');
   });

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startFakeAnthropic, type FakeAnthropic } from '../kit/fake-anthropic-server.js';
+import { cacheUsage, startFakeAnthropic, type FakeAnthropic } from '../kit/fake-anthropic-server.js';
 import { startFakeSearch, type FakeSearch } from '../kit/fake-search-server.js';
 import { ARTICLE_FACT, startFixtureWeb, type FixtureWeb } from '../kit/fixture-web.js';
 import { until } from '../kit/bounded-waits.js';
@@ -74,7 +74,7 @@ describe('a research turn end to end', () => {
     const rows = await h.request('GET', `/task/${id}/output`);
     assert.equal(rows.body.total, 1);
     assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'], verified: true, check: 'quote_found', source_id: sourceId }]);
-    assert.equal(toolResult(4, 'write_rows'), 'Wrote 1 rows to quarries (rows 1-1); 1 of them verified.');
+    assert.equal(toolResult(4, 'write_rows'), 'Wrote 1 rows to quarries (rows 1-1); 1 of them verified. quarries now has 1 rows.');
     const outputs = (await h.request('GET', `/task/${id}/outputs`)).body.outputs as { id: string; row_count: number; verified_rows: number; unverified_rows: number }[];
     assert.deepEqual(outputs.map((o) => [o.id, o.row_count, o.verified_rows, o.unverified_rows]), [['quarries', 1, 1, 0]]);
 
@@ -191,6 +191,15 @@ describe('the Anthropic provider, configured by environment', () => {
     assert.match(text, /Wrote the summary/);
     assert.equal(anthropic.requests[0]!.headers['x-api-key'], 'sk-test');
     assert.equal(anthropic.requests[0]!.body.model, 'claude-test');
+
+    // Each request extends the one before; what the fake reported as read from the cache is the turn's tokens_in_cached.
+    const cache = new Set<string>();
+    const reported = anthropic.requests.map((r) => cacheUsage(r.body, cache));
+    const cached = reported.reduce((n, u) => n + u.cache_read_input_tokens, 0);
+    assert.ok(reported[0]!.cache_read_input_tokens === 0 && reported.slice(1).every((u) => u.cache_read_input_tokens > 0), JSON.stringify(reported));
+    assert.equal(done.tokens_in, reported.reduce((n, u) => n + u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens, 0));
+    assert.equal(done.tokens_in_cached, cached);
+    assert.equal(done.compactions, 0);
   });
 });
 

@@ -76,6 +76,7 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
     workspaceDir: async () => openTaskWorkspace(dataDir, path.basename(dir)),
     recordSource: async () => 'src_test',
     citedSources: async () => [],
+    source: async () => undefined,
   };
   return { ctx, written, dir };
 }
@@ -112,7 +113,7 @@ describe('run_code', { skip }, () => {
 
     const loaded = ok(await writeRows(h, { output: 'parts', from_file: 'priced.csv', sources: [SOURCE] }));
     const neverRead = (line: number) => `- line ${line}, source 1 (upload upl_01PRICES): not_read: this task never read that input with read_input`;
-    assert.equal(loaded.content, `Wrote 3 rows from outputs/priced.csv to parts (rows 1-3); 0 of them verified. These sources could not be verified:\n${[2, 3, 4].map(neverRead).join('\n')}`);
+    assert.equal(loaded.content, `Wrote 3 rows from outputs/priced.csv to parts (rows 1-3); 0 of them verified. parts now has 3 rows. These sources could not be verified:\n${[2, 3, 4].map(neverRead).join('\n')}`);
     assert.deepEqual(stored(h, 'parts'), [
       { _row: 1, item: 'bolt', price: 0.25, total: 100, checked: true, _sources: [STORED_SOURCE] },
       { _row: 2, item: 'nut', price: 0.1, total: 100, checked: true, _sources: [STORED_SOURCE] },

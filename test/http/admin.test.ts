@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ADMIN_KEY, startHarness, type Harness, type TestResponse } from '../kit/harness.js';
-import { createAccount, taskIds, uid, userText, waitIdleAs } from '../kit/task-api.js';
+import { createAccount, taskEvents, taskIds, uid, userText, waitIdleAs } from '../kit/task-api.js';
 import type { FakeReply, FakeRequestBody } from '../kit/fake-openai-server.js';
 
 /**
@@ -18,7 +18,10 @@ function responder(body: FakeRequestBody): FakeReply {
   if (text.includes('[tool]')) {
     const usage = { prompt_tokens: 1000, completion_tokens: 500 };
     const answeredTool = (body.messages ?? []).some((m) => m.role === 'tool');
-    return answeredTool ? { text: 'Done.', usage } : { toolCalls: [{ name: 'update_spec', arguments: { name: 'renamed by the agent' } }], usage };
+    // The second call read 800 of its 1,000 input tokens from the provider's prompt cache.
+    return answeredTool
+      ? { text: 'Done.', usage: { ...usage, prompt_tokens_details: { cached_tokens: 800 } } }
+      : { toolCalls: [{ name: 'update_spec', arguments: { name: 'renamed by the agent' } }], usage };
   }
   return { text: 'Done.' };
 }
@@ -53,7 +56,7 @@ describe('admin routes', () => {
   let h: Harness;
   before(async () => {
     // Round prices so a turn's charge can be checked exactly.
-    h = await startHarness({ env: { QUARRY_PRICE_INPUT_PER_1K: '1', QUARRY_PRICE_OUTPUT_PER_1K: '2', QUARRY_PRICE_TOOL_CALL: '0.5' } });
+    h = await startHarness({ env: { QUARRY_PRICE_INPUT: '1000', QUARRY_PRICE_CACHED_INPUT: '1000', QUARRY_PRICE_OUTPUT: '2000', QUARRY_PRICE_TOOL_CALL: '0.5' } });
     h.model!.setResponder(responder);
   });
   after(() => h.close());
@@ -213,11 +216,15 @@ describe('admin routes', () => {
     const turn = usage.body.turns[0];
     assert.equal(turn.task_id, taskId);
     assert.equal(typeof turn.turn_id, 'string');
-    // Two model calls of 1000 + 500 tokens and one tool call at 1 / 2 / 0.5 credits.
+    // Two model calls of 1000 + 500 tokens and one tool call at 1 / 2 / 0.5 credits (cached input priced as input here).
     assert.equal(turn.tokens_in, 2000);
+    assert.equal(turn.tokens_in_cached, 800);
     assert.equal(turn.tokens_out, 1000);
     assert.equal(turn.tool_calls, 1);
+    assert.equal(turn.compactions, 0);
     assert.equal(turn.credits, 4.5);
+    const done = (await taskEvents(h, taskId, acct.api_key)).filter((e) => e.type === 'done');
+    assert.deepEqual(done.map((e) => [e.tokens_in, e.tokens_in_cached, e.tokens_out, e.compactions, e.credits_used]), [[2000, 800, 1000, 0, 4.5]], 'the done event carries the turn\'s usage');
 
     const account = await h.request('GET', `/admin/accounts/${acct.account_id}`, { key: ADMIN_KEY });
     assert.equal(account.body.credits_used, 4.5);

@@ -9,7 +9,8 @@
  */
 import { describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { fromMicros, MICROS_PER_CREDIT, stepCostMicros, toMicros } from '../../src/domain/credits.js';
+import { fromMicros, MICROS_PER_CREDIT, pricesInMicros, stepCostMicros, toMicros } from '../../src/domain/credits.js';
+import { loadConfig } from '../../src/config.js';
 import { ADMIN_KEY, waitIdle, type Harness, type HarnessOptions } from '../kit/harness.js';
 import { createAccount as createNamedAccount, fakeModel, startTestHarness, taskEvents, waitIdleAs } from '../kit/task-api.js';
 import type { FakeReply } from '../kit/fake-openai-server.js';
@@ -19,8 +20,8 @@ type Json = any;
 
 const PLATFORM_URL = 'https://billing.example.test';
 const PRICES = {
-  QUARRY_PRICE_INPUT_PER_1K: '1',
-  QUARRY_PRICE_OUTPUT_PER_1K: '2',
+  QUARRY_PRICE_INPUT: '1000', QUARRY_PRICE_CACHED_INPUT: '1000',
+  QUARRY_PRICE_OUTPUT: '2000',
   QUARRY_PRICE_TOOL_CALL: '0.5',
   QUARRY_PLATFORM_URL: PLATFORM_URL,
 };
@@ -394,12 +395,27 @@ describe('micro-credits', () => {
     for (const micros of [1, 7, 299_999, 300_001, 123_456_789, 10_000_000_000_000]) assert.equal(toMicros(fromMicros(micros)), micros);
   });
 
-  it('a step costs whole micro-credits: tokens per 1,000 rounded once per step, tool calls each', () => {
-    const prices = { inputPer1k: toMicros(0.01), outputPer1k: toMicros(0.03), toolCall: toMicros(0.01) };
-    assert.equal(stepCostMicros(prices, { tokensIn: 1234, tokensOut: 567, toolCalls: 2 }), 12_340 + 17_010 + 20_000);
-    assert.equal(stepCostMicros({ inputPer1k: 1, outputPer1k: 0, toolCall: 0 }, { tokensIn: 499, tokensOut: 0, toolCalls: 0 }), 0);
-    assert.equal(stepCostMicros({ inputPer1k: 1, outputPer1k: 0, toolCall: 0 }, { tokensIn: 500, tokensOut: 0, toolCalls: 0 }), 1);
-    assert.equal(stepCostMicros(prices, { tokensIn: 0, tokensOut: 0, toolCalls: 0 }), 0);
+  it('a step costs whole micro-credits: tokens per million, per class, rounded once per step, tool calls each', () => {
+    const prices = pricesInMicros({ inputPerMillion: 10, cachedInputPerMillion: 1, outputPerMillion: 30, toolCall: 0.01 });
+    const step = { tokensIn: 1234, tokensInCached: 0, tokensOut: 567, toolCalls: 2 };
+    assert.equal(stepCostMicros(prices, step), 12_340 + 17_010 + 20_000);
+    // 1,000 of the 1,234 input tokens read from the cache: 234 at 10 credits per million, 1,000 at 1.
+    assert.equal(stepCostMicros(prices, { ...step, tokensInCached: 1000 }), 2_340 + 1_000 + 17_010 + 20_000);
+    const onePerMillion = { inputPerMillion: 1, cachedInputPerMillion: 0, outputPerMillion: 0, toolCall: 0 };
+    assert.equal(stepCostMicros(onePerMillion, { tokensIn: 499_999, tokensInCached: 0, tokensOut: 0, toolCalls: 0 }), 0);
+    assert.equal(stepCostMicros(onePerMillion, { tokensIn: 500_000, tokensInCached: 0, tokensOut: 0, toolCalls: 0 }), 1);
+    assert.equal(stepCostMicros(prices, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0 }), 0);
+  });
+
+  it('prices tokens per million by class; cached input defaults to a tenth of input', () => {
+    assert.deepEqual(loadConfig({}).prices, { inputPerMillion: 10, cachedInputPerMillion: 1, outputPerMillion: 30, toolCall: 0.01 });
+    assert.deepEqual(loadConfig({ QUARRY_PRICE_INPUT: '3', QUARRY_PRICE_OUTPUT: '15' }).prices, { inputPerMillion: 3, cachedInputPerMillion: 0.3, outputPerMillion: 15, toolCall: 0.01 });
+    assert.equal(loadConfig({ QUARRY_PRICE_INPUT: '3', QUARRY_PRICE_CACHED_INPUT: '0.5' }).prices.cachedInputPerMillion, 0.5);
+  });
+
+  it('refuses to start with the per-1,000 price names, naming the variable to set and its value', () => {
+    assert.throws(() => loadConfig({ QUARRY_PRICE_INPUT_PER_1K: '0.003' }), /QUARRY_PRICE_INPUT_PER_1K is no longer read.*QUARRY_PRICE_INPUT=3\b/);
+    assert.throws(() => loadConfig({ QUARRY_PRICE_OUTPUT_PER_1K: '0.015' }), /QUARRY_PRICE_OUTPUT_PER_1K is no longer read.*QUARRY_PRICE_OUTPUT=15\b/);
   });
 });
 

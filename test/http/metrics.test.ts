@@ -51,12 +51,14 @@ test('after a completed, a failed and a stopped turn the series show them, label
   const before = await scrape(h);
   for (const outcome of ['completed', 'failed', 'stopped']) assert.equal(sample(before, 'quarry_turns_total', { outcome }), 0, `${outcome} starts at 0`);
   assert.equal(sample(before, 'quarry_model_tokens_total', { type: 'input' }), 0);
+  assert.equal(sample(before, 'quarry_model_tokens_total', { type: 'cached_input' }), 0);
+  assert.equal(sample(before, 'quarry_context_compactions_total'), 0);
   // Every route that streams has its series from the start, before its first stream.
   for (const route of ['/task/:task_id/stream', '/task/stream', '/task/start/stream', '/task/:task_id/continue/stream', '/task/:task_id/execute/stream', '/group/:group_id/stream', '/a2a']) {
     assert.equal(sample(before, 'quarry_streams_open', { route }), 0, `quarry_streams_open{route="${route}"} starts at 0`);
   }
 
-  model.script({ text: 'Hello there.', usage: { prompt_tokens: 120, completion_tokens: 30 } });
+  model.script({ text: 'Hello there.', usage: { prompt_tokens: 120, completion_tokens: 30, prompt_tokens_details: { cached_tokens: 100 } } });
   const taskId = await startTask(h, 'Say hello.');
   await waitIdle(h, taskId);
 
@@ -102,6 +104,7 @@ test('after a completed, a failed and a stopped turn the series show them, label
   }
   // Only the completed turn's model call reported usage.
   assert.equal(sample(after, 'quarry_model_tokens_total', { type: 'input' }), 120);
+  assert.equal(sample(after, 'quarry_model_tokens_total', { type: 'cached_input' }), 100);
   assert.equal(sample(after, 'quarry_model_tokens_total', { type: 'output' }), 30);
   assert.equal(sample(after, 'quarry_turns_running'), 0);
   assert.equal(sample(after, 'quarry_turns_pending'), 0);

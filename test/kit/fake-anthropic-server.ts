@@ -17,7 +17,10 @@ export interface FakeToolUse {
 /** Errors are answered as `{type: "error", error: {type, message}}`. */
 export interface FakeAnthropicReply extends FakeModelReply {
   toolCalls?: FakeToolUse[];
-  /** Default: about four characters per token of the request's messages and of the answer. */
+  /**
+   * Default: about four characters per token of the request and of the answer, split into cache
+   * reads, cache writes and uncached input by the request's cache_control breakpoints (cacheUsage).
+   */
   usage?: { input_tokens: number; output_tokens: number; cache_read_input_tokens?: number; cache_creation_input_tokens?: number };
   /** Default `tool_use` with tool calls, else `end_turn`. */
   stopReason?: string;
@@ -29,9 +32,9 @@ export interface FakeAnthropicReply extends FakeModelReply {
 
 export interface FakeAnthropicRequestBody extends FakeModelRequestBody {
   max_tokens?: number;
-  system?: string;
+  system?: string | { type: string; text: string; cache_control?: unknown }[];
   messages?: { role: string; content: unknown }[];
-  tools?: { name: string; description?: string; input_schema?: unknown }[];
+  tools?: { name: string; description?: string; input_schema?: unknown; cache_control?: unknown }[];
 }
 
 /** Its `url` is the API root, without `/v1`. */
@@ -47,6 +50,7 @@ interface Message {
 }
 
 export function startFakeAnthropic(): Promise<FakeAnthropic> {
+  const cached = new Set<string>();
   return startFakeModelServer<FakeAnthropicReply, FakeAnthropicRequestBody>({
     name: 'Anthropic',
     path: '/v1/messages',
@@ -59,9 +63,9 @@ export function startFakeAnthropic(): Promise<FakeAnthropic> {
     },
     // An error message with streamErrorAfter is the stream's error event, not the answer.
     answersWithError: (reply) => reply.status !== undefined || (reply.errorMessage !== undefined && reply.streamErrorAfter === undefined),
-    json: (reply, body, index) => messageObject(toMessage(reply, body, index)),
+    json: (reply, body, index) => messageObject(toMessage(reply, body, index, cached)),
     events(reply, body, index) {
-      const events = streamEvents(toMessage(reply, body, index));
+      const events = streamEvents(toMessage(reply, body, index, cached));
       if (reply.streamErrorAfter === undefined) return events;
       return [
         ...events.slice(0, reply.streamErrorAfter),
@@ -71,7 +75,7 @@ export function startFakeAnthropic(): Promise<FakeAnthropic> {
   });
 }
 
-function toMessage(reply: FakeAnthropicReply, body: FakeAnthropicRequestBody, index: number): Message {
+function toMessage(reply: FakeAnthropicReply, body: FakeAnthropicRequestBody, index: number, cached: Set<string>): Message {
   const toolUses = (reply.toolCalls ?? []).map((call, i) => ({
     id: call.id ?? `toolu_${index}_${i}`,
     name: call.name,
@@ -79,10 +83,7 @@ function toMessage(reply: FakeAnthropicReply, body: FakeAnthropicRequestBody, in
     json: typeof call.input === 'string' ? call.input : (JSON.stringify(call.input) ?? ''),
   }));
   const outputChars = toolUses.reduce((n, c) => n + c.name.length + c.json.length, reply.text?.length ?? 0);
-  const usage = reply.usage ?? {
-    input_tokens: Math.ceil((JSON.stringify(body.messages ?? []).length + (body.system?.length ?? 0)) / 4),
-    output_tokens: Math.ceil(outputChars / 4),
-  };
+  const usage = reply.usage ?? { ...cacheUsage(body, cached), output_tokens: Math.ceil(outputChars / 4) };
   return {
     id: `msg_fake_${index}`,
     model: body.model ?? 'fake-claude',
@@ -90,6 +91,46 @@ function toMessage(reply: FakeAnthropicReply, body: FakeAnthropicRequestBody, in
     toolUses,
     usage,
     stopReason: reply.stopReason ?? (toolUses.length > 0 ? 'tool_use' : 'end_turn'),
+  };
+}
+
+/** The request's blocks in the order the prompt is read: tools, system, then each message's content blocks. */
+function promptBlocks(body: FakeAnthropicRequestBody): { text: string; breakpoint: boolean }[] {
+  // A breakpoint marks where to cache; it is no part of the content the cache is keyed on.
+  const block = (b: unknown) => {
+    const { cache_control: mark, ...content } = b as Record<string, unknown>;
+    return { text: JSON.stringify(content), breakpoint: mark !== undefined };
+  };
+  const system = typeof body.system === 'string' ? [{ type: 'text', text: body.system }] : body.system ?? [];
+  const content = (body.messages ?? []).flatMap((m) => (typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : (m.content as unknown[])));
+  return [...(body.tools ?? []), ...system, ...content].map(block);
+}
+
+/**
+ * Anthropic's prompt caching as documented, as far as the tests need: the longest prefix ending
+ * at a breakpoint an earlier request wrote is read from the cache; from there to this request's
+ * last breakpoint is written to it; the rest is plain input. Tokens are four characters.
+ */
+export function cacheUsage(body: FakeAnthropicRequestBody, cached: Set<string>): { input_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number } {
+  const blocks = promptBlocks(body);
+  let prefix = '';
+  let read = 0;
+  let lastBreakpoint = 0;
+  const written: string[] = [];
+  for (const b of blocks) {
+    prefix += b.text;
+    if (cached.has(prefix)) read = prefix.length;
+    if (b.breakpoint) {
+      lastBreakpoint = prefix.length;
+      written.push(prefix);
+    }
+  }
+  for (const p of written) cached.add(p);
+  const tokens = (chars: number) => Math.ceil(chars / 4);
+  return {
+    input_tokens: tokens(prefix.length - Math.max(read, lastBreakpoint)),
+    cache_read_input_tokens: tokens(read),
+    cache_creation_input_tokens: tokens(Math.max(0, lastBreakpoint - read)),
   };
 }
 

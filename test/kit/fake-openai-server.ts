@@ -16,8 +16,11 @@ export interface FakeToolCall {
 /** Errors are answered as `{error: {message, type}}`. */
 export interface FakeReply extends FakeModelReply {
   toolCalls?: FakeToolCall[];
-  /** Default: about four characters per token of the request's messages and of the answer. */
-  usage?: { prompt_tokens: number; completion_tokens: number };
+  /**
+   * Default: about four characters per token of the request's tools and messages and of the
+   * answer, with `prompt_tokens_details.cached_tokens` by OpenAI's rule (cachedTokens).
+   */
+  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
 }
 
 /** The request body as the client sent it; the fields a chat-completions client sends are typed. */
@@ -25,6 +28,7 @@ export interface FakeRequestBody extends FakeModelRequestBody {
   messages?: Record<string, unknown>[];
   tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[];
   stream_options?: { include_usage?: boolean };
+  prompt_cache_key?: string;
 }
 
 export type RecordedRequest = RecordedModelRequest<FakeRequestBody>;
@@ -39,32 +43,57 @@ interface Completion {
   model: string;
   text: string | null;
   toolCalls: { id: string; name: string; arguments: string }[];
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
   finishReason: 'stop' | 'tool_calls';
 }
 
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {
+  const prompts: string[] = [];
   const fake = await startFakeModelServer<FakeReply, FakeRequestBody>({
     name: 'OpenAI',
     path: '/v1/chat/completions',
     errorBody: (status, message) => ({ error: { message, type: errorType(status) } }),
-    json: (reply, body, index) => completionObject(toCompletion(reply, body, index)),
-    events: (reply, body, index) => streamEvents(toCompletion(reply, body, index), body.stream_options?.include_usage === true),
+    json: (reply, body, index) => completionObject(toCompletion(reply, body, index, prompts)),
+    events: (reply, body, index) => streamEvents(toCompletion(reply, body, index, prompts), body.stream_options?.include_usage === true),
   });
   return { ...fake, url: `${fake.url}/v1` };
 }
 
-function toCompletion(reply: FakeReply, body: FakeRequestBody, index: number): Completion {
+/** The prompt as the model reads it, in order: the tools, then the messages. */
+function promptText(body: FakeRequestBody): string {
+  return JSON.stringify(body.tools ?? []) + (body.messages ?? []).map((m) => JSON.stringify(m)).join('');
+}
+
+/**
+ * OpenAI's prompt caching as documented: a prompt that shares a prefix of at least 1,024 tokens
+ * with an earlier one reads that prefix from the cache, counted in steps of 128 tokens.
+ */
+export function cachedTokens(prompt: string, earlier: readonly string[]): number {
+  let shared = 0;
+  for (const other of earlier) {
+    let n = 0;
+    const max = Math.min(prompt.length, other.length);
+    while (n < max && prompt.charCodeAt(n) === other.charCodeAt(n)) n++;
+    shared = Math.max(shared, n);
+  }
+  const tokens = Math.floor(shared / 4);
+  return tokens < 1024 ? 0 : tokens - (tokens % 128);
+}
+
+function toCompletion(reply: FakeReply, body: FakeRequestBody, index: number, prompts: string[]): Completion {
   const toolCalls = (reply.toolCalls ?? []).map((call, i) => ({
     id: call.id ?? `call_${index}_${i}`,
     name: call.name,
     arguments: typeof call.arguments === 'string' ? call.arguments : (JSON.stringify(call.arguments) ?? ''),
   }));
   const outputChars = toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, reply.text?.length ?? 0);
+  const prompt = promptText(body);
   const usage = reply.usage ?? {
-    prompt_tokens: Math.ceil(JSON.stringify(body.messages ?? []).length / 4),
+    prompt_tokens: Math.ceil(prompt.length / 4),
     completion_tokens: Math.ceil(outputChars / 4),
+    prompt_tokens_details: { cached_tokens: cachedTokens(prompt, prompts) },
   };
+  prompts.push(prompt);
   return {
     id: `chatcmpl-fake-${index}`,
     created: Math.floor(Date.now() / 1000),

@@ -12,6 +12,7 @@ import type {
   ModelRequest,
   ModelResponse,
   ModelToolCall,
+  ModelToolDefinition,
   ModelUsage,
 } from '../../src/agent/providers/model-provider.js';
 import crypto from 'node:crypto';
@@ -41,6 +42,8 @@ export interface RecordedCall {
   messages: ModelMessage[];
   /** Names of the tools offered. */
   tools: string[];
+  /** The tools offered, as sent. */
+  definitions: ModelToolDefinition[];
   /** The system prompt (the first message). */
   system: string;
 }
@@ -74,7 +77,7 @@ export class ScriptedModel implements ModelProvider {
   async generate(request: ModelRequest): Promise<ModelResponse> {
     const messages = structuredClone(request.messages);
     const first = messages[0];
-    this.calls.push({ messages, tools: request.tools.map((t) => t.name), system: first?.role === 'system' ? first.content : '' });
+    this.calls.push({ messages, tools: request.tools.map((t) => t.name), definitions: structuredClone(request.tools), system: first?.role === 'system' ? first.content : '' });
     const next = this.script.shift();
     if (!next) throw new Error(`the model was called ${this.calls.length} times, more than its script has replies`);
     if (typeof next === 'function') return next(request);
@@ -90,7 +93,7 @@ export class ScriptedModel implements ModelProvider {
     return {
       text,
       toolCalls,
-      usage: { inputTokens: next.usage?.inputTokens ?? 100, outputTokens: next.usage?.outputTokens ?? 10 },
+      usage: { inputTokens: next.usage?.inputTokens ?? 100, cachedInputTokens: next.usage?.cachedInputTokens ?? 0, outputTokens: next.usage?.outputTokens ?? 10 },
       finishReason: toolCalls.length ? 'tool_calls' : 'stop',
     };
   }
@@ -129,6 +132,7 @@ export interface InMemoryTurnOptions {
 
 export class InMemoryTurn implements TurnPort {
   readonly turnId: string;
+  readonly taskId = 'tsk_memory';
   readonly kind: TurnKind;
   readonly planOnly: boolean;
   readonly steps: readonly StoredStep[];
@@ -248,12 +252,16 @@ export class InMemoryTurn implements TurnPort {
     const kept = this.sources.find((s) => s.url === source.url && s.sha256 === sha256);
     if (kept) return kept.id;
     const id = `src_${this.sources.length + 1}`;
-    this.sources.push({ id, taskId: 'tsk_memory', ...source, fetchedAt: new Date().toISOString(), sha256, bytes: Buffer.byteLength(source.text) });
+    this.sources.push({ id, taskId: this.taskId, ...source, fetchedAt: new Date().toISOString(), sha256, bytes: Buffer.byteLength(source.text) });
     return id;
   }
 
   async citedSources(urls: string[], uploadIds: string[]): Promise<SourceSnapshotRecord[]> {
     return this.sources.filter((s) => urls.includes(s.url) || urls.includes(s.finalUrl) || (s.uploadId !== null && uploadIds.includes(s.uploadId)));
+  }
+
+  async source(sourceId: string): Promise<SourceSnapshotRecord | undefined> {
+    return this.sources.find((s) => s.id === sourceId);
   }
 
   /** Marks a write key as used before the turn runs (a call that wrote, then the worker died). */

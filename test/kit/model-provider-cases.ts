@@ -68,7 +68,7 @@ export function tokenEstimateCase(subject: ProviderUnderTest, stream: string): v
       request({ messages: [{ role: 'system', content: 'x'.repeat(6) }, { role: 'user', content: 'y'.repeat(7) }] }),
     );
 
-    assert.deepEqual(response.usage, { inputTokens: 4, outputTokens: 2 });
+    assert.deepEqual(response.usage, { inputTokens: 4, cachedInputTokens: 0, outputTokens: 2 });
   });
 }
 

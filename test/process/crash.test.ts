@@ -655,8 +655,8 @@ function serverEnv(modelUrl: string): Record<string, string> {
     QUARRY_MODEL_BASE_URL: modelUrl,
     QUARRY_MODEL: 'fake-model',
     QUARRY_ADMIN_KEY: ADMIN_KEY,
-    QUARRY_PRICE_INPUT_PER_1K: '1',
-    QUARRY_PRICE_OUTPUT_PER_1K: '2',
+    QUARRY_PRICE_INPUT: '1000', QUARRY_PRICE_CACHED_INPUT: '1000',
+    QUARRY_PRICE_OUTPUT: '2000',
     QUARRY_PRICE_TOOL_CALL: '1',
   };
 }

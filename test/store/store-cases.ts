@@ -27,7 +27,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
 export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
     id: uid('turn'), taskId, accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, createdAt: new Date().toISOString(),
-    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null, ...overrides,
+    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, ...overrides,
   };
 }
 
@@ -141,13 +141,16 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
     it("adds a step's usage to a turn's totals and returns its credits used", async () => {
       const t = task(accountId);
       await store.tasks.insert(t);
-      const r = turn(t.id, accountId, { status: 'completed', creditsUsedMicros: 5, tokensIn: 10, tokensOut: 20, toolCalls: 1 });
+      const r = turn(t.id, accountId, { status: 'completed', creditsUsedMicros: 5, tokensIn: 10, tokensInCached: 4, tokensOut: 20, toolCalls: 1, compactions: 1 });
       await store.turns.insert(r);
-      assert.equal(await store.turns.addUsage(r.id, { creditsMicros: 3_000_000, tokensIn: 1000, tokensOut: 2000, toolCalls: 0 }), 3_000_005);
-      assert.equal(await store.turns.addUsage(r.id, { creditsMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 2 }), 3_000_005);
+      assert.equal(await store.turns.addUsage(r.id, { creditsMicros: 3_000_000, tokensIn: 1000, tokensInCached: 900, tokensOut: 2000, toolCalls: 0, compactions: 1 }), 3_000_005);
+      assert.equal(await store.turns.addUsage(r.id, { creditsMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 2, compactions: 0 }), 3_000_005);
       const stored = (await store.turns.get(r.id))!;
-      assert.deepEqual([stored.creditsUsedMicros, stored.tokensIn, stored.tokensOut, stored.toolCalls], [3_000_005, 1010, 2020, 3]);
-      assert.equal(await store.turns.addUsage('turn_missing', { creditsMicros: 1, tokensIn: 0, tokensOut: 0, toolCalls: 0 }), undefined);
+      assert.deepEqual(
+        [stored.creditsUsedMicros, stored.tokensIn, stored.tokensInCached, stored.tokensOut, stored.toolCalls, stored.compactions],
+        [3_000_005, 1010, 904, 2020, 3, 2],
+      );
+      assert.equal(await store.turns.addUsage('turn_missing', { creditsMicros: 1, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0 }), undefined);
     });
 
     it('ends a turn: outcome, end time and error set, lease dropped, credits used returned', async () => {

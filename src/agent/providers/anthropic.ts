@@ -26,10 +26,14 @@ export interface AnthropicOptions extends HttpProviderOptions {
 
 const NAME = 'anthropic';
 
-type ContentBlock =
+/** A prompt-cache breakpoint: the API caches the request up to and including the block that carries it. */
+const CACHE_BREAKPOINT = { type: 'ephemeral' } as const;
+
+type ContentBlock = (
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | { type: 'tool_result'; tool_use_id: string; content: string }
+) & { cache_control?: typeof CACHE_BREAKPOINT };
 
 interface WireMessage {
   role: 'user' | 'assistant';
@@ -72,15 +76,23 @@ function requestBody(opts: AnthropicOptions, request: ModelRequest, stream: bool
     .map((m) => m.content)
     .filter((c) => c !== '')
     .join('\n\n');
+  // Cache breakpoints (3 of the 4 allowed) on the tools, the system message and the newest
+  // message: each request of a turn extends the previous one, so all but the new part is read
+  // from the cache (decisions §16.3).
+  const messages = toWireMessages(request.messages);
+  const newest = messages.at(-1)?.content.at(-1);
+  if (newest) newest.cache_control = CACHE_BREAKPOINT;
   const body: JsonObject = {
     model: opts.model,
     max_tokens: opts.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
-    messages: toWireMessages(request.messages),
+    messages,
     stream,
   };
-  if (system) body.system = system;
+  if (system) body.system = [{ type: 'text', text: system, cache_control: CACHE_BREAKPOINT }];
   if (request.tools.length > 0) {
-    body.tools = request.tools.map(toWireTool);
+    const tools = request.tools.map(toWireTool);
+    tools[tools.length - 1]!.cache_control = CACHE_BREAKPOINT;
+    body.tools = tools;
     body.tool_choice = { type: 'auto' };
   }
   return body;
@@ -242,13 +254,20 @@ function blockIndex(event: JsonObject): number {
   return event.index;
 }
 
-/** Input tokens count the cached ones too: they are all tokens the model read. */
+/**
+ * Input tokens count the cached ones too: they are all tokens the model read (`input_tokens` is
+ * only those after the last cache breakpoint). A stream reports them in message_start; a
+ * message_delta that repeats them says the same.
+ */
 function readUsage(answer: ParsedAnswer, usage: unknown): void {
   if (!isObject(usage)) return;
   const input = tokenCount(usage.input_tokens);
   const cacheCreate = tokenCount(usage.cache_creation_input_tokens) ?? 0;
   const cacheRead = tokenCount(usage.cache_read_input_tokens) ?? 0;
-  if (input !== undefined) answer.inputTokens = input + cacheCreate + cacheRead;
+  if (input !== undefined) {
+    answer.inputTokens = input + cacheCreate + cacheRead;
+    answer.cachedInputTokens = cacheRead;
+  }
   const output = tokenCount(usage.output_tokens);
   if (output !== undefined) answer.outputTokens = output;
 }

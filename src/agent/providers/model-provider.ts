@@ -24,13 +24,21 @@ export interface ModelToolDefinition {
 }
 
 export interface ModelUsage {
+  /** All input tokens, those read from the provider's prompt cache (and written to it) included. */
   inputTokens: number;
+  /** Of inputTokens, those read from the prompt cache. */
+  cachedInputTokens: number;
   outputTokens: number;
 }
 
 export interface ModelRequest {
   messages: ModelMessage[];
   tools: ModelToolDefinition[];
+  /**
+   * Names the conversation for the provider's prompt cache (the task id): requests that share a
+   * key and a prefix are routed where that prefix is cached. Sent as OpenAI's `prompt_cache_key`.
+   */
+  cacheKey?: string;
   /** Aborting cancels the HTTP call at once; generate() then rejects with an AbortError. */
   signal: AbortSignal;
   /**

@@ -14,6 +14,8 @@ export interface OpenAICompatibleOptions extends HttpProviderOptions {
   apiKey?: string;
   /** Ask for a server-sent-events stream. Default true. */
   stream?: boolean;
+  /** Send the request's cacheKey as `prompt_cache_key` (QUARRY_MODEL_CACHE_KEY). Default true; some servers refuse unknown fields. */
+  sendCacheKey?: boolean;
 }
 
 const NAME = 'openai-compatible';
@@ -35,19 +37,23 @@ export function createOpenAICompatibleProvider(opts: OpenAICompatibleOptions): M
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     // Some servers ignore `stream: true` and answer with a plain completion.
-    const answer = await postToProvider(endpoint, requestBody(opts.model, request, stream), request.signal, async (reply) =>
+    const answer = await postToProvider(endpoint, requestBody(opts.model, request, stream, opts.sendCacheKey ?? true), request.signal, async (reply) =>
       stream && !reply.isJson ? readEventStream(reply, request) : parseCompletion(await reply.text()),
     );
     const inputTokens = tokenCount(answer.usage?.prompt_tokens);
+    // prompt_tokens counts the cached ones too; servers without a prompt cache leave the details out.
+    const details = isObject(answer.usage?.prompt_tokens_details) ? answer.usage.prompt_tokens_details : {};
+    const cachedInputTokens = tokenCount(details.cached_tokens);
     const outputTokens = tokenCount(answer.usage?.completion_tokens);
-    return modelResponse(request, { ...answer, inputTokens, outputTokens }, answer.finishReason ?? 'unknown');
+    return modelResponse(request, { ...answer, inputTokens, cachedInputTokens, outputTokens }, answer.finishReason ?? 'unknown');
   }
 
   return { specificationVersion: 'v1', name: NAME, generate };
 }
 
-function requestBody(model: string, request: ModelRequest, stream: boolean): JsonObject {
+function requestBody(model: string, request: ModelRequest, stream: boolean, sendCacheKey: boolean): JsonObject {
   const body: JsonObject = { model, messages: request.messages.map(toWireMessage), stream };
+  if (sendCacheKey && request.cacheKey) body.prompt_cache_key = request.cacheKey;
   // OpenAI rejects an empty `tools` array, so tools are sent only when there are some.
   if (request.tools.length > 0) {
     body.tools = request.tools.map(toWireTool);

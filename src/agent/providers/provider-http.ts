@@ -267,6 +267,8 @@ export interface ParsedContent {
   text: string;
   toolCalls: ModelToolCall[];
   inputTokens: number | undefined;
+  /** Of inputTokens, those read from the prompt cache (none when the server does not say). */
+  cachedInputTokens?: number;
   outputTokens: number | undefined;
 }
 
@@ -277,6 +279,7 @@ export function modelResponse(request: ModelRequest, answer: ParsedContent, fini
     toolCalls: answer.toolCalls,
     usage: {
       inputTokens: answer.inputTokens ?? estimateTokens(request.messages.reduce((n, m) => n + messageChars(m), 0)),
+      cachedInputTokens: answer.inputTokens === undefined ? 0 : answer.cachedInputTokens ?? 0,
       outputTokens: answer.outputTokens ?? estimateTokens(answer.toolCalls.reduce((n, call) => n + callChars(call), answer.text.length)),
     },
     finishReason,
@@ -288,12 +291,12 @@ export function tokenCount(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
-/** The rough rule of four characters per token, for servers that report no usage. */
-function estimateTokens(chars: number): number {
+/** The rough rule of four characters per token, for servers that report no usage (and for the context budget). */
+export function estimateTokens(chars: number): number {
   return Math.ceil(chars / 4);
 }
 
-function messageChars(message: ModelMessage): number {
+export function messageChars(message: ModelMessage): number {
   let chars = message.content?.length ?? 0;
   if (message.role === 'assistant') {
     for (const call of message.toolCalls ?? []) chars += callChars(call);

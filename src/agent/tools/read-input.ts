@@ -60,19 +60,16 @@ export const readInputTool: AgentTool<ReadInputArgs> = {
 
     const total = doc.text.length;
     const offset = args.offset ?? 0;
-    if (offset > total || (offset === total && total > 0)) {
+    const read = textWindow(doc.text, offset, args.length);
+    if (!read) {
       return { isError: true, content: `offset ${offset} is past the end of ${describe(input)}, which has ${count(total)} characters.`, summary: `offset past end of ${input.name}` };
     }
-    let start = offset;
-    // Never start on the second half of a surrogate pair.
-    if (start > 0 && start < total && isLowSurrogate(doc.text.charCodeAt(start))) start -= 1;
-    const window = cutText(doc.text.slice(start), args.length ?? DEFAULT_READ_LENGTH);
-    const end = start + window.length;
+    const { start, end, window } = read;
 
     // The whole text is the input's snapshot: quotes citing {upload_id} are checked against it.
     const url = uploadUrl(input.upload_id);
-    await ctx.recordSource({ url, finalUrl: url, uploadId: input.upload_id, title: input.name, text: doc.text });
-    const head = [`Input ${describe(input)}, ${doc.extracted.kind}${doc.extracted.title ? `, title "${doc.extracted.title}"` : ''}.`];
+    const sourceId = await ctx.recordSource({ url, finalUrl: url, uploadId: input.upload_id, title: input.name, text: doc.text });
+    const head = [`Input ${describe(input)}, ${doc.extracted.kind}${doc.extracted.title ? `, title "${doc.extracted.title}"` : ''}. Source: ${sourceId}.`];
     if (doc.extracted.pages) head.push(`Pages: ${doc.extracted.pages.total}.`);
     head.push(end === total && start === 0 ? `Characters 0-${count(end)} of ${count(total)}: the whole text.` : `Characters ${count(start)}-${count(end)} of ${count(total)}.`);
     if (end < total) head.push(`More follows: call read_input with upload_id "${input.upload_id}" and offset ${end} to read on.`);
@@ -155,6 +152,17 @@ function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
 }
 
-function count(n: number): string {
+/** Characters `offset` on of `text`, at most `length` (default DEFAULT_READ_LENGTH); null when offset is past its end. */
+export function textWindow(text: string, offset: number, length = DEFAULT_READ_LENGTH): { start: number; end: number; window: string } | null {
+  const total = text.length;
+  if (offset > total || (offset === total && total > 0)) return null;
+  let start = offset;
+  // Never start on the second half of a surrogate pair.
+  if (start > 0 && start < total && isLowSurrogate(text.charCodeAt(start))) start -= 1;
+  const window = cutText(text.slice(start), length);
+  return { start, end: start + window.length, window };
+}
+
+export function count(n: number): string {
   return n.toLocaleString('en-US');
 }

@@ -47,6 +47,7 @@ export const updateSpecTool: AgentTool<UpdateSpecArgs> = {
     const next = { ...spec, outputs, ...(args.name !== undefined ? { name: args.name } : {}), ...(args.prompt !== undefined ? { prompt: args.prompt } : {}) };
     await ctx.updateSpec(next);
     const summary = `spec now has ${outputs.length} output${outputs.length === 1 ? '' : 's'}: ${outputs.map((o) => o.id).join(', ') || 'none'}`;
-    return { content: `Spec updated; ${summary}.`, summary };
+    // The system message keeps the spec as the turn started (decisions §16.3): the change is told here.
+    return { content: `Spec updated; ${summary}.\nThe spec now (JSON):\n${JSON.stringify({ name: next.name, prompt: next.prompt, outputs })}`, summary };
   },
 };

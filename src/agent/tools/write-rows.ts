@@ -130,7 +130,7 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
     const last = written.firstRow + written.count - 1;
     // Rows written are named by their _row, as the answer's range is; a file's by its line.
     const problems = problemsOf(args.from_file !== undefined ? rowLabel : (index) => `row ${written.firstRow + index}`);
-    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${verifiedRows} of them verified.`;
+    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${verifiedRows} of them verified. ${output.id} now has ${last} rows.`;
     if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources or cite them in a later call.`;
     if (problems.length > 0) content += ` These sources could not be verified:\n${listed(problems).join('\n')}`;
     return {

@@ -12,7 +12,7 @@ import { fromStoredMicros } from '../../domain/credits.js';
 import type { Database, TurnsTable } from '../database.js';
 import type { TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
 import type { TurnError } from '../../errors.js';
-import type { TurnsRepository } from '../store.js';
+import type { TurnsRepository, TurnUsage } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {
@@ -31,8 +31,10 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     leaseExpiresAt: r.lease_expires_at,
     creditsUsedMicros: fromStoredMicros(r.credits_used_micros),
     tokensIn: Number(r.tokens_in),
+    tokensInCached: Number(r.tokens_in_cached),
     tokensOut: Number(r.tokens_out),
     toolCalls: Number(r.tool_calls),
+    compactions: Number(r.compactions),
     error: r.error ? JSON.parse(r.error) : null,
   };
 }
@@ -40,7 +42,7 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
 const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
   status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
   leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
-  tokensOut: 'tokens_out', toolCalls: 'tool_calls', error: 'error',
+  tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error',
 };
 
 function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
@@ -74,15 +76,17 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
   }
 
   /** Under the task's row lock, like update. */
-  async addUsage(id: string, usage: { creditsMicros: number; tokensIn: number; tokensOut: number; toolCalls: number }): Promise<number | undefined> {
-    const { creditsMicros, tokensIn, tokensOut, toolCalls } = usage;
-    const [r] = (await this.runCompiled('turns.addUsage', [creditsMicros, tokensIn, tokensOut, toolCalls, id], () => this.db
+  async addUsage(id: string, usage: TurnUsage): Promise<number | undefined> {
+    const { creditsMicros, tokensIn, tokensInCached, tokensOut, toolCalls, compactions } = usage;
+    const [r] = (await this.runCompiled('turns.addUsage', [creditsMicros, tokensIn, tokensInCached, tokensOut, toolCalls, compactions, id], () => this.db
       .updateTable('turns')
       .set({
         credits_used_micros: sql<number>`credits_used_micros + ${creditsMicros}`,
         tokens_in: sql<number>`tokens_in + ${tokensIn}`,
+        tokens_in_cached: sql<number>`tokens_in_cached + ${tokensInCached}`,
         tokens_out: sql<number>`tokens_out + ${tokensOut}`,
         tool_calls: sql<number>`tool_calls + ${toolCalls}`,
+        compactions: sql<number>`compactions + ${compactions}`,
       })
       .where('id', '=', id)
       .returning('credits_used_micros'))).rows;

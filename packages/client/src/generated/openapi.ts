@@ -773,6 +773,14 @@ export type components = {
             output_count: number | null;
             credits_used: number;
             next_turn_id?: string | null;
+            /** @description A turn that ended: all input tokens of its model calls, cached ones included. */
+            tokens_in?: number;
+            /** @description Of tokens_in, those the provider read from its prompt cache. */
+            tokens_in_cached?: number;
+            /** @description A turn that ended: the output tokens of its model calls. */
+            tokens_out?: number;
+            /** @description A turn that ended: how often its conversation was compacted to fit the model's context. */
+            compactions?: number;
         };
         Error: {
             /**
@@ -1331,9 +1339,14 @@ export type components = {
             status: string;
             /** @description Credits the turn used (at most 6 decimal places). */
             credits: number;
+            /** @description All input tokens, cached ones included. */
             tokens_in: number;
+            /** @description Of tokens_in, those read from the provider's prompt cache (priced at QUARRY_PRICE_CACHED_INPUT). */
+            tokens_in_cached: number;
             tokens_out: number;
             tool_calls: number;
+            /** @description How often the turn's conversation was compacted to fit the model's context. */
+            compactions: number;
         };
         UploadResult: {
             upload_id: string;
