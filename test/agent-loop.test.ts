@@ -28,6 +28,7 @@ function fakeSearch(turn: InMemoryTurn, behaviour: SearchBehaviour = async (args
   const tool = defineTool<{ query: string }>({
     name: 'web_search',
     description: 'Search the web.',
+    concurrent: true,
     parameters: { type: 'object', properties: { query: { type: 'string', minLength: 1 } }, required: ['query'], additionalProperties: false },
     async run(args, ctx) {
       calls.push(args);
@@ -46,12 +47,12 @@ interface Setup {
 }
 
 /** A scripted model, the loop, and an in-memory turn; a script given as a function gets the turn (to stop it). */
-function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[] }): Setup {
+function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[]; toolConcurrency?: number }): Setup {
   const turn = new InMemoryTurn(opts.turn);
   const model = new ScriptedModel(...(typeof opts.script === 'function' ? opts.script(turn) : opts.script));
   const search = fakeSearch(turn, opts.search);
   const tools: AgentTools = new Map([defineTool(updateSpecTool), defineTool(writeRowsTool), search.tool].map((t) => [t.name, t]));
-  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0] });
+  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0], toolConcurrency: opts.toolConcurrency });
   return { agent, model, turn, searches: search.calls, run: () => agent.runTurn(turn) };
 }
 
@@ -180,9 +181,9 @@ describe('agent loop: tool calls', () => {
     assert.deepEqual(t.turn.rowsOf('quarries').map((r) => [r.name, r.opened]), [['Rock of Ages', 1885], ['Smith Quarry', 1890]]);
     // The page was never fetched in this turn, so the checker marks its source not_read.
     assert.deepEqual(t.turn.rowsOf('quarries')[0]!._sources, [{ ...SOURCE, verified: false, check: 'not_read' }]);
-    // The tool round is step 2 (the model's reply is step 1).
+    // Keyed by the step after the model's reply (step 1), whatever step stores each result.
     assert.deepEqual(t.turn.writeKeys, ['turn_1:2:call_a', 'turn_1:2:call_b']);
-    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type, c.usage.toolCalls]), [[1, 'model', 0], [2, 'tools', 2], [3, 'model', 0]]);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type, c.usage.toolCalls]), [[1, 'model', 0], [2, 'tool', 1], [3, 'tool', 1], [4, 'model', 0]]);
   });
 
   it('reports each call as started, then finished, with the fields a tool event carries', async () => {
@@ -286,6 +287,97 @@ describe('agent loop: tool calls', () => {
   });
 });
 
+/** Resolves when the turn has sent a `tool` event of `callId` in `state`. */
+function toolEventSent(turn: InMemoryTurn, callId: string, state: ToolEvent['state']): Promise<void> {
+  const send = turn.tool.bind(turn);
+  return new Promise((resolve) => {
+    turn.tool = async (event) => {
+      await send(event);
+      if (event.call_id === callId && event.state === state) resolve();
+    };
+  });
+}
+
+const search = (id: string, query: string) => ({ id, name: 'web_search', arguments: { query } });
+
+describe('agent loop: the calls of one reply', () => {
+  it('runs reads at once: a slow first call ends last, yet its result goes back first', async () => {
+    let fastFinished: Promise<void> = Promise.resolve();
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      search: async (args) => {
+        if (args.query === 'slow') await fastFinished;
+        return { content: `Results for ${args.query}.`, summary: '1 result' };
+      },
+      script: [{ toolCalls: [search('slow', 'slow'), search('fast', 'fast')] }, { text: 'Done.' }],
+    });
+    fastFinished = toolEventSent(t.turn, 'fast', 'finished');
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['slow', 'started'], ['fast', 'started'], ['fast', 'finished'], ['slow', 'finished']]);
+    assert.deepEqual(toolMessages(t.model.calls[1]!.messages).map((m) => [m.toolCallId, m.content]), [['slow', 'Results for slow.'], ['fast', 'Results for fast.']]);
+    // Each result is stored as its call ends.
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type === 'tool' ? c.data.callId : c.data.type]), [[1, 'model'], [2, 'fast'], [3, 'slow'], [4, 'model']]);
+  });
+
+  it('runs calls with effects one at a time, in the model\'s order, after the reads', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [{ toolCalls: [writeQuarry('w1', 'Rock of Ages', 1885), search('s1', 'granite'), writeQuarry('w2', 'Smith Quarry', 1890), search('s2', 'marble')] }, { text: 'Done.' }],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [
+      ['s1', 'started'], ['s2', 'started'], ['s1', 'finished'], ['s2', 'finished'],
+      ['w1', 'started'], ['w1', 'finished'], ['w2', 'started'], ['w2', 'finished'],
+    ]);
+    assert.deepEqual(t.turn.rowsOf('quarries').map((r) => r.name), ['Rock of Ages', 'Smith Quarry']);
+    assert.deepEqual(toolMessages(t.model.calls[1]!.messages).map((m) => m.toolCallId), ['w1', 's1', 'w2', 's2'], 'results in call order');
+  });
+
+  it('runs at most toolConcurrency reads at once', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const t = setup({
+      toolConcurrency: 2,
+      turn: { spec: SPEC_WITH_OUTPUT },
+      search: async (args) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        // Each call waits for the next macrotask: calls started together overlap.
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight--;
+        return { content: `Results for ${args.query}.`, summary: '1 result' };
+      },
+      script: [{ toolCalls: ['a', 'b', 'c', 'd', 'e'].map((q) => search(q, q)) }, { text: 'Done.' }],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(most, 2);
+    assert.equal(t.searches.length, 5);
+  });
+
+  it('takes up a round whose results were partly stored: stored calls are not run again nor charged twice', async () => {
+    const steps: StoredStep[] = [
+      { type: 'model', text: '', phase: 'execute', toolCalls: [search('s1', 'granite'), search('s2', 'marble'), writeQuarry('w1', 'Rock of Ages', 1885)].map((c) => ({ ...c, arguments: JSON.stringify(c.arguments) })) },
+      { type: 'tool', callId: 's2', name: 'web_search', content: 'Stored results for marble.' },
+    ];
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.searches, [{ query: 'granite' }], 'the stored call was not repeated');
+    assert.deepEqual(t.turn.toolEvents.filter((e) => e.state === 'started').map((e) => e.call_id), ['s1', 'w1']);
+    const results = toolMessages(t.model.calls[0]!.messages);
+    assert.deepEqual(results.map((m) => m.toolCallId), ['s1', 's2', 'w1']);
+    assert.deepEqual(results.slice(0, 2).map((m) => m.content), ['No results for granite.', 'Stored results for marble.']);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type === 'tool' ? c.data.callId : c.data.type, c.usage.toolCalls]), [[3, 's1', 1], [4, 'w1', 1], [5, 'model', 0]]);
+    assert.deepEqual(t.turn.writeKeys, ['turn_1:2:w1'], 'the write key of a call does not depend on when it ran');
+  });
+});
+
 describe('agent loop: limits', () => {
   const searchForever: ScriptedReply[] = Array.from({ length: 10 }, (_, i) => ({ toolCalls: [{ name: 'web_search', arguments: { query: `granite ${i}` } }] }));
 
@@ -295,7 +387,7 @@ describe('agent loop: limits', () => {
     const error = assertFailed(await t.run(), 'limit_reached');
     assert.match(error.message, /max_steps/);
     assert.equal(t.model.calls.length, 2);
-    assert.equal(t.turn.checkpoints.at(-1)!.data.type, 'tools', 'the last tool round finished and was kept');
+    assert.equal(t.turn.checkpoints.at(-1)!.data.type, 'tool', 'the last tool round finished and was kept');
   });
 
   it('ends out_of_credits when the balance runs out mid-turn, keeping the charged step', async () => {
@@ -305,7 +397,7 @@ describe('agent loop: limits', () => {
     const error = assertFailed(await t.run(), 'out_of_credits');
     assert.equal(error.retryable, false);
     assert.equal(t.model.calls.length, 1, 'no model call once the credits are gone');
-    assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model', 'tools']);
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model', 'tool']);
     assert.ok(t.turn.balance <= 0);
   });
 
@@ -330,20 +422,24 @@ describe('agent loop: limits', () => {
     assert.deepEqual(t.turn.checkpoints, []);
   });
 
-  it('stops during a tool call: the tool sees the abort and the round is not stored', async () => {
+  it('stops during tool calls: every call in flight sees the abort, the later ones never start, and no result is stored', async () => {
     const reason = new Error('stopped by the user');
     const t = setup({
       turn: { spec: SPEC_WITH_OUTPUT },
-      search: (_, ctx, turn) =>
+      search: (args, ctx, turn) =>
         new Promise((_resolve, reject) => {
           ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
-          turn.stop(reason);
+          if (args.query === 'marble') turn.stop(reason);
         }),
-      script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query: 'granite' } }, { id: 'c2', name: 'web_search', arguments: { query: 'marble' } }] }],
+      script: [{ toolCalls: [
+        { id: 'c1', name: 'web_search', arguments: { query: 'granite' } },
+        { id: 'c2', name: 'web_search', arguments: { query: 'marble' } },
+        writeQuarry('c3', 'Rock of Ages', 1885),
+      ] }],
     });
 
     await assert.rejects(t.run(), (err) => err === reason);
-    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['c1', 'started']], 'the next call did not start');
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['c1', 'started'], ['c2', 'started']], 'the write after them did not start');
     assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model']);
   });
 });
@@ -380,7 +476,7 @@ describe('agent loop: resuming from checkpoints', () => {
     assert.equal(t.model.calls.length, 1);
     assert.deepEqual(eventsOf(t.turn, 'call_a').map((e) => e.state), ['started', 'finished']);
     assert.equal(t.turn.rowsOf('quarries').length, 1, 'the replayed call wrote nothing twice');
-    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[2, 'tools'], [3, 'model']]);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[2, 'tool'], [3, 'model']]);
   });
 
   it('makes no model call when the stored steps end with the final reply', async () => {

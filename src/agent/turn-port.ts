@@ -24,6 +24,9 @@ export interface InputFile {
 /** A checkpointed step, as stored. */
 export type StoredStep =
   | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase }
+  /** The result of one tool call, stored as the call ended. */
+  | { type: 'tool'; callId: string; name: string; content: string }
+  /** The results of all calls of a reply, as turns stored them before each call got a step of its own. */
   | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
   | { type: 'nudge'; content: string };
 
