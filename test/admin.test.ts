@@ -218,6 +218,7 @@ describe('admin routes', () => {
     assert.equal(turn.tokens_out, 1000);
     assert.equal(turn.tool_calls, 1);
     assert.equal(turn.credits, 4.5);
+    assert.deepEqual([turn.rows_written, turn.verified_rows, turn.unverified_rows], [0, 0, 0], 'the turn wrote no rows');
 
     const account = await h.request('GET', `/admin/accounts/${acct.account_id}`, { key: ADMIN_KEY });
     assert.equal(account.body.credits_used, 4.5);

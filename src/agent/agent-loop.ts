@@ -12,6 +12,7 @@ import type { TaskPhase } from '../contract/index.js';
 import type { ToolName } from '../contract/index.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall } from './providers/model-provider.js';
 import { fitToContext } from './context-window.js';
+import { outputGaps } from './output-check.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
 import { toolContext, type AgentTool, type ToolResult } from './tools/tool.js';
@@ -108,6 +109,8 @@ export class Agent {
       pendingCalls = [];
       used++;
     };
+    // The outputs were checked before the turn's end (at most once a turn).
+    let checked = false;
     for (const stored of port.steps) {
       step++;
       if (stored.type === 'model') {
@@ -127,6 +130,7 @@ export class Agent {
       } else {
         used++;
         phase = 'execute';
+        if (stored.check) checked = true;
         history.push({ role: 'user', content: stored.content });
       }
     }
@@ -151,6 +155,19 @@ export class Agent {
           await port.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
           history.push({ role: 'user', content: CARRY_OUT_PLAN });
           continue;
+        }
+        // Once a turn, what the outputs lack goes back to the model before the turn ends, if the
+        // steps left allow it one more answer.
+        if (!checked && phase === 'execute' && !port.planOnly && used + 1 < limits.max_steps) {
+          checked = true;
+          const gaps = await outputGaps(port.spec(), (id) => port.readRows(id));
+          if (gaps) {
+            step++;
+            used++;
+            await port.checkpoint(step, { type: 'nudge', content: gaps, check: true }, { tokensIn: 0, tokensOut: 0, toolCalls: 0 });
+            history.push({ role: 'user', content: gaps });
+            continue;
+          }
         }
         return { outcome: 'completed' };
       }

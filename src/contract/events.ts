@@ -71,6 +71,9 @@ export const DoneEvent = eventOf('done', 'DoneEvent', 'A turn ended (stored), or
   outcome: StringEnum([...DONE_OUTCOMES]),
   output_count: Nullable(Type.Integer({ minimum: 0 })),
   credits_used: Type.Number({ minimum: 0 }),
+  rows_written: Type.Optional(Type.Integer({ minimum: 0, description: 'Rows the turn wrote (a stored `done` of a turn).' })),
+  verified_rows: Type.Optional(Type.Integer({ minimum: 0, description: 'Of them, rows whose every source was verified.' })),
+  unverified_rows: Type.Optional(Type.Integer({ minimum: 0, description: 'Of them, rows with a source that was not verified, or none.' })),
   next_turn_id: Type.Optional(Nullable(Type.String({ description: 'The queued message that starts now; null: the task is idle.' }))),
 });
 

@@ -94,6 +94,9 @@ export interface TurnRecord {
   tokensOut: number;
   toolCalls: number;
   error: TurnError | null;
+  /** Rows the turn wrote, and how many of them had every source verified. */
+  rowsWritten: number;
+  verifiedRows: number;
 }
 
 export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;

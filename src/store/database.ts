@@ -111,6 +111,8 @@ export interface TurnsTable {
   tokens_out: number;
   tool_calls: number;
   error: string | null;
+  rows_written: ColumnType<number, number | undefined, number>;
+  verified_rows: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnStepsTable {

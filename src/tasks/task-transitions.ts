@@ -21,7 +21,7 @@ export function startingState(kind: TurnKind): { phase: TaskPhase; activity: Tas
 export function newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
   return {
     id: newId('turn'), taskId, accountId, kind, status, input, planOnly, createdAt: now, startedAt: null, endedAt: null,
-    leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null,
+    leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensOut: 0, toolCalls: 0, error: null, rowsWritten: 0, verifiedRows: 0,
   };
 }
 
@@ -92,10 +92,14 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
   }
   unit.taskEvent('turn_ended', turnId);
   const outputCount = unit.task.spec.outputs.length;
+  const rows = await unit.tx.turns.get(turnId);
   unit.event('done', turnId, {
     outcome,
     output_count: outputCount,
     credits_used: fromMicros(creditsUsedMicros),
+    rows_written: rows?.rowsWritten ?? 0,
+    verified_rows: rows?.verifiedRows ?? 0,
+    unverified_rows: (rows?.rowsWritten ?? 0) - (rows?.verifiedRows ?? 0),
     // The queued message that starts now, or null: the task is idle (streams of the task end here).
     next_turn_id: next?.id ?? null,
   });

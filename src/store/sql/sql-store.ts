@@ -15,6 +15,7 @@ import * as m000006 from '../migrations/000006_sources.js';
 import * as m000007 from '../migrations/000007_groups.js';
 import * as m000008 from '../migrations/000008_task_version.js';
 import * as m000009 from '../migrations/000009_pruning.js';
+import * as m000010 from '../migrations/000010_turn_rows.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink, type Notice } from './cluster.js';
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000007_groups': m000007,
   '000008_task_version': m000008,
   '000009_pruning': m000009,
+  '000010_turn_rows': m000010,
 };
 
 class StaticMigrations implements MigrationProvider {

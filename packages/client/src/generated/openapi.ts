@@ -772,6 +772,12 @@ export type components = {
             outcome: "completed" | "stopped" | "failed" | "refused" | "idle";
             output_count: number | null;
             credits_used: number;
+            /** @description Rows the turn wrote (a stored `done` of a turn). */
+            rows_written?: number;
+            /** @description Of them, rows whose every source was verified. */
+            verified_rows?: number;
+            /** @description Of them, rows with a source that was not verified, or none. */
+            unverified_rows?: number;
             next_turn_id?: string | null;
         };
         Error: {
@@ -1334,6 +1340,12 @@ export type components = {
             tokens_in: number;
             tokens_out: number;
             tool_calls: number;
+            /** @description Rows the turn wrote. */
+            rows_written: number;
+            /** @description Of them, rows whose every source was verified. */
+            verified_rows: number;
+            /** @description Of them, rows with a source that was not verified, or none. */
+            unverified_rows: number;
         };
         UploadResult: {
             upload_id: string;
