@@ -90,6 +90,8 @@ export interface Config {
   maxUploadBytes: number;
   maxQueuedMessages: number;
   maxConcurrentTurns: number;
+  /** QUARRY_TOOL_CONCURRENCY: tool calls of one reply (reads: web_search, fetch_url, …) an agent runs at once. */
+  toolConcurrency: number;
   maxPendingTurns: number;
   maxBlockSeconds: number;
   role: Role;
@@ -216,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxUploadBytes: int(env, 'QUARRY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
     maxQueuedMessages: int(env, 'QUARRY_MAX_QUEUED_MESSAGES', 16, 0),
     maxConcurrentTurns: int(env, 'QUARRY_MAX_CONCURRENT_TURNS', 32, 1),
+    toolConcurrency: int(env, 'QUARRY_TOOL_CONCURRENCY', 8, 1),
     maxPendingTurns: int(env, 'QUARRY_MAX_PENDING_TURNS', 10_000, 1),
     maxBlockSeconds: int(env, 'QUARRY_MAX_BLOCK_SECONDS', 600, 1),
     role,

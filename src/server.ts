@@ -129,6 +129,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
           tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate }, sandbox }),
           retryDelaysMs: opts.retryDelaysMs,
           contextTokens: config.model?.contextTokens,
+          toolConcurrency: config.toolConcurrency,
         }),
       })
     : undefined;

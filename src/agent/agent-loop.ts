@@ -12,6 +12,7 @@ import type { TaskPhase } from '../contract/index.js';
 import type { ToolName } from '../contract/index.js';
 import { ModelProviderError, type ModelMessage, type ModelProvider, type ModelToolCall, type ModelToolDefinition } from './providers/model-provider.js';
 import { compact, CompactionNote, requestTokens, type SourceLookup } from './context-window.js';
+import { outputGaps } from './output-check.js';
 import { CARRY_OUT_PLAN, systemPrompt } from './system-prompt.js';
 import type { AgentTools } from './tools/index.js';
 import { toolContext, type AgentTool, type ToolResult } from './tools/tool.js';
@@ -29,6 +30,8 @@ export interface AgentOptions {
   retryDelaysMs?: number[];
   /** The model's context window in tokens (QUARRY_MODEL_CONTEXT_TOKENS): no request is sent over it. */
   contextTokens?: number;
+  /** Concurrent tool calls (AgentTool.concurrent) of one reply run at most this many at once (QUARRY_TOOL_CONCURRENCY). */
+  toolConcurrency?: number;
 }
 
 /**
@@ -71,9 +74,11 @@ export class Agent {
   /** The documented schedule as it stands, no jitter; a provider's Retry-After may only lengthen a wait. */
   private readonly retries: RetryPolicy;
   private readonly contextTokens: number;
+  private readonly toolConcurrency: number;
 
   constructor(opts: AgentOptions) {
     this.contextTokens = opts.contextTokens ?? 100_000;
+    this.toolConcurrency = opts.toolConcurrency ?? 8;
     this.provider = opts.provider;
     this.tools = opts.tools;
     const delaysMs = opts.retryDelaysMs ?? [500, 1000, 2000];
@@ -102,19 +107,41 @@ export class Agent {
       const found = await port.source(id);
       return found ? { url: found.url, title: found.title } : null;
     };
+    // `step` numbers stored steps; `used` counts what spec.limits.max_steps limits: replies,
+    // nudges and rounds of tool calls (however many calls a round has).
     let step = 0;
+    let used = 0;
+    // The calls of the last reply, the step that stored it, and the results of them stored so far.
     let pendingCalls: ModelToolCall[] = [];
+    let callStep = 0;
+    let results = new Map<string, string>();
+    const roundDone = () => {
+      for (const call of pendingCalls) history.push({ role: 'tool', toolCallId: call.id, name: call.name, content: results.get(call.id)! });
+      pendingCalls = [];
+      used++;
+    };
+    // The outputs were checked before the turn's end (at most once a turn).
+    let checked = false;
     for (const stored of port.steps) {
       step++;
       if (stored.type === 'model') {
+        used++;
         phase = stored.phase;
         history.push({ role: 'assistant', content: stored.text || null, toolCalls: stored.toolCalls });
         pendingCalls = stored.toolCalls;
+        callStep = step;
+        results = new Map();
+      } else if (stored.type === 'tool') {
+        results.set(stored.callId, stored.content);
+        if (pendingCalls.every((c) => results.has(c.id))) roundDone();
       } else if (stored.type === 'tools') {
-        for (const r of stored.results) history.push({ role: 'tool', toolCallId: r.callId, name: r.name, content: r.content });
-        pendingCalls = [];
+        // Stored before each call had a step of its own: the round's results together.
+        for (const r of stored.results) results.set(r.callId, r.content);
+        roundDone();
       } else {
+        used++;
         phase = 'execute';
+        if (stored.check) checked = true;
         history.push({ role: 'user', content: stored.content });
       }
     }
@@ -135,14 +162,28 @@ export class Agent {
         if (phase === 'plan' && !port.planOnly && port.spec().outputs.length > 0) {
           phase = 'execute';
           step++;
+          used++;
           await port.checkpoint(step, { type: 'nudge', content: CARRY_OUT_PLAN }, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0 });
           history.push({ role: 'user', content: CARRY_OUT_PLAN });
           continue;
         }
+        // Once a turn, what the outputs lack goes back to the model before the turn ends, if the
+        // steps left allow it one more answer.
+        if (!checked && phase === 'execute' && !port.planOnly && used + 1 < limits.max_steps) {
+          checked = true;
+          const gaps = await outputGaps(port.spec(), (id) => port.readRows(id));
+          if (gaps) {
+            step++;
+            used++;
+            await port.checkpoint(step, { type: 'nudge', content: gaps, check: true }, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0 });
+            history.push({ role: 'user', content: gaps });
+            continue;
+          }
+        }
         return { outcome: 'completed' };
       }
       if (pendingCalls.length === 0) {
-        if (step >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
+        if (used >= limits.max_steps) return failed('limit_reached', `The turn reached its limit of ${limits.max_steps} steps (spec.limits.max_steps).`);
         await port.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
         let compactions = 0;
         if (requestTokens([system, ...history], definitions) > this.contextTokens) {
@@ -158,6 +199,7 @@ export class Agent {
         if ('outcome' in reply) return reply;
         crashPoint('model.replied');
         step++;
+        used++;
         const stored: StoredStep = { type: 'model', text: reply.text, toolCalls: reply.toolCalls, phase, ...(step === 1 ? { system: system.content } : {}) };
         const charge = await port.checkpoint(step, stored, {
           tokensIn: reply.usage.inputTokens, tokensInCached: reply.usage.cachedInputTokens, tokensOut: reply.usage.outputTokens, toolCalls: 0, compactions,
@@ -170,24 +212,49 @@ export class Agent {
           continue;
         }
         pendingCalls = reply.toolCalls;
+        callStep = step;
+        results = new Map();
       }
 
       // A plan turn moves to execute as soon as the model reaches for a tool other than update_spec.
       if (phase === 'plan' && !port.planOnly && pendingCalls.some((c) => c.name !== 'update_spec')) phase = 'execute';
       await port.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'executing' });
-      const results: { callId: string; name: string; content: string }[] = [];
-      for (const call of pendingCalls) {
-        if (port.signal.aborted) throw port.signal.reason;
-        const content = await this.runTool(call, port, tools, step + 1);
-        results.push({ callId: call.id, name: call.name, content });
-      }
-      step++;
-      const charge = await port.checkpoint(step, { type: 'tools', results }, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: results.length, compactions: 0 });
-      for (const r of results) history.push({ role: 'tool', toolCallId: r.callId, name: r.name, content: r.content });
-      pendingCalls = [];
-      const over = this.overBudget(charge, limits.max_credits_per_turn);
+      // Each result is stored (and its call charged) as the call ends. The checkpoints are
+      // chained so that step numbers are stored in order: a turn taken up again finds no gap.
+      let stored: Promise<Charge | undefined> = Promise.resolve(undefined);
+      const store = (call: ModelToolCall, content: string) => {
+        stored = stored.then(() => port.checkpoint(++step, { type: 'tool', callId: call.id, name: call.name, content }, { tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 1, compactions: 0 }));
+        return stored;
+      };
+      // Row writes keep the key they had when a reply's results were stored as one step after it.
+      await this.runCalls(pendingCalls.filter((c) => !results.has(c.id)), port, tools, callStep + 1, async (call, content) => {
+        results.set(call.id, content);
+        await store(call, content);
+      });
+      const charge = await stored;
+      roundDone();
+      const over = charge && this.overBudget(charge, limits.max_credits_per_turn);
       if (over) return over;
     }
+  }
+
+  /**
+   * Runs the calls of one reply: those of concurrent tools (reads) first, at most
+   * toolConcurrency at once, then the others one at a time in the model's order. `done` gets each
+   * result as its call ends.
+   */
+  private async runCalls(calls: ModelToolCall[], port: TurnPort, offeredTools: AgentTool<unknown>[], step: number, done: (call: ModelToolCall, content: string) => Promise<void>): Promise<void> {
+    const reads = calls.filter((c) => this.tools.get(c.name)?.concurrent);
+    const run = async (call: ModelToolCall) => {
+      if (port.signal.aborted) throw port.signal.reason;
+      await done(call, await this.runTool(call, port, offeredTools, step));
+    };
+    let next = 0;
+    const worker = async () => {
+      while (next < reads.length) await run(reads[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.toolConcurrency, reads.length) }, worker));
+    for (const call of calls) if (!reads.includes(call)) await run(call);
   }
 
   private toolsFor(port: TurnPort): AgentTool<unknown>[] {

@@ -25,8 +25,12 @@ export interface InputFile {
 export type StoredStep =
   /** `system`: the system message, on the turn's first model step, so that a resumed turn sends the same prefix. */
   | { type: 'model'; text: string; toolCalls: ModelToolCall[]; phase: TaskPhase; system?: string }
+  /** The result of one tool call, stored as the call ended. */
+  | { type: 'tool'; callId: string; name: string; content: string }
+  /** The results of all calls of a reply, as turns stored them before each call got a step of its own. */
   | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
-  | { type: 'nudge'; content: string };
+  /** A user message of the engine's own; `check`: the one listing what the outputs lack (at most one a turn). */
+  | { type: 'nudge'; content: string; check?: true };
 
 /** The payload of a `tool` event. */
 export type ToolEvent = EventPayload<'tool'>;
@@ -89,6 +93,8 @@ export interface TurnPort {
   updateSpec(spec: TaskSpec): Promise<void>;
   /** Rows written so far, by output id. */
   rowCounts(): Promise<Map<string, number>>;
+  /** An output's stored rows (the JSON the API returns), in order. */
+  readRows(outputId: string): AsyncIterable<string>;
   /**
    * Appends rows once per write key: a replayed call with the same key writes nothing and gets
    * the first answer. `verifiedRows` of them had every source verified (the outputs' counts).

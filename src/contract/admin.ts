@@ -45,5 +45,8 @@ export const TurnUsage = component('TurnUsage', Type.Object({
   tokens_out: Type.Integer({ minimum: 0 }),
   tool_calls: Type.Integer({ minimum: 0 }),
   compactions: Type.Integer({ minimum: 0, description: 'How often the turn\'s conversation was compacted to fit the model\'s context.' }),
+  rows_written: Type.Integer({ minimum: 0, description: 'Rows the turn wrote.' }),
+  verified_rows: Type.Integer({ minimum: 0, description: 'Of them, rows whose every source was verified.' }),
+  unverified_rows: Type.Integer({ minimum: 0, description: 'Of them, rows with a source that was not verified, or none.' }),
 }));
 export const Usage = component('Usage', Type.Object({ turns: Type.Array(TurnUsage) }));

@@ -99,6 +99,9 @@ export interface TurnRecord {
   /** Compactions of the turn's conversation (decisions §16.3). */
   compactions: number;
   error: TurnError | null;
+  /** Rows the turn wrote, and how many of them had every source verified. */
+  rowsWritten: number;
+  verifiedRows: number;
 }
 
 export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;

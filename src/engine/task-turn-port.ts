@@ -14,6 +14,8 @@ import { retryWhileStoreUnavailable } from './retry-while-store-unavailable.js';
 import { TurnAbort } from './turn-abort.js';
 
 const TEXT_FLUSH_MS = 250;
+/** Rows read at a time when the turn reads an output through. */
+const ROW_PAGE = 2_000;
 
 /** What the runner and its ports report: turn ends, tokens, store outages. */
 export type TurnMetrics = Pick<Metrics, 'turnEnded' | 'modelUsage' | 'storeUnavailable'>;
@@ -94,6 +96,15 @@ export class TaskTurnPort implements TurnPort {
     // No outputs declared, no rows to count (rows are only written to declared outputs).
     if (this.currentSpec.outputs.length === 0) return new Map();
     return this.durable(() => this.deps.queries.rowCounts(this.turn.taskId));
+  }
+
+  async *readRows(outputId: string): AsyncIterable<string> {
+    for (let offset = 0; ; ) {
+      const page = await this.durable(() => this.deps.queries.rows(this.turn.taskId, outputId, offset, ROW_PAGE));
+      yield* page;
+      if (page.length < ROW_PAGE) return;
+      offset += page.length;
+    }
   }
 
   async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number }> {

@@ -113,6 +113,8 @@ export interface TurnsTable {
   tool_calls: number;
   compactions: number;
   error: string | null;
+  rows_written: ColumnType<number, number | undefined, number>;
+  verified_rows: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnStepsTable {

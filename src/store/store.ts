@@ -97,6 +97,8 @@ export interface TurnsRepository {
    * afterwards, in micro-credits (undefined when there is no such turn).
    */
   addUsage(id: string, usage: TurnUsage): Promise<number | undefined>;
+  /** Adds rows the turn wrote (and how many of them are verified) to its counts. */
+  addRows(id: string, rows: { written: number; verified: number }): Promise<void>;
   /**
    * Ends a turn: its outcome, end time and error, its lease dropped, in one statement; returns
    * the turn's credits used, in micro-credits (undefined when there is no such turn).

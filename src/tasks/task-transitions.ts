@@ -21,7 +21,7 @@ export function startingState(kind: TurnKind): { phase: TaskPhase; activity: Tas
 export function newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
   return {
     id: newId('turn'), taskId, accountId, kind, status, input, planOnly, createdAt: now, startedAt: null, endedAt: null,
-    leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null,
+    leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0,
   };
 }
 
@@ -101,6 +101,9 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
     tokens_in_cached: usage?.tokensInCached ?? 0,
     tokens_out: usage?.tokensOut ?? 0,
     compactions: usage?.compactions ?? 0,
+    rows_written: usage?.rowsWritten ?? 0,
+    verified_rows: usage?.verifiedRows ?? 0,
+    unverified_rows: (usage?.rowsWritten ?? 0) - (usage?.verifiedRows ?? 0),
     // The queued message that starts now, or null: the task is idle (streams of the task end here).
     next_turn_id: next?.id ?? null,
   });

@@ -19,6 +19,11 @@ export class TurnQueries {
     return this.store.turns.listInputs(turn.taskId, turn.id);
   }
 
+  /** Up to `limit` rows of an output after row `offset`, as stored. */
+  async rows(taskId: string, outputId: string, offset: number, limit: number): Promise<string[]> {
+    return (await this.store.rows.read(taskId, outputId, offset, limit)).map((row) => row.toString());
+  }
+
   /** Rows written so far, by output id. */
   async rowCounts(taskId: string): Promise<Map<string, number>> {
     return new Map((await this.store.rows.stats(taskId)).map((o) => [o.outputId, o.rowCount]));

@@ -87,7 +87,10 @@ export class TurnWrites {
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
       const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, verifiedRows);
       written = { firstRow: r.firstRow, count: r.count };
-      if (!r.replayed) unit.set({ activeOutput: outputId });
+      if (!r.replayed) {
+        unit.set({ activeOutput: outputId });
+        await unit.tx.turns.addRows(turnId, { written: r.count, verified: verifiedRows });
+      }
     });
     if (written) crashPoint('rows.appended');
     return written;

@@ -30,6 +30,7 @@ function fakeSearch(turn: InMemoryTurn, behaviour: SearchBehaviour = async (args
   const tool = defineTool<{ query: string }>({
     name: 'web_search',
     description: 'Search the web.',
+    concurrent: true,
     parameters: { type: 'object', properties: { query: { type: 'string', minLength: 1 } }, required: ['query'], additionalProperties: false },
     async run(args, ctx) {
       calls.push(args);
@@ -48,12 +49,12 @@ interface Setup {
 }
 
 /** A scripted model, the loop, and an in-memory turn; a script given as a function gets the turn (to stop it). */
-function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[]; contextTokens?: number }): Setup {
+function setup(opts: { script: ScriptedReply[] | ((turn: InMemoryTurn) => ScriptedReply[]); turn?: InMemoryTurnOptions; search?: SearchBehaviour; retryDelaysMs?: number[]; contextTokens?: number; toolConcurrency?: number }): Setup {
   const turn = new InMemoryTurn(opts.turn);
   const model = new ScriptedModel(...(typeof opts.script === 'function' ? opts.script(turn) : opts.script));
   const search = fakeSearch(turn, opts.search);
   const tools: AgentTools = new Map([defineTool(updateSpecTool), defineTool(writeRowsTool), search.tool].map((t) => [t.name, t]));
-  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0], contextTokens: opts.contextTokens });
+  const agent = new Agent({ provider: model, tools, retryDelaysMs: opts.retryDelaysMs ?? [0, 0, 0], contextTokens: opts.contextTokens, toolConcurrency: opts.toolConcurrency });
   return { agent, model, turn, searches: search.calls, run: () => agent.runTurn(turn) };
 }
 
@@ -71,6 +72,9 @@ function assertFailed(result: TurnResult, error: string): Extract<TurnResult, { 
   return result.error;
 }
 
+/** The answer to the message listing what the outputs lack, which an execute turn gets before it ends. */
+const AFTER_CHECK: ScriptedReply = { text: 'Nothing more can be found.' };
+
 const writeQuarry = (id: string, name: string, opened: number) => ({
   id,
   name: 'write_rows',
@@ -86,6 +90,7 @@ describe('agent loop: planning and executing', () => {
         { text: 'The plan is set.' },
         { toolCalls: [writeQuarry('w1', 'Rock of Ages', 1885)] },
         { text: 'One quarry written.' },
+        AFTER_CHECK,
       ],
     });
 
@@ -93,21 +98,21 @@ describe('agent loop: planning and executing', () => {
 
     assert.deepEqual(t.turn.spec().outputs.map((o) => o.id), ['quarries'], 'update_spec changed the task spec');
     const planned = t.turn.checkpoints.filter((c) => c.data.type === 'model').map((c) => (c.data as Extract<StoredStep, { type: 'model' }>).phase);
-    assert.deepEqual(planned, ['plan', 'plan', 'execute', 'execute'], 'update_spec ran while planning; writing happened in execute');
+    assert.deepEqual(planned, ['plan', 'plan', 'execute', 'execute', 'execute'], 'update_spec ran while planning; writing happened in execute');
     // The task starts in plan/planning; it moves only when the plan is carried out.
     assert.deepEqual(t.turn.states, [
       { phase: 'execute', activity: 'thinking' },
       { phase: 'execute', activity: 'executing' },
       { phase: 'execute', activity: 'thinking' },
     ]);
-    assert.equal(t.model.calls.length, 4);
+    assert.equal(t.model.calls.length, 5);
     assert.match(t.model.calls[0]!.system, /You are planning/);
     assert.equal(t.model.calls[2]!.system, t.model.calls[0]!.system, 'the system message is fixed for the whole turn');
     assert.match(toolMessages(t.model.calls[2]!.messages)[0]!.content, /The spec now \(JSON\):\n.*"quarries"/, 'the model sees the spec it declared in update_spec\'s result');
     assert.deepEqual(t.model.calls[2]!.messages.at(-1), { role: 'user', content: CARRY_OUT_PLAN }, 'the model is told to carry the plan out');
-    assert.deepEqual(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').length, 1);
+    assert.deepEqual(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').map((c) => c.data.type === 'nudge' && c.data.content === CARRY_OUT_PLAN), [true, false]);
     assert.deepEqual(t.turn.rowsOf('quarries').map((r) => r.name), ['Rock of Ages']);
-    assert.equal(t.turn.streamedText, 'Declaring the outputs.The plan is set.One quarry written.', 'streamed text reaches the port');
+    assert.equal(t.turn.streamedText, 'Declaring the outputs.The plan is set.One quarry written.Nothing more can be found.', 'streamed text reaches the port');
   });
 
   it('moves to execute as soon as a planning model reaches for a tool other than update_spec', async () => {
@@ -116,14 +121,15 @@ describe('agent loop: planning and executing', () => {
       script: [
         { toolCalls: [{ name: 'update_spec', arguments: { outputs: [QUARRIES] } }, { name: 'web_search', arguments: { query: 'oldest granite quarry' } }] },
         { text: 'Nothing found.' },
+        AFTER_CHECK,
       ],
     });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
     assert.deepEqual(t.turn.states, [{ phase: 'execute', activity: 'executing' }, { phase: 'execute', activity: 'thinking' }]);
-    assert.equal(t.model.calls.length, 2, 'no nudge: the turn was already executing');
-    assert.equal(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').length, 0);
+    assert.equal(t.model.calls.length, 3, 'no nudge to carry the plan out (the turn was already executing), only the check of the outputs');
+    assert.deepEqual(t.turn.checkpoints.filter((c) => c.data.type === 'nudge').map((c) => c.data.type === 'nudge' && c.data.check), [true]);
     assert.equal(t.searches.length, 1);
   });
 
@@ -158,7 +164,7 @@ describe('agent loop: planning and executing', () => {
   it('an execute turn thinks while the model runs and executes while tools run', async () => {
     const t = setup({
       turn: { spec: SPEC_WITH_OUTPUT },
-      script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }],
+      script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }, AFTER_CHECK],
     });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
@@ -174,7 +180,7 @@ describe('agent loop: tool calls', () => {
   it('writes rows under a write key unique to the turn, step and call', async () => {
     const t = setup({
       turn: { spec: SPEC_WITH_OUTPUT },
-      script: [{ toolCalls: [writeQuarry('call_a', 'Rock of Ages', 1885), writeQuarry('call_b', 'Smith Quarry', 1890)] }, { text: 'Two quarries.' }],
+      script: [{ toolCalls: [writeQuarry('call_a', 'Rock of Ages', 1885), writeQuarry('call_b', 'Smith Quarry', 1890)] }, { text: 'Two quarries.' }, AFTER_CHECK],
     });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
@@ -182,13 +188,13 @@ describe('agent loop: tool calls', () => {
     assert.deepEqual(t.turn.rowsOf('quarries').map((r) => [r.name, r.opened]), [['Rock of Ages', 1885], ['Smith Quarry', 1890]]);
     // The page was never fetched in this turn, so the checker marks its source not_read.
     assert.deepEqual(t.turn.rowsOf('quarries')[0]!._sources, [{ ...SOURCE, verified: false, check: 'not_read' }]);
-    // The tool round is step 2 (the model's reply is step 1).
+    // Keyed by the step after the model's reply (step 1), whatever step stores each result.
     assert.deepEqual(t.turn.writeKeys, ['turn_1:2:call_a', 'turn_1:2:call_b']);
-    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type, c.usage.toolCalls]), [[1, 'model', 0], [2, 'tools', 2], [3, 'model', 0]]);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type, c.usage.toolCalls]), [[1, 'model', 0], [2, 'tool', 1], [3, 'tool', 1], [4, 'model', 0], [5, 'nudge', 0], [6, 'model', 0]]);
   });
 
   it('reports each call as started, then finished, with the fields a tool event carries', async () => {
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: [{ toolCalls: [writeQuarry('call_a', 'Rock of Ages', 1885)] }, { text: 'Done.' }] });
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: [{ toolCalls: [writeQuarry('call_a', 'Rock of Ages', 1885)] }, { text: 'Done.' }, AFTER_CHECK] });
 
     await t.run();
 
@@ -233,6 +239,7 @@ describe('agent loop: tool calls', () => {
           ],
         },
         { text: 'I will try again later.' },
+        AFTER_CHECK,
       ],
     });
 
@@ -258,7 +265,7 @@ describe('agent loop: tool calls', () => {
   it('refuses a tool the spec does not offer', async () => {
     const t = setup({
       turn: { spec: { ...SPEC_WITH_OUTPUT, tools: [] } },
-      script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }],
+      script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }, AFTER_CHECK],
     });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
@@ -276,6 +283,7 @@ describe('agent loop: tool calls', () => {
       script: [
         { toolCalls: [{ id: 'throws', name: 'web_search', arguments: { query: 'granite' } }, { id: 'rejected', name: 'write_rows', arguments: { output: 'nope', rows: [{}] } }] },
         { text: 'Giving up.' },
+        AFTER_CHECK,
       ],
     });
 
@@ -288,6 +296,171 @@ describe('agent loop: tool calls', () => {
   });
 });
 
+/** Resolves when the turn has sent a `tool` event of `callId` in `state`. */
+function toolEventSent(turn: InMemoryTurn, callId: string, state: ToolEvent['state']): Promise<void> {
+  const send = turn.tool.bind(turn);
+  return new Promise((resolve) => {
+    turn.tool = async (event) => {
+      await send(event);
+      if (event.call_id === callId && event.state === state) resolve();
+    };
+  });
+}
+
+const search = (id: string, query: string) => ({ id, name: 'web_search', arguments: { query } });
+
+describe('agent loop: the calls of one reply', () => {
+  it('runs reads at once: a slow first call ends last, yet its result goes back first', async () => {
+    let fastFinished: Promise<void> = Promise.resolve();
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      search: async (args) => {
+        if (args.query === 'slow') await fastFinished;
+        return { content: `Results for ${args.query}.`, summary: '1 result' };
+      },
+      script: [{ toolCalls: [search('slow', 'slow'), search('fast', 'fast')] }, { text: 'Done.' }, AFTER_CHECK],
+    });
+    fastFinished = toolEventSent(t.turn, 'fast', 'finished');
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['slow', 'started'], ['fast', 'started'], ['fast', 'finished'], ['slow', 'finished']]);
+    assert.deepEqual(toolMessages(t.model.calls[1]!.messages).map((m) => [m.toolCallId, m.content]), [['slow', 'Results for slow.'], ['fast', 'Results for fast.']]);
+    // Each result is stored as its call ends.
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type === 'tool' ? c.data.callId : c.data.type]), [[1, 'model'], [2, 'fast'], [3, 'slow'], [4, 'model'], [5, 'nudge'], [6, 'model']]);
+  });
+
+  it('runs calls with effects one at a time, in the model\'s order, after the reads', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [{ toolCalls: [writeQuarry('w1', 'Rock of Ages', 1885), search('s1', 'granite'), writeQuarry('w2', 'Smith Quarry', 1890), search('s2', 'marble')] }, { text: 'Done.' }, AFTER_CHECK],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [
+      ['s1', 'started'], ['s2', 'started'], ['s1', 'finished'], ['s2', 'finished'],
+      ['w1', 'started'], ['w1', 'finished'], ['w2', 'started'], ['w2', 'finished'],
+    ]);
+    assert.deepEqual(t.turn.rowsOf('quarries').map((r) => r.name), ['Rock of Ages', 'Smith Quarry']);
+    assert.deepEqual(toolMessages(t.model.calls[1]!.messages).map((m) => m.toolCallId), ['w1', 's1', 'w2', 's2'], 'results in call order');
+  });
+
+  it('runs at most toolConcurrency reads at once', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const t = setup({
+      toolConcurrency: 2,
+      turn: { spec: SPEC_WITH_OUTPUT },
+      search: async (args) => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        // Each call waits for the next macrotask: calls started together overlap.
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight--;
+        return { content: `Results for ${args.query}.`, summary: '1 result' };
+      },
+      script: [{ toolCalls: ['a', 'b', 'c', 'd', 'e'].map((q) => search(q, q)) }, { text: 'Done.' }, AFTER_CHECK],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(most, 2);
+    assert.equal(t.searches.length, 5);
+  });
+
+  it('takes up a round whose results were partly stored: stored calls are not run again nor charged twice', async () => {
+    const steps: StoredStep[] = [
+      { type: 'model', text: '', phase: 'execute', toolCalls: [search('s1', 'granite'), search('s2', 'marble'), writeQuarry('w1', 'Rock of Ages', 1885)].map((c) => ({ ...c, arguments: JSON.stringify(c.arguments) })) },
+      { type: 'tool', callId: 's2', name: 'web_search', content: 'Stored results for marble.' },
+    ];
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }, AFTER_CHECK] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.deepEqual(t.searches, [{ query: 'granite' }], 'the stored call was not repeated');
+    assert.deepEqual(t.turn.toolEvents.filter((e) => e.state === 'started').map((e) => e.call_id), ['s1', 'w1']);
+    const results = toolMessages(t.model.calls[0]!.messages);
+    assert.deepEqual(results.map((m) => m.toolCallId), ['s1', 's2', 'w1']);
+    assert.deepEqual(results.slice(0, 2).map((m) => m.content), ['No results for granite.', 'Stored results for marble.']);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type === 'tool' ? c.data.callId : c.data.type, c.usage.toolCalls]), [[3, 's1', 1], [4, 'w1', 1], [5, 'model', 0], [6, 'nudge', 0], [7, 'model', 0]]);
+    assert.deepEqual(t.turn.writeKeys, ['turn_1:2:w1'], 'the write key of a call does not depend on when it ran');
+  });
+});
+
+describe('agent loop: finishing well', () => {
+  const REPORT = { id: 'notes', kind: 'table', columns: [{ name: 'note', type: 'string' }] };
+  const checks = (turn: InMemoryTurn) => turn.checkpoints.flatMap((c) => (c.data.type === 'nudge' && c.data.check ? [c.data.content] : []));
+
+  it('lists what the outputs lack in one message before the turn ends, and ends at the next answer', async () => {
+    const t = setup({
+      turn: { spec: { ...SPEC_WITH_OUTPUT, outputs: [QUARRIES, REPORT] } },
+      script: [{ text: 'Done.' }, { text: 'The rest cannot be found.' }],
+    });
+    // Rows as earlier turns stored them: one whose source did not check out, one with its required column null.
+    t.turn.seedWrite('turn_0:2:w', 'quarries', [
+      JSON.stringify({ _row: 1, name: 'Rock of Ages', opened: 1885, _sources: [{ ...SOURCE, verified: false, check: 'not_read' }] }),
+      JSON.stringify({ _row: 2, name: null, opened: 1890, _sources: [{ ...SOURCE, verified: true, check: 'quote_found' }] }),
+    ]);
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 2, 'one more answer after the check, then the turn ends');
+    const [message] = checks(t.turn);
+    assert.deepEqual(t.model.calls[1]!.messages.at(-1), { role: 'user', content: message });
+    assert.deepEqual(message!.split('\n').filter((l) => l.startsWith('- ')), [
+      '- quarries row 1: no verified source',
+      '- quarries row 2: required column "name" left empty',
+      '- notes: no rows',
+    ]);
+  });
+
+  it('lists at most 20 items, then how many more', async () => {
+    const rows = Array.from({ length: 25 }, (_, i) => ({ name: `Quarry ${i + 1}` }));
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [{ toolCalls: [{ name: 'write_rows', arguments: { output: 'quarries', rows } }] }, { text: 'Done.' }, AFTER_CHECK],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    const lines = checks(t.turn)[0]!.split('\n');
+    assert.equal(lines.filter((l) => l.startsWith('- ')).length, 20);
+    assert.equal(lines.filter((l) => l.startsWith('- ')).at(-1), '- quarries row 20: no verified source');
+    assert.ok(lines.includes('… and 5 more.'));
+  });
+
+  it('sends nothing when every output has rows with verified sources and its required columns', async () => {
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      script: [{ toolCalls: [writeQuarry('w', 'Rock of Ages', 1885)] }, { text: 'Done.' }],
+    });
+    await t.turn.recordSource({ url: SOURCE.url, finalUrl: SOURCE.url, uploadId: null, title: SOURCE.title, text: 'The Rock of Ages quarry opened in 1885.' });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(t.model.calls.length, 2);
+    assert.deepEqual(checks(t.turn), []);
+  });
+
+  it('checks once a turn, also when the turn is taken up again after its final answer', async () => {
+    const steps: StoredStep[] = [{ type: 'model', text: 'Done.', phase: 'execute', toolCalls: [] }];
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Nothing found.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+
+    assert.equal(checks(t.turn).length, 1);
+    assert.match(checks(t.turn)[0]!, /- quarries: no rows/);
+    assert.equal(t.model.calls.length, 2, 'the answer after the check ends the turn, though the outputs still lack rows');
+  });
+
+  it('does not check when the steps left allow no further answer', async () => {
+    const t = setup({ turn: { spec: { ...SPEC_WITH_OUTPUT, limits: { max_steps: 2 } } }, script: [{ text: 'Done.' }] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.deepEqual(checks(t.turn), []);
+  });
+});
+
 describe('agent loop: limits', () => {
   const searchForever: ScriptedReply[] = Array.from({ length: 10 }, (_, i) => ({ toolCalls: [{ name: 'web_search', arguments: { query: `granite ${i}` } }] }));
 
@@ -297,7 +470,7 @@ describe('agent loop: limits', () => {
     const error = assertFailed(await t.run(), 'limit_reached');
     assert.match(error.message, /max_steps/);
     assert.equal(t.model.calls.length, 2);
-    assert.equal(t.turn.checkpoints.at(-1)!.data.type, 'tools', 'the last tool round finished and was kept');
+    assert.equal(t.turn.checkpoints.at(-1)!.data.type, 'tool', 'the last tool round finished and was kept');
   });
 
   it('ends out_of_credits when the balance runs out mid-turn, keeping the charged step', async () => {
@@ -307,7 +480,7 @@ describe('agent loop: limits', () => {
     const error = assertFailed(await t.run(), 'out_of_credits');
     assert.equal(error.retryable, false);
     assert.equal(t.model.calls.length, 1, 'no model call once the credits are gone');
-    assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model', 'tools']);
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model', 'tool']);
     assert.ok(t.turn.balance <= 0);
   });
 
@@ -332,20 +505,24 @@ describe('agent loop: limits', () => {
     assert.deepEqual(t.turn.checkpoints, []);
   });
 
-  it('stops during a tool call: the tool sees the abort and the round is not stored', async () => {
+  it('stops during tool calls: every call in flight sees the abort, the later ones never start, and no result is stored', async () => {
     const reason = new Error('stopped by the user');
     const t = setup({
       turn: { spec: SPEC_WITH_OUTPUT },
-      search: (_, ctx, turn) =>
+      search: (args, ctx, turn) =>
         new Promise((_resolve, reject) => {
           ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
-          turn.stop(reason);
+          if (args.query === 'marble') turn.stop(reason);
         }),
-      script: [{ toolCalls: [{ id: 'c1', name: 'web_search', arguments: { query: 'granite' } }, { id: 'c2', name: 'web_search', arguments: { query: 'marble' } }] }],
+      script: [{ toolCalls: [
+        { id: 'c1', name: 'web_search', arguments: { query: 'granite' } },
+        { id: 'c2', name: 'web_search', arguments: { query: 'marble' } },
+        writeQuarry('c3', 'Rock of Ages', 1885),
+      ] }],
     });
 
     await assert.rejects(t.run(), (err) => err === reason);
-    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['c1', 'started']], 'the next call did not start');
+    assert.deepEqual(t.turn.toolEvents.map((e) => [e.call_id, e.state]), [['c1', 'started'], ['c2', 'started']], 'the write after them did not start');
     assert.deepEqual(t.turn.checkpoints.map((c) => c.data.type), ['model']);
   });
 });
@@ -358,35 +535,36 @@ describe('agent loop: resuming from checkpoints', () => {
   it('replays stored steps without calling the model or running their tools again', async () => {
     const call = writeQuarry('call_a', 'Rock of Ages', 1885);
     const steps: StoredStep[] = [modelStep([call], 'Writing.'), { type: 'tools', results: [{ callId: 'call_a', name: 'write_rows', content: 'Wrote 1 rows to quarries (rows 1-1).' }] }];
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }] });
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }, AFTER_CHECK] });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
-    assert.equal(t.model.calls.length, 1, 'only the step after the stored ones asks the model');
+    assert.equal(t.model.calls.length, 2, 'only the steps after the stored ones ask the model');
     const sent = t.model.calls[0]!.messages;
     assert.deepEqual(sent.find((m) => m.role === 'assistant'), { role: 'assistant', content: 'Writing.', toolCalls: steps[0]!.type === 'model' ? steps[0]!.toolCalls : [] });
     assert.deepEqual(toolMessages(sent), [{ role: 'tool', toolCallId: 'call_a', name: 'write_rows', content: 'Wrote 1 rows to quarries (rows 1-1).' }]);
     assert.deepEqual(t.turn.toolEvents, [], 'stored tool calls are not run again');
     assert.equal(t.turn.rows.size, 0);
-    assert.deepEqual(t.turn.checkpoints.map((c) => c.step), [3], 'numbering goes on after the stored steps');
+    assert.deepEqual(t.turn.checkpoints.map((c) => c.step), [3, 4, 5], 'numbering goes on after the stored steps');
   });
 
   it('runs the tool calls of a stored reply whose results were never stored, under the same write keys', async () => {
     const call = writeQuarry('call_a', 'Rock of Ages', 1885);
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps: [modelStep([call])] }, script: [{ text: 'Done.' }] });
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps: [modelStep([call])] }, script: [{ text: 'Done.' }, AFTER_CHECK] });
     // The call wrote its rows, then the worker died before the round was checkpointed.
     t.turn.seedWrite('turn_1:2:call_a', 'quarries', [JSON.stringify({ _row: 1, name: 'Rock of Ages', opened: 1885 })]);
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
-    assert.equal(t.model.calls.length, 1);
+    assert.equal(t.model.calls.length, 2);
     assert.deepEqual(eventsOf(t.turn, 'call_a').map((e) => e.state), ['started', 'finished']);
     assert.equal(t.turn.rowsOf('quarries').length, 1, 'the replayed call wrote nothing twice');
-    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[2, 'tools'], [3, 'model']]);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[2, 'tool'], [3, 'model'], [4, 'nudge'], [5, 'model']]);
   });
 
-  it('makes no model call when the stored steps end with the final reply', async () => {
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps: [modelStep([], 'All done.')] }, script: [] });
+  it('makes no model call when the stored steps end with the final reply after the check', async () => {
+    const steps: StoredStep[] = [modelStep([], 'All done.'), { type: 'nudge', content: 'Before you finish, …', check: true }, modelStep([], 'Nothing more.')];
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [] });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
     assert.equal(t.model.calls.length, 0);
@@ -399,13 +577,13 @@ describe('agent loop: resuming from checkpoints', () => {
       { type: 'tools', results: [{ callId: 'p1', name: 'update_spec', content: 'Spec updated; spec now has 1 output: quarries.' }] },
       { type: 'model', text: 'The plan is set.', phase: 'plan', toolCalls: [] },
     ];
-    const t = setup({ turn: { kind: 'plan', spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Nothing to add.' }] });
+    const t = setup({ turn: { kind: 'plan', spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Nothing to add.' }, AFTER_CHECK] });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
-    assert.equal(t.model.calls.length, 1);
+    assert.equal(t.model.calls.length, 2);
     assert.deepEqual(t.model.calls[0]!.messages.at(-1), { role: 'user', content: CARRY_OUT_PLAN });
-    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[4, 'nudge'], [5, 'model']]);
+    assert.deepEqual(t.turn.checkpoints.map((c) => [c.step, c.data.type]), [[4, 'nudge'], [5, 'model'], [6, 'nudge'], [7, 'model']]);
   });
 });
 

@@ -84,7 +84,7 @@ describe('a research turn end to end', () => {
     const phases = events.filter((e) => e.type === 'task').map((e) => e.task!.phase);
     assert.equal(phases[0], 'plan');
     assert.ok(phases.includes('execute'), 'the turn moved from planning to executing');
-    assert.equal(events.at(-1)!.type, 'done');
+    assert.deepEqual(events.at(-1), { ...events.at(-1), type: 'done', rows_written: 1, verified_rows: 1, unverified_rows: 0 });
   });
 
   it('reads an uploaded input and cites it by upload_id', async () => {
@@ -187,6 +187,7 @@ describe('the Anthropic provider, configured by environment', () => {
     const done = task.body.events.at(-1);
     assert.equal(done.type, 'done');
     assert.equal(done.outcome, 'completed');
+    assert.deepEqual([done.rows_written, done.verified_rows, done.unverified_rows], [1, 0, 1], 'the page cited was never fetched');
     const text = task.body.events.filter((e: { type: string }) => e.type === 'text').map((e: { text: string }) => e.text).join('');
     assert.match(text, /Wrote the summary/);
     assert.equal(anthropic.requests[0]!.headers['x-api-key'], 'sk-test');

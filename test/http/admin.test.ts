@@ -225,6 +225,7 @@ describe('admin routes', () => {
     assert.equal(turn.credits, 4.5);
     const done = (await taskEvents(h, taskId, acct.api_key)).filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => [e.tokens_in, e.tokens_in_cached, e.tokens_out, e.compactions, e.credits_used]), [[2000, 800, 1000, 0, 4.5]], 'the done event carries the turn\'s usage');
+    assert.deepEqual([turn.rows_written, turn.verified_rows, turn.unverified_rows], [0, 0, 0], 'the turn wrote no rows');
 
     const account = await h.request('GET', `/admin/accounts/${acct.account_id}`, { key: ADMIN_KEY });
     assert.equal(account.body.credits_used, 4.5);

@@ -54,6 +54,7 @@ export function startFakeAnthropic(): Promise<FakeAnthropic> {
   return startFakeModelServer<FakeAnthropicReply, FakeAnthropicRequestBody>({
     name: 'Anthropic',
     path: '/v1/messages',
+    checkAnswer: { text: '', usage: { input_tokens: 0, output_tokens: 0 } },
     errorBody: (status, message, reply) => ({ type: 'error', error: { type: reply?.errorType ?? errorType(status), message } }),
     // Like the real API: the version header and max_tokens are required.
     refusal(headers, body) {

@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GAPS_HEADING } from '../../src/agent/output-check.js';
 import { startLoopbackServer } from './loopback-server.js';
 
 /** The parts of a scripted reply that mean the same in every wire format. */
@@ -65,6 +66,12 @@ export interface FakeModelServer<Reply, Body> {
   script(...replies: Reply[]): void;
   /** When set, answers every request instead of the queue. */
   setResponder(responder: FakeModelResponder<Reply, Body> | null): void;
+  /**
+   * From now on, the engine's message listing what the outputs lack (sent once before a turn
+   * ends) is recorded and answered like any request. Until then it is answered with an empty
+   * reply of no tokens and not recorded, so scripts of everything else need not know of it.
+   */
+  recordChecks(): void;
   /** Requests being answered right now (a hanging request counts until the client leaves). */
   pending(): number;
   /** Resolves once at least `n` requests have been recorded; rejects after `timeoutMs`. */
@@ -85,6 +92,8 @@ export interface ModelProtocol<Reply extends FakeModelReply, Body extends FakeMo
   refusal?(headers: IncomingHttpHeaders, body: Body): [number, string] | undefined;
   /** Whether the reply is answered with the error body. Default: when it has a status or an error message. */
   answersWithError?(reply: Reply): boolean;
+  /** The answer to the engine's check of the outputs while it is not recorded: no text, no tokens. */
+  checkAnswer: Reply;
   /** The answer to a request that did not ask for a stream. */
   json(reply: Reply, body: Body, index: number): object;
   /** The server-sent events, each a complete event text, of a streamed answer. */
@@ -98,6 +107,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
   const queue: Reply[] = [];
   let responder: FakeModelResponder<Reply, Body> | null = null;
   let active = 0;
+  let answerChecks = true;
   const waiters = new Set<{ n: number; resolve: () => void }>();
   const sendError = (res: ServerResponse, status: number, message: string, reply?: Reply) => sendJson(res, status, protocol.errorBody(status, message, reply));
   const answersWithError = protocol.answersWithError ?? ((reply: Reply) => reply.status !== undefined || reply.errorMessage !== undefined);
@@ -122,7 +132,8 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     }
     const refused = protocol.refusal?.(req.headers, body);
     if (refused) return sendError(res, ...refused);
-    const index = requests.push({ path, headers: req.headers, body }) - 1;
+    const check = answerChecks && asksOutputCheck(body);
+    const index = check ? requests.length : requests.push({ path, headers: req.headers, body }) - 1;
     for (const waiter of waiters) {
       if (requests.length >= waiter.n) {
         waiters.delete(waiter);
@@ -133,7 +144,8 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     let reply: Reply;
     try {
       // Every field of a reply is optional, so these two are replies of any protocol.
-      reply = responder ? await responder(body, index) : (queue.shift() ?? ({ text: 'Done.' } as Reply));
+      if (check) reply = protocol.checkAnswer;
+      else reply = responder ? await responder(body, index) : (queue.shift() ?? ({ text: 'Done.' } as Reply));
     } catch (err) {
       reply = { status: 500, errorMessage: `The fake responder threw: ${String(err)}` } as Reply;
     }
@@ -194,6 +206,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     requests,
     script: (...replies) => void queue.push(...replies),
     setResponder: (fn) => void (responder = fn),
+    recordChecks: () => void (answerChecks = false),
     pending: () => active,
     waitForRequests(n, timeoutMs = 5000) {
       if (requests.length >= n) return Promise.resolve();
@@ -233,4 +246,10 @@ function sendJson(res: ServerResponse, status: number, body: object): void {
 /** Waits `ms`, or less if the signal fires first. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return sleep(ms, undefined, { signal }).catch(() => undefined);
+}
+
+/** Whether the request's last message is the engine's check of the outputs (src/agent/output-check.ts). */
+function asksOutputCheck(body: FakeModelRequestBody): boolean {
+  const last = (body.messages as { role?: string; content?: unknown }[] | undefined)?.at(-1);
+  return last?.role === 'user' && JSON.stringify(last.content ?? '').includes(GAPS_HEADING);
 }

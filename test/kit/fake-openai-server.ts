@@ -52,6 +52,7 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
   const fake = await startFakeModelServer<FakeReply, FakeRequestBody>({
     name: 'OpenAI',
     path: '/v1/chat/completions',
+    checkAnswer: { text: '', usage: { prompt_tokens: 0, completion_tokens: 0 } },
     errorBody: (status, message) => ({ error: { message, type: errorType(status) } }),
     json: (reply, body, index) => completionObject(toCompletion(reply, body, index, prompts)),
     events: (reply, body, index) => streamEvents(toCompletion(reply, body, index, prompts), body.stream_options?.include_usage === true),

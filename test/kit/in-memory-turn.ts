@@ -230,6 +230,10 @@ export class InMemoryTurn implements TurnPort {
     return new Map([...this.rows].map(([id, list]) => [id, list.length]));
   }
 
+  async *readRows(outputId: string): AsyncIterable<string> {
+    yield* this.rows.get(outputId) ?? [];
+  }
+
   async appendRows(writeKey: string, outputId: string, rows: RowWriter[]): Promise<{ firstRow: number; count: number }> {
     const earlier = this.writes.get(writeKey);
     if (earlier) return earlier;

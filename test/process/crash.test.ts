@@ -27,6 +27,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
+import { GAPS_HEADING } from '../../src/agent/output-check.js';
 import { CRASH_POINTS } from '../../src/crash-points.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from '../kit/fake-openai-server.js';
 import { within } from '../kit/bounded-waits.js';
@@ -48,6 +49,8 @@ const TOOL_CALL_CREDITS = 1;
 const SOURCE = { url: 'https://example.com/crash-suite' };
 const MESSAGES = ['Second message: one more row for b.', 'Third message: wrap up.'];
 const TEXTS = ['Turn one done.', 'Turn two done.', 'Turn three done.'];
+/** The answer to the message listing what the outputs lack (their sources were never read), which ends each turn. */
+const CHECKED: FakeReply = { text: 'Nothing more to add.' };
 const EVERY_SECOND = '* * * * * *';
 
 type Kind = 'main' | 'cron' | 'upload';
@@ -59,23 +62,27 @@ function writeRows(id: string, output: string, names: string[]) {
 /**
  * The main script: three turns of one task (the create, then two messages queued while the first
  * turn runs). Keys are `<turn>:<reply>`: turn = user messages in the request, reply = assistant
- * messages already in it. Turn 1 writes a1..a4 and b1, b2 over four replies (one with two calls);
- * turn 2 writes b3; turn 3 only answers.
+ * messages already in it (the engine's message listing what the outputs lack is not counted as a
+ * user message). Turn 1 writes a1..a4 and b1, b2 over four replies (one with two calls); turn 2
+ * writes b3; turn 3 only answers. Each turn then answers that message once.
  */
 const MAIN: Record<string, FakeReply> = {
   '1:0': { toolCalls: [writeRows('t1r1c0', 'a', ['a1', 'a2'])] },
   '1:1': { toolCalls: [writeRows('t1r2c0', 'a', ['a3']), writeRows('t1r2c1', 'b', ['b1', 'b2'])] },
   '1:2': { toolCalls: [writeRows('t1r3c0', 'a', ['a4'])] },
   '1:3': { text: TEXTS[0] },
+  '1:4': CHECKED,
   '2:0': { toolCalls: [writeRows('t2r1c0', 'b', ['b3'])] },
   '2:1': { text: TEXTS[1] },
+  '2:2': CHECKED,
   '3:0': { text: TEXTS[2] },
+  '3:1': CHECKED,
 };
 /** Per turn of the main script: replies, tool calls, rows (a, b) and its final text. */
 const MAIN_TURNS = [
-  { replies: 4, calls: 4, a: ['a1', 'a2', 'a3', 'a4'], b: ['b1', 'b2'], text: TEXTS[0] },
-  { replies: 2, calls: 1, a: [], b: ['b3'], text: TEXTS[1] },
-  { replies: 1, calls: 0, a: [], b: [], text: TEXTS[2] },
+  { replies: 5, calls: 4, a: ['a1', 'a2', 'a3', 'a4'], b: ['b1', 'b2'], text: TEXTS[0] },
+  { replies: 3, calls: 1, a: [], b: ['b3'], text: TEXTS[1] },
+  { replies: 2, calls: 0, a: [], b: [], text: TEXTS[2] },
 ];
 const turnCredits = (t: { replies: number; calls: number }) => t.replies * MODEL_STEP_CREDITS + t.calls * TOOL_CALL_CREDITS;
 
@@ -136,7 +143,7 @@ function gate(run: CaseRun, key: string): Gate {
 
 function respond(body: FakeRequestBody): FakeReply | Promise<FakeReply> {
   const messages = body.messages ?? [];
-  const users = messages.filter((m) => m.role === 'user').map((m) => String(m.content));
+  const users = messages.filter((m) => m.role === 'user' && !String(m.content).startsWith(GAPS_HEADING)).map((m) => String(m.content));
   const run = runs.get(/\[case:([\w-]+)\]/.exec(users[0] ?? '')?.[1] ?? '');
   if (!run) return { text: 'unknown case', usage: USAGE };
   const key = `${users.length}:${messages.filter((m) => m.role === 'assistant').length}`;
@@ -288,6 +295,8 @@ class Suite {
 
   async start(): Promise<void> {
     this.model = await startFakeOpenAI();
+    // Each turn's check of the outputs is a step of the turn like any other: scripted and counted.
+    this.model.recordChecks();
     this.model.setResponder(respond);
     this.env = serverEnv(this.model.url);
   }
@@ -703,6 +712,7 @@ describe('SIGTERM', { timeout: 120_000 }, () => {
 
   it('stops taking turns, releases the running one, ends open streams, exits promptly; the restart resumes it without asking for a stored reply again', { skip: only !== undefined && !'SIGTERM'.includes(only) }, async () => {
     model = await startFakeOpenAI();
+    model.recordChecks();
     model.setResponder(respond);
     const env = serverEnv(model.url);
     const id = 'sigterm';
@@ -752,7 +762,7 @@ describe('SIGTERM', { timeout: 120_000 }, () => {
         await suite.checkCredits(s2, account, events, [events[0].turn_id]);
         // 1:0 was stored before the SIGTERM: asked once. 1:1 was aborted unanswered: asked again.
         run.inFlightAtCrash.push('1:1');
-        suite.checkModelCalls(run, ['1:0', '1:1', '1:2', '1:3']);
+        suite.checkModelCalls(run, ['1:0', '1:1', '1:2', '1:3', '1:4']);
         assert.equal(run.requests.filter((r) => r.key === '1:0').length, 1, 'the stored reply is not asked for again');
         const shutdown = await s2.stop('SIGTERM', 10_000);
         assert.equal(shutdown.code, 0);

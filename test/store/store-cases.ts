@@ -27,7 +27,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
 export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
     id: uid('turn'), taskId, accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, createdAt: new Date().toISOString(),
-    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, ...overrides,
+    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0, ...overrides,
   };
 }
 
@@ -151,6 +151,17 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         [3_000_005, 1010, 904, 2020, 3, 2],
       );
       assert.equal(await store.turns.addUsage('turn_missing', { creditsMicros: 1, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0 }), undefined);
+    });
+
+    it("adds rows a turn wrote to its counts", async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const r = turn(t.id, accountId, { status: 'running' });
+      await store.turns.insert(r);
+      await store.turns.addRows(r.id, { written: 5, verified: 3 });
+      await store.turns.addRows(r.id, { written: 2, verified: 2 });
+      const stored = (await store.turns.get(r.id))!;
+      assert.deepEqual([stored.rowsWritten, stored.verifiedRows], [7, 5]);
     });
 
     it('ends a turn: outcome, end time and error set, lease dropped, credits used returned', async () => {

@@ -52,7 +52,21 @@ class DoneEvent(_DoneEventRequired, total=False):
     """A turn ended (stored), or a stream of an idle task or a refused change closes (unstored)."""
     seq: int
     """Per-task sequence number; absent on unstored frames."""
+    rows_written: int
+    """Rows the turn wrote (a stored `done` of a turn)."""
+    verified_rows: int
+    """Of them, rows whose every source was verified."""
+    unverified_rows: int
+    """Of them, rows with a source that was not verified, or none."""
     next_turn_id: Optional[str]
+    tokens_in: int
+    """A turn that ended: all input tokens of its model calls, cached ones included."""
+    tokens_in_cached: int
+    """Of tokens_in, those the provider read from its prompt cache."""
+    tokens_out: int
+    """A turn that ended: the output tokens of its model calls."""
+    compactions: int
+    """A turn that ended: how often its conversation was compacted to fit the model's context."""
 
 
 class _ErrorRequired(TypedDict):
@@ -651,8 +665,19 @@ class TurnUsage(TypedDict):
     credits: float
     """Credits the turn used (at most 6 decimal places)."""
     tokens_in: int
+    """All input tokens, cached ones included."""
+    tokens_in_cached: int
+    """Of tokens_in, those read from the provider's prompt cache (priced at QUARRY_PRICE_CACHED_INPUT)."""
     tokens_out: int
     tool_calls: int
+    compactions: int
+    """How often the turn's conversation was compacted to fit the model's context."""
+    rows_written: int
+    """Rows the turn wrote."""
+    verified_rows: int
+    """Of them, rows whose every source was verified."""
+    unverified_rows: int
+    """Of them, rows with a source that was not verified, or none."""
 
 
 class UploadResult(TypedDict):

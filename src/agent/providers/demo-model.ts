@@ -7,6 +7,7 @@
  */
 import type { ColumnType, OutputDecl } from '../../contract/index.js';
 import { parseRunMessage } from '../../domain/run-message.js';
+import { GAPS_HEADING } from '../output-check.js';
 import { CARRY_OUT_PLAN, SPEC_HEADING } from '../system-prompt.js';
 import type { ModelMessage, ModelProvider, ModelRequest, ModelResponse, ModelToolCall } from './model-provider.js';
 import { modelResponse } from './provider-http.js';
@@ -21,6 +22,12 @@ export function createDemoProvider(): ModelProvider {
 }
 
 function nextStep(request: ModelRequest): ModelResponse {
+  const last = request.messages.at(-1);
+  if (last?.role === 'user' && last.content.startsWith(GAPS_HEADING)) {
+    const text = 'I am the demo model: I read no pages, so my rows cite none and stay unverified. There is nothing more I can do.';
+    request.onTextDelta?.(text);
+    return answer(request, text, [], 'stop');
+  }
   // The message to count: the latest one from the user, not the loop's own nudge to carry a plan out.
   let lastUser = request.messages.length - 1;
   while (lastUser >= 0 && (request.messages[lastUser]!.role !== 'user' || request.messages[lastUser]!.content === CARRY_OUT_PLAN)) lastUser--;

@@ -31,6 +31,7 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
   const maxChars = opts.maxChars ?? DEFAULT_FETCH_MAX_CHARS;
   return {
     name: 'fetch_url',
+    concurrent: true,
     description:
       'Fetch a web page or file (HTML, PDF, JSON, CSV, plain text) and return its readable text, with the final URL to cite. ' +
       `At most ${maxChars.toLocaleString('en-US')} characters are returned. Only public http(s) addresses can be fetched, within the task's source policy. ` +

@@ -32,6 +32,7 @@ const parameters = Type.Object({
 
 export const readInputTool: AgentTool<ReadInputArgs> = {
   name: 'read_input',
+  concurrent: true,
   description:
     'Read the text of one of the task inputs (txt, md, csv, json, html, pdf) by upload_id, a window of characters at a time. ' +
     'The answer gives the total length; call again with a larger offset to read on. Cite it in sources as {upload_id, quote}: the quote is checked against the input\'s text.',

@@ -22,6 +22,7 @@ const parameters = Type.Object({
 
 export const readSourceTool: AgentTool<ReadSourceArgs> = {
   name: 'read_source',
+  concurrent: true,
   description:
     'Read again a page or input this task already read, by its source_id, a window of characters at a time, without fetching it again. ' +
     'The text is the stored snapshot that citations are checked against; cite it by its URL (or upload_id) as before.',

@@ -40,6 +40,11 @@ export interface AgentTool<Args = never> {
   description: string;
   /** JSON Schema of the arguments object. */
   parameters: object;
+  /**
+   * The call only reads (it changes nothing a later call of the same reply could see): the calls
+   * of one reply that are run at once, before the others (docs/agent.md, "Tool step").
+   */
+  concurrent?: boolean;
   run(args: Args, ctx: ToolContext): Promise<ToolResult>;
 }
 

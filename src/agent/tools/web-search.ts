@@ -24,6 +24,7 @@ const parameters = Type.Object({
 export function createWebSearchTool(provider: SearchProvider | undefined): AgentTool<WebSearchArgs> {
   return {
     name: 'web_search',
+    concurrent: true,
     description: 'Search the web. Returns a numbered list of results (title, URL, snippet); read a result with fetch_url before citing it.',
     parameters,
     async run(args, ctx) {

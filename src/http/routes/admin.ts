@@ -65,6 +65,7 @@ export async function adminRoutes(fastify: FastifyInstance): Promise<void> {
       return {
         turns: turns.map((t) => ({
           task_id: t.taskId, turn_id: t.id, kind: t.kind, status: t.status, credits: fromMicros(t.creditsUsedMicros), tokens_in: t.tokensIn, tokens_in_cached: t.tokensInCached, tokens_out: t.tokensOut, tool_calls: t.toolCalls, compactions: t.compactions,
+          rows_written: t.rowsWritten, verified_rows: t.verifiedRows, unverified_rows: t.rowsWritten - t.verifiedRows,
         })),
       };
     },

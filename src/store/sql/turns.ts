@@ -36,13 +36,15 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     toolCalls: Number(r.tool_calls),
     compactions: Number(r.compactions),
     error: r.error ? JSON.parse(r.error) : null,
+    rowsWritten: Number(r.rows_written),
+    verifiedRows: Number(r.verified_rows),
   };
 }
 
 const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
   status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
   leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
-  tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error',
+  tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error', rowsWritten: 'rows_written', verifiedRows: 'verified_rows',
 };
 
 function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
@@ -91,6 +93,14 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
       .where('id', '=', id)
       .returning('credits_used_micros'))).rows;
     return r && fromStoredMicros(r.credits_used_micros);
+  }
+
+  /** Under the task's row lock, like update. */
+  async addRows(id: string, rows: { written: number; verified: number }): Promise<void> {
+    await this.runCompiled('turns.addRows', [rows.written, rows.verified, id], () => this.db
+      .updateTable('turns')
+      .set({ rows_written: sql<number>`rows_written + ${rows.written}`, verified_rows: sql<number>`verified_rows + ${rows.verified}` })
+      .where('id', '=', id));
   }
 
   /** Under the task's row lock, like update. */

@@ -772,6 +772,12 @@ export type components = {
             outcome: "completed" | "stopped" | "failed" | "refused" | "idle";
             output_count: number | null;
             credits_used: number;
+            /** @description Rows the turn wrote (a stored `done` of a turn). */
+            rows_written?: number;
+            /** @description Of them, rows whose every source was verified. */
+            verified_rows?: number;
+            /** @description Of them, rows with a source that was not verified, or none. */
+            unverified_rows?: number;
             next_turn_id?: string | null;
             /** @description A turn that ended: all input tokens of its model calls, cached ones included. */
             tokens_in?: number;
@@ -1347,6 +1353,12 @@ export type components = {
             tool_calls: number;
             /** @description How often the turn's conversation was compacted to fit the model's context. */
             compactions: number;
+            /** @description Rows the turn wrote. */
+            rows_written: number;
+            /** @description Of them, rows whose every source was verified. */
+            verified_rows: number;
+            /** @description Of them, rows with a source that was not verified, or none. */
+            unverified_rows: number;
         };
         UploadResult: {
             upload_id: string;
