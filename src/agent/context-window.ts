@@ -21,6 +21,7 @@ const NOTE_HEAD = '[Context note] Earlier steps of this turn were compacted to k
 const CUT_NOTE = (id: string) => `\n[… cut to fit the context window; read the rest with read_source ${id ? `(source ${id})` : ''} or call the tool again.]`;
 
 type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
+type AssistantMessage = Extract<ModelMessage, { role: 'assistant' }>;
 
 /** The estimated tokens of a request: its messages and its tool definitions. */
 export function requestTokens(messages: readonly ModelMessage[], tools: readonly ModelToolDefinition[]): number {
@@ -143,10 +144,30 @@ export async function compact(system: ModelMessage, history: readonly ModelMessa
   return cutToFit(kept, lead, budget.contextTokens, size);
 }
 
-/** The last resort: the longest kept tool results are cut until the request fits. */
+/** What an answered call's arguments become when they are cut (valid JSON, so every provider takes it). */
+const CUT_ARGUMENTS = (chars: number) => JSON.stringify({ note: `arguments of ${chars} characters, cut to fit the context window; the call was made and answered` });
+
+/**
+ * The last resort, until the request fits: the arguments of calls already answered are cut (the
+ * call is done; its result says what came of it), largest first, then the longest kept tool
+ * results.
+ */
 function cutToFit(messages: ModelMessage[], lead: number, maxTokens: number, size: (m: readonly ModelMessage[]) => number): ModelMessage[] {
   const out = [...messages];
   let over = size(out) - maxTokens;
+  const answered = new Set(out.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+  const calls = out.flatMap((m, i) => (i >= lead && m.role === 'assistant' && m.toolCalls?.length ? [i] : [])).sort((a, b) => messageChars(out[b]!) - messageChars(out[a]!));
+  for (const i of calls) {
+    if (over <= 0) break;
+    const m = out[i] as AssistantMessage;
+    const toolCalls = m.toolCalls!.map((c) => {
+      const cut = CUT_ARGUMENTS(c.arguments.length);
+      if (over <= 0 || !answered.has(c.id) || c.arguments.length <= cut.length) return c;
+      over -= Math.floor((c.arguments.length - cut.length) / CHARS_PER_TOKEN);
+      return { ...c, arguments: cut };
+    });
+    out[i] = { ...m, toolCalls };
+  }
   const results = out.flatMap((m, i) => (i >= lead && m.role === 'tool' ? [i] : [])).sort((a, b) => messageChars(out[b]!) - messageChars(out[a]!));
   for (const i of results) {
     if (over <= 0) break;
@@ -157,6 +178,6 @@ function cutToFit(messages: ModelMessage[], lead: number, maxTokens: number, siz
     over -= Math.floor((m.content.length - content.length) / CHARS_PER_TOKEN);
     out[i] = { ...m, content };
   }
-  if (size(out) > maxTokens) throw new RangeError(`the caller's words and the system message alone need about ${size(out.slice(0, lead))} tokens`);
+  if (size(out) > maxTokens) throw new RangeError(`what must stay (the system message, the caller's words and the last call) needs about ${size(out)} tokens`);
   return out;
 }

@@ -607,12 +607,13 @@ describe('agent loop: a context that stays cached, and stays small', () => {
         { toolCalls: [writeQuarry('w1', 'Rock of Ages', 1885)] },
         { toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }, writeQuarry('w2', 'Barre', 1900)] },
         { text: 'Two quarries written.' },
+        AFTER_CHECK,
       ],
     });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
-    assert.equal(t.model.calls.length, 5);
+    assert.equal(t.model.calls.length, 6, 'the check of the outputs is appended too: the prefix holds across it');
     assertPrefixStable(t.model.calls);
     assert.deepEqual(t.model.calls[0]!.tools, ['update_spec', 'write_rows', 'web_search'], 'write_rows is offered while planning too');
     const results = toolMessages(t.model.calls[4]!.messages).map((m) => m.content);
@@ -625,14 +626,14 @@ describe('agent loop: a context that stays cached, and stays small', () => {
       { type: 'model', text: '', phase: 'execute', system: 'The system message as the turn started.', toolCalls: [{ id: 's1', name: 'web_search', arguments: '{"query":"granite"}' }] },
       { type: 'tools', results: [{ callId: 's1', name: 'web_search', content: 'No results.' }] },
     ];
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }] });
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT, steps }, script: [{ text: 'Done.' }, AFTER_CHECK] });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
     assert.equal(t.model.calls[0]!.system, 'The system message as the turn started.');
   });
 
   it('stores the system message with the first model step, and only there', async () => {
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }] });
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, script: [{ toolCalls: [{ name: 'web_search', arguments: { query: 'granite' } }] }, { text: 'Done.' }, AFTER_CHECK] });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
     const models = t.turn.checkpoints.flatMap((c) => (c.data.type === 'model' ? [c.data] : []));
@@ -652,7 +653,7 @@ describe('agent loop: a context that stays cached, and stays small', () => {
   it('compacts the oldest steps into a note that keeps every source read, and never sends a request over the budget', async () => {
     const budget = 8_000;
     const searches = Array.from({ length: 16 }, (_, i) => ({ text: `Reading page ${i + 1}.`, toolCalls: [{ name: 'web_search', arguments: { query: `page ${i + 1}` } }] }));
-    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, contextTokens: budget, search: readsAPage, script: [...searches, { text: 'Done.' }] });
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, contextTokens: budget, search: readsAPage, script: [...searches, { text: 'Done.' }, AFTER_CHECK] });
 
     assert.deepEqual(await t.run(), { outcome: 'completed' });
 
@@ -675,6 +676,25 @@ describe('agent loop: a context that stays cached, and stays small', () => {
       if (kept.some((c) => c.includes(source.id))) continue;
       assert.ok(note.includes(`${source.id}: ${source.url} "${source.title}"`), `the note keeps ${source.id} with its URL and title`);
     }
+  });
+
+  it('shortens the arguments of a huge call already answered, rather than fail, when the kept steps alone do not fit', async () => {
+    const budget = 4_000;
+    const hugeName = 'Rock of Ages '.repeat(2_000);
+    const t = setup({
+      turn: { spec: SPEC_WITH_OUTPUT },
+      contextTokens: budget,
+      script: [{ toolCalls: [writeQuarry('w1', hugeName, 1885)] }, { text: 'Written.' }, AFTER_CHECK],
+    });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    for (const [i, call] of t.model.calls.entries()) {
+      const size = requestTokens(call.messages, call.definitions);
+      assert.ok(size <= budget, `request ${i + 1} is ${size} tokens, over the budget of ${budget}`);
+    }
+    const second = t.model.calls[1]!.messages.find((m) => m.role === 'assistant')!;
+    assert.ok(second.role === 'assistant' && second.toolCalls?.[0]?.arguments.length !== undefined && second.toolCalls[0].arguments.length < 1_000, 'the answered call is sent with its arguments shortened');
+    assert.doesNotThrow(() => JSON.parse((second as { toolCalls: { arguments: string }[] }).toolCalls[0]!.arguments), 'the shortened arguments are still JSON');
   });
 
   it('fails limit_reached rather than send a request over the budget when the caller\'s words alone do not fit', async () => {
