@@ -144,13 +144,17 @@ export async function compact(system: ModelMessage, history: readonly ModelMessa
   return cutToFit(kept, lead, budget.contextTokens, size);
 }
 
+/** How much of a long reply of the model is kept when it is cut, and what follows the cut. */
+const REPLY_KEEP_CHARS = 2_000;
+const REPLY_CUT_NOTE = '\n[… the rest of this reply is cut to fit the context window.]';
+
 /** What an answered call's arguments become when they are cut (valid JSON, so every provider takes it). */
 const CUT_ARGUMENTS = (chars: number) => JSON.stringify({ note: `arguments of ${chars} characters, cut to fit the context window; the call was made and answered` });
 
 /**
  * The last resort, until the request fits: the arguments of calls already answered are cut (the
- * call is done; its result says what came of it), largest first, then the longest kept tool
- * results.
+ * call is done; its result says what came of it), largest first, then the model's long replies
+ * (their head kept), then the longest kept tool results.
  */
 function cutToFit(messages: ModelMessage[], lead: number, maxTokens: number, size: (m: readonly ModelMessage[]) => number): ModelMessage[] {
   const out = [...messages];
@@ -167,6 +171,17 @@ function cutToFit(messages: ModelMessage[], lead: number, maxTokens: number, siz
       return { ...c, arguments: cut };
     });
     out[i] = { ...m, toolCalls };
+  }
+  // The model's own long replies: their head stays, the rest was said and acted on.
+  const replies = out.flatMap((m, i) => (i >= lead && m.role === 'assistant' && (m.content?.length ?? 0) > REPLY_KEEP_CHARS ? [i] : [])).sort((a, b) => messageChars(out[b]!) - messageChars(out[a]!));
+  for (const i of replies) {
+    if (over <= 0) break;
+    const m = out[i] as AssistantMessage;
+    const text = m.content!;
+    const keep = Math.max(REPLY_KEEP_CHARS, text.length - over * CHARS_PER_TOKEN - REPLY_CUT_NOTE.length - CHARS_PER_TOKEN);
+    const content = text.slice(0, keep) + REPLY_CUT_NOTE;
+    over -= Math.floor((text.length - content.length) / CHARS_PER_TOKEN);
+    out[i] = { ...m, content };
   }
   const results = out.flatMap((m, i) => (i >= lead && m.role === 'tool' ? [i] : [])).sort((a, b) => messageChars(out[b]!) - messageChars(out[a]!));
   for (const i of results) {

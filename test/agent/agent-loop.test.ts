@@ -697,6 +697,16 @@ describe('agent loop: a context that stays cached, and stays small', () => {
     assert.doesNotThrow(() => JSON.parse((second as { toolCalls: { arguments: string }[] }).toolCalls[0]!.arguments), 'the shortened arguments are still JSON');
   });
 
+  it('shortens a huge reply of the model in what it is sent next, rather than fail the turn', async () => {
+    const budget = 4_000;
+    const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, contextTokens: budget, script: [{ text: 'granite '.repeat(5_000) }, AFTER_CHECK] });
+
+    assert.deepEqual(await t.run(), { outcome: 'completed' });
+    assert.equal(t.model.calls.length, 2, 'the check of the outputs reached the model after the long reply');
+    const size = requestTokens(t.model.calls[1]!.messages, t.model.calls[1]!.definitions);
+    assert.ok(size <= budget, `the request after the long reply is ${size} tokens, over the budget of ${budget}`);
+  });
+
   it('fails limit_reached rather than send a request over the budget when the caller\'s words alone do not fit', async () => {
     const t = setup({ turn: { spec: { ...SPEC_WITH_OUTPUT, prompt: 'granite '.repeat(2_000) } }, contextTokens: 1_000, script: [{ text: 'never' }] });
 
