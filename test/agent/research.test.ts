@@ -222,10 +222,8 @@ describe('research tool', () => {
   });
 
   it('stop aborts the sub-researchers, and the research call stores no result', async () => {
-    let turn: InMemoryTurn | undefined;
-    const handler = delegating(['A quarry', 'B quarry'], { sub: (request) => (untilAborted(() => turn!.stop()) as (r: ModelRequest) => Promise<ModelResponse>)(request) });
+    const handler = delegating(['A quarry', 'B quarry'], { sub: (request) => (untilAborted(() => t.turn.stop()) as (r: ModelRequest) => Promise<ModelResponse>)(request) });
     const t = setup({ script: Array.from({ length: 10 }, () => handler) });
-    turn = t.turn;
 
     await assert.rejects(t.run(), { name: 'AbortError' });
 
