@@ -51,7 +51,7 @@ export const MAX_RETRY_AFTER_MS = 60_000;
 const INPUT_CAP = 2_000;
 const INPUT_ARRAY_CAP = 100;
 const ajv = schemaValidator('tool-arguments');
-// By schema: the research tool's (its task count is the spec's) is made per turn.
+// By schema: the research tool has one per task count (research.ts researchParameters).
 const validators = new WeakMap<object, ValidateFunction>();
 
 function validatorFor(tool: AgentTool<unknown>): ValidateFunction {

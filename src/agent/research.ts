@@ -24,8 +24,20 @@ export const RESEARCH_DESCRIPTION =
   'Give each task a self-contained objective (it does not see this conversation), the output it writes to, and any context it needs (names, ids, what is already known). ' +
   'Each writes its rows itself and answers with a summary; you get, per task, its outcome, rows written, verified rows, the source_ids it read and that summary.';
 
+// One schema per task count: the loop's validator compiles each schema object once, and keeps it.
+const parametersByMax = new Map<number, object>();
+
 /** The research tool's arguments: 1 to `maxTasks` tasks a call. */
 export function researchParameters(maxTasks: number): object {
+  let parameters = parametersByMax.get(maxTasks);
+  if (!parameters) {
+    parameters = schemaFor(maxTasks);
+    parametersByMax.set(maxTasks, parameters);
+  }
+  return parameters;
+}
+
+function schemaFor(maxTasks: number): object {
   return {
     type: 'object',
     properties: {
