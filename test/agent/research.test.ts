@@ -81,10 +81,10 @@ function setup(opts: { script: ScriptedReply[]; turn?: InMemoryTurnOptions; suba
   return { turn, model, searches, run: (): Promise<TurnResult> => agent.runTurn(turn) };
 }
 
-/** The research call's result as the lead read it. */
+/** The last research call's result as the lead read it. */
 function researchResult(model: ScriptedModel): ResearchTaskResult[] {
   const lead = model.calls.filter((c) => c.tools.includes('update_spec')).at(-1)!;
-  return JSON.parse(toolResults(lead.messages).find((m) => m.name === 'research')!.content) as ResearchTaskResult[];
+  return JSON.parse(toolResults(lead.messages).filter((m) => m.name === 'research').at(-1)!.content) as ResearchTaskResult[];
 }
 
 describe('research tool', () => {
@@ -134,6 +134,34 @@ describe('research tool', () => {
     const subSteps = t.turn.checkpoints.filter((c) => c.data.type === 'sub');
     assert.equal(subSteps.length, 15, 'each sub-researcher\'s replies and results are checkpointed');
     assert.deepEqual(t.turn.checkpoints.map((c) => c.step), t.turn.checkpoints.map((_, i) => i + 1), 'one step sequence, no gaps');
+  });
+
+  it('lets a sub-researcher write only to its task\'s output, and refuses a task naming an output the spec lacks', async () => {
+    const KILNS = { id: 'kilns', kind: 'table', columns: [{ name: 'name', type: 'string' }] };
+    let refused = '';
+    const handler = async (request: ModelRequest): Promise<ModelResponse> => {
+      if (isLead(request)) {
+        const results = toolResults(request.messages).filter((m) => m.name === 'research');
+        if (results.length === 0) return reply('', [{ id: 'r0', name: 'research', arguments: { tasks: [{ objective: 'A quarry', output: 'ovens' }] } }]);
+        if (results.length === 1) {
+          refused = results[0]!.content;
+          return reply('', [{ id: 'r1', name: 'research', arguments: { tasks: [{ objective: 'A quarry', output: 'quarries' }] } }]);
+        }
+        return reply('Done.');
+      }
+      if (toolResults(request.messages).length === 0) return reply('', [{ id: 'w', name: 'write_rows', arguments: { output: 'kilns', rows: [{ name: 'Kiln' }] } }]);
+      return reply(`Could not write: ${toolResults(request.messages)[0]!.content}`);
+    };
+    const t = setup({ script: Array.from({ length: 10 }, () => handler), turn: { spec: { ...SPEC, outputs: [QUARRIES, KILNS] } } });
+
+    await t.run();
+
+    assert.match(refused, /No output "ovens"/);
+    const [result] = researchResult(t.model);
+    assert.match(result!.summary, /No output "kilns"\. Declared outputs: quarries\./);
+    assert.equal(t.turn.rows.get('kilns'), undefined);
+    const sub = t.model.calls.find((c) => !c.tools.includes('update_spec'))!;
+    assert.ok(sub.system.includes('"id": "quarries"') && !sub.system.includes('"id": "kilns"'), 'its system message shows only its output');
   });
 
   it('runs at most QUARRY_SUBAGENT_CONCURRENCY sub-researchers at once', async () => {
