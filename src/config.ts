@@ -92,6 +92,8 @@ export interface Config {
   maxConcurrentTurns: number;
   /** QUARRY_TOOL_CONCURRENCY: tool calls of one reply (reads: web_search, fetch_url, …) an agent runs at once. */
   toolConcurrency: number;
+  /** QUARRY_SUBAGENT_CONCURRENCY: sub-researchers of a turn's research call that run at once. */
+  subagentConcurrency: number;
   maxPendingTurns: number;
   maxBlockSeconds: number;
   role: Role;
@@ -219,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxQueuedMessages: int(env, 'QUARRY_MAX_QUEUED_MESSAGES', 16, 0),
     maxConcurrentTurns: int(env, 'QUARRY_MAX_CONCURRENT_TURNS', 32, 1),
     toolConcurrency: int(env, 'QUARRY_TOOL_CONCURRENCY', 8, 1),
+    subagentConcurrency: int(env, 'QUARRY_SUBAGENT_CONCURRENCY', 4, 1),
     maxPendingTurns: int(env, 'QUARRY_MAX_PENDING_TURNS', 10_000, 1),
     maxBlockSeconds: int(env, 'QUARRY_MAX_BLOCK_SECONDS', 600, 1),
     role,

@@ -130,6 +130,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
           retryDelaysMs: opts.retryDelaysMs,
           contextTokens: config.model?.contextTokens,
           toolConcurrency: config.toolConcurrency,
+          subagentConcurrency: config.subagentConcurrency,
         }),
       })
     : undefined;

@@ -30,7 +30,26 @@ export type StoredStep =
   /** The results of all calls of a reply, as turns stored them before each call got a step of its own. */
   | { type: 'tools'; results: { callId: string; name: string; content: string }[] }
   /** A user message of the engine's own; `check`: the one listing what the outputs lack (at most one a turn). */
-  | { type: 'nudge'; content: string; check?: true };
+  | { type: 'nudge'; content: string; check?: true }
+  /** A step of a sub-researcher (`agent`: "<research call_id>/<task index>"), with what it had written and read by then. */
+  | { type: 'sub'; agent: string; step: StoredStep; tally: SubTally }
+  /** A sub-researcher ended: what its research call reports of it. */
+  | { type: 'sub_end'; agent: string; result: ResearchTaskResult };
+
+/** What a sub-researcher wrote and read so far. */
+export interface SubTally {
+  rows_written: number;
+  verified_rows: number;
+  sources: string[];
+}
+
+/** What the lead's research call reports of one of its tasks (decisions §16.2). */
+export interface ResearchTaskResult extends SubTally {
+  objective: string;
+  outcome: 'completed' | 'failed' | 'limit_reached';
+  /** The sub-researcher's last answer, cut to 4,000 characters. */
+  summary: string;
+}
 
 /** The payload of a `tool` event. */
 export type ToolEvent = EventPayload<'tool'>;

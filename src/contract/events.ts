@@ -40,6 +40,7 @@ export const TaskChangedEvent = eventOf('task', 'TaskChangedEvent', 'The task ch
 
 export const ToolEvent = eventOf('tool', 'ToolEvent', 'A tool call started, finished or failed.', {
   call_id: Type.String(),
+  agent: Type.Optional(Type.String({ description: 'A sub-researcher\'s call: "<research call_id>/<task index, from 0>". Absent on the lead\'s calls.' })),
   name: Type.String(),
   state: StringEnum(['started', 'finished', 'failed']),
   input: Type.Unknown({ description: 'The arguments the model sent (strings longer than 2,000 characters cut).' }),

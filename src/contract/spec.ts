@@ -72,6 +72,8 @@ export const TaskSpecInput = component('TaskSpecInput', Type.Object(
         max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
         max_turn_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
         max_credits_per_turn: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_CREDITS })),
+        max_subagents: Type.Optional(Type.Integer({ minimum: 0, maximum: 32, description: 'Tasks one research call may run as sub-researchers; 0 removes the research tool.' })),
+        max_subagent_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Steps one sub-researcher may take.' })),
       }),
     ),
     tools: Type.Optional(Type.Array(ToolNameSchema, { uniqueItems: true })),
@@ -104,7 +106,9 @@ export type OutputDecl = Static<typeof OutputDecl>;
 export const Schedule = Type.Object({ cron: Type.String(), timezone: Type.String() });
 export type Schedule = Static<typeof Schedule>;
 
-export const TaskLimits = Type.Object({ max_steps: Type.Integer(), max_turn_seconds: Type.Integer(), max_credits_per_turn: Type.Number() });
+export const TaskLimits = Type.Object({
+  max_steps: Type.Integer(), max_turn_seconds: Type.Integer(), max_credits_per_turn: Type.Number(), max_subagents: Type.Integer(), max_subagent_steps: Type.Integer(),
+});
 export type TaskLimits = Static<typeof TaskLimits>;
 
 export const TaskSpec = component('TaskSpec', Type.Object({

@@ -24,8 +24,16 @@ export function checkedText(value: string, param: string): string {
   return text;
 }
 
-export const DEFAULT_LIMITS: TaskLimits = { max_steps: 40, max_turn_seconds: 900, max_credits_per_turn: 50 };
+export const DEFAULT_LIMITS: TaskLimits = { max_steps: 40, max_turn_seconds: 900, max_credits_per_turn: 50, max_subagents: 8, max_subagent_steps: 20 };
 export const DEFAULT_TOOLS: ToolName[] = [...TOOL_NAMES];
+
+/**
+ * A spec as stored: limits added since it was stored (max_subagents, max_subagent_steps) read as
+ * their defaults, as a spec created now would have them.
+ */
+export function storedSpec(spec: TaskSpec): TaskSpec {
+  return { ...spec, limits: { ...DEFAULT_LIMITS, ...spec.limits } };
+}
 
 const EXTENSION: Record<OutputDecl['kind'], string> = { table: 'csv', report: 'md', records: 'jsonl' };
 

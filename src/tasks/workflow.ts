@@ -53,7 +53,7 @@ and the exact shape of the results. Write it as JSON with these parts:
    Use a "report" for prose (ordered sections of heading + markdown), and "records" for nested objects
    (optionally with a JSON Schema in "schema").
 3. "inputs": uploads the agent should read (get an upload_id from POST /upload-url first).
-4. "limits": max_steps, max_turn_seconds, max_credits_per_turn when the defaults do not fit.
+4. "limits": max_steps, max_turn_seconds, max_credits_per_turn, max_subagents (tasks one research call hands to sub-researchers; 0: none), max_subagent_steps when the defaults do not fit.
 5. "schedule": only for work that must repeat: {"cron": "0 7 * * 1", "timezone": "Europe/Berlin"}.
 
 Every row Quarry writes carries "_sources" (url or upload_id, title, quote): ask for facts that can be

@@ -615,7 +615,7 @@ describe('agent loop: a context that stays cached, and stays small', () => {
 
     assert.equal(t.model.calls.length, 6, 'the check of the outputs is appended too: the prefix holds across it');
     assertPrefixStable(t.model.calls);
-    assert.deepEqual(t.model.calls[0]!.tools, ['update_spec', 'write_rows', 'web_search'], 'write_rows is offered while planning too');
+    assert.deepEqual(t.model.calls[0]!.tools, ['update_spec', 'write_rows', 'web_search', 'research'], 'write_rows and research are offered while planning too');
     const results = toolMessages(t.model.calls[4]!.messages).map((m) => m.content);
     assert.match(results[1]!, /quarries now has 1 rows/);
     assert.match(results[3]!, /quarries now has 2 rows/, 'rows written so far reach the model in write_rows\' result');

@@ -16,7 +16,7 @@ async function withSource() {
   const turn = new InMemoryTurn();
   const url = 'https://www.example.org/granite';
   const id = await turn.recordSource({ url, finalUrl: url, uploadId: null, title: 'Granite in Vermont', text: PAGE });
-  return { turn, id, ctx: toolContext(turn, 'turn_1:1:call_1') };
+  return { turn, id, ctx: toolContext(turn, 'turn_1:1:call_1', 'call_1') };
 }
 
 describe('read_source', () => {

@@ -62,6 +62,7 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
   const ctx: ToolContext = {
     signal: opts.signal ?? new AbortController().signal,
     writeKey: `turn:${seq}:call`,
+    callId: 'call',
     spec: () => SPEC,
     updateSpec: async () => {},
     rowCounts: async () => new Map([...written].map(([k, v]) => [k, v.length])),

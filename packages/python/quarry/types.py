@@ -198,6 +198,8 @@ class ToolEvent(_ToolEventRequired, total=False):
     """A tool call started, finished or failed."""
     seq: int
     """Per-task sequence number; absent on unstored frames."""
+    agent: str
+    """A sub-researcher's call: "<research call_id>/<task index, from 0>". Absent on the lead's calls."""
     output: str
     """The full result the model was given (finished and failed calls)."""
     rows: ToolEventRows
@@ -360,6 +362,8 @@ class TaskSpecLimits(TypedDict):
     max_steps: int
     max_turn_seconds: int
     max_credits_per_turn: float
+    max_subagents: int
+    max_subagent_steps: int
 
 
 class TaskSpecSources(TypedDict):
@@ -492,6 +496,10 @@ class TaskSpecInputLimits(TypedDict, total=False):
     max_steps: int
     max_turn_seconds: int
     max_credits_per_turn: float
+    max_subagents: int
+    """Tasks one research call may run as sub-researchers; 0 removes the research tool."""
+    max_subagent_steps: int
+    """Steps one sub-researcher may take."""
 
 
 class TaskSpecInputSources(TypedDict, total=False):

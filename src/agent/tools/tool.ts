@@ -15,13 +15,15 @@ type KeyBound<F> = F extends (writeKey: string, ...rest: infer Args) => infer R 
 export type ToolContext = Pick<TurnPort, 'signal' | ToolMethod> & {
   /** Unique per (turn, step, call): row writes under it happen once however often a turn is replayed. */
   readonly writeKey: string;
+  /** The model's id of the call. */
+  readonly callId: string;
   appendRows: KeyBound<TurnPort['appendRows']>;
 };
 
 /** The view of `port` one tool call gets. */
-export function toolContext(port: TurnPort, writeKey: string): ToolContext {
+export function toolContext(port: Pick<TurnPort, 'signal' | 'appendRows' | ToolMethod>, writeKey: string, callId: string): ToolContext {
   const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
-  return { ...methods, signal: port.signal, writeKey, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
+  return { ...methods, signal: port.signal, writeKey, callId, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
 }
 
 export interface ToolResult {

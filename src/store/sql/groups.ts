@@ -4,6 +4,7 @@
  */
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
+import { storedSpec } from '../../domain/spec.js';
 import type { GroupInputsTable, GroupsTable } from '../database.js';
 import type { GroupInputRecord, GroupPatch, GroupRecord, GroupRowRecord } from '../../domain/records.js';
 import type { RunStatus } from '../../contract/index.js';
@@ -15,7 +16,7 @@ function toGroup(r: Selectable<GroupsTable>): GroupRecord {
     id: r.id,
     accountId: r.account_id,
     name: r.name,
-    spec: JSON.parse(r.spec),
+    spec: storedSpec(JSON.parse(r.spec)),
     maxParallel: Number(r.max_parallel),
     maxCreditsMicros: r.max_credits_micros === null ? null : fromStoredMicros(r.max_credits_micros),
     status: r.status as GroupRecord['status'],

@@ -1,6 +1,7 @@
 /** Tasks: the rows the task service locks, changes and reads, and the /state poll. */
 import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
+import { storedSpec } from '../../domain/spec.js';
 import type { TasksTable } from '../database.js';
 import type { TaskPatch, TaskRecord, TaskStateRecord } from '../../domain/records.js';
 import type { TurnKind } from '../../contract/index.js';
@@ -17,7 +18,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     status: r.status as TaskRecord['status'],
     phase: r.phase as TaskRecord['phase'],
     activity: r.activity as TaskRecord['activity'],
-    spec: JSON.parse(r.spec),
+    spec: storedSpec(JSON.parse(r.spec)),
     pinned: Number(r.pinned) === 1,
     cronExpression: r.cron_expression,
     cronTimezone: r.cron_timezone,

@@ -1168,6 +1168,8 @@ export type components = {
                 max_steps: number;
                 max_turn_seconds: number;
                 max_credits_per_turn: number;
+                max_subagents: number;
+                max_subagent_steps: number;
             };
             tools: ("web_search" | "fetch_url" | "read_input" | "run_code")[];
             /**
@@ -1229,6 +1231,10 @@ export type components = {
                 max_steps?: number;
                 max_turn_seconds?: number;
                 max_credits_per_turn?: number;
+                /** @description Tasks one research call may run as sub-researchers; 0 removes the research tool. */
+                max_subagents?: number;
+                /** @description Steps one sub-researcher may take. */
+                max_subagent_steps?: number;
             };
             tools?: ("web_search" | "fetch_url" | "read_input" | "run_code")[];
             /**
@@ -1305,6 +1311,8 @@ export type components = {
             /** Format: date-time */
             at: string;
             call_id: string;
+            /** @description A sub-researcher's call: "<research call_id>/<task index, from 0>". Absent on the lead's calls. */
+            agent?: string;
             name: string;
             /** @enum {string} */
             state: "started" | "finished" | "failed";
