@@ -23,10 +23,14 @@ const CUT_NOTE = (id: string) => `\n[… cut to fit the context window; read the
 type ToolMessage = Extract<ModelMessage, { role: 'tool' }>;
 type AssistantMessage = Extract<ModelMessage, { role: 'assistant' }>;
 
-/** The estimated tokens of a request: its messages and its tool definitions. */
+/**
+ * The estimated tokens of a request: its messages and its tool definitions as JSON, the way they
+ * go on the wire. Counting the encoding too (quotes, escapes, the fields around each message)
+ * keeps the estimate on the safe side of what a provider counts: text alone ran about 8% under
+ * (bench:research).
+ */
 export function requestTokens(messages: readonly ModelMessage[], tools: readonly ModelToolDefinition[]): number {
-  const chars = messages.reduce((n, m) => n + messageChars(m), 0) + tools.reduce((n, t) => n + t.name.length + t.description.length + JSON.stringify(t.parameters).length, 0);
-  return estimateTokens(chars);
+  return estimateTokens(JSON.stringify(messages).length + JSON.stringify(tools).length);
 }
 
 /** A snapshot's URL and title, looked up by source_id (null when the task has no such snapshot). */

@@ -651,7 +651,7 @@ describe('agent loop: a context that stays cached, and stays small', () => {
   };
 
   it('compacts the oldest steps into a note that keeps every source read, and never sends a request over the budget', async () => {
-    const budget = 8_000;
+    const budget = 10_000;
     const searches = Array.from({ length: 16 }, (_, i) => ({ text: `Reading page ${i + 1}.`, toolCalls: [{ name: 'web_search', arguments: { query: `page ${i + 1}` } }] }));
     const t = setup({ turn: { spec: SPEC_WITH_OUTPUT }, contextTokens: budget, search: readsAPage, script: [...searches, { text: 'Done.' }, AFTER_CHECK] });
 
