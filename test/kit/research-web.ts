@@ -110,6 +110,8 @@ export interface ResearchWeb {
   /** `http://127.0.0.1:<port>`: pages at `/<slug>/<page>.html`, the search at `/search`. */
   readonly url: string;
   readonly pageRequests: () => number;
+  /** Requests per page path (`/<slug>/<page>.html`). */
+  readonly pageRequestsByPath: () => Map<string, number>;
   readonly searchRequests: () => number;
   close(): Promise<void>;
 }
@@ -135,6 +137,7 @@ export async function startResearchWeb(opts: ResearchWebOptions = {}): Promise<R
     for (const p of PAGES) pages.set(`/${c.slug}/${p.page}.html`, { title: `${c.name} ${p.title}`, html: pageHtml(c, p.page), keywords: p.keywords, company: c });
   }
   let pageRequests = 0;
+  const byPath = new Map<string, number>();
   let searchRequests = 0;
   let base = '';
 
@@ -160,10 +163,11 @@ export async function startResearchWeb(opts: ResearchWebOptions = {}): Promise<R
     const page = pages.get(url.pathname);
     if (!page) return answer(404, 'text/plain', 'not found');
     pageRequests++;
+    byPath.set(url.pathname, (byPath.get(url.pathname) ?? 0) + 1);
     answer(200, 'text/html; charset=utf-8', page.html);
   });
   base = server.url;
-  return { url: server.url, pageRequests: () => pageRequests, searchRequests: () => searchRequests, close: server.close };
+  return { url: server.url, pageRequests: () => pageRequests, pageRequestsByPath: () => new Map(byPath), searchRequests: () => searchRequests, close: server.close };
 }
 
 /** Pages by how well they match the query: the company named first, then the words of its title and keywords. */

@@ -39,8 +39,11 @@ export interface ResearcherStats {
   multi_call_replies: number;
   /** The most requests this model was answering at once. */
   max_in_flight: number;
-  /** Per request in order of arrival: its tokens, cached tokens, and whether a sub-researcher sent it. */
-  requests: { tokens: number; cached: number; sub: boolean }[];
+  /**
+   * Per request in order of arrival: its tokens, cached tokens, whether a sub-researcher sent it,
+   * and the company a sub-researcher's objective names.
+   */
+  requests: { tokens: number; cached: number; sub: boolean; company?: string }[];
 }
 
 export interface ResearcherModel {
@@ -128,7 +131,8 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
     stats.output_tokens += completionTokens;
     stats.largest_request_chars = Math.max(stats.largest_request_chars, prompt.length);
     stats.largest_request_tokens = Math.max(stats.largest_request_tokens, promptTokens);
-    stats.requests.push({ tokens: promptTokens, cached, sub: !tools.has('update_spec') });
+    const sub = !tools.has('update_spec');
+    stats.requests.push({ tokens: promptTokens, cached, sub, ...(sub ? { company: subjectOf(body.messages ?? [])?.name } : {}) });
     stats.research_offered ||= tools.has('research');
     stats.research_calls += (reply.toolCalls ?? []).filter((c) => c.name === 'research').length;
     if ((reply.toolCalls ?? []).length > 1) stats.multi_call_replies++;
@@ -192,13 +196,18 @@ function companiesIn(text: string): ResearchCompany[] {
   return RESEARCH_COMPANIES.filter((c) => text.includes(c.name));
 }
 
+/** The company a sub-researcher's objective (its one user message, else its system message) names. */
+function subjectOf(messages: Record<string, unknown>[]): ResearchCompany | undefined {
+  const users = messages.filter((m) => m.role === 'user').map(textOf);
+  return companiesIn(users.join('\n'))[0] ?? companiesIn(messages.filter((m) => m.role === 'system').map(textOf).join('\n'))[0];
+}
+
 function decide(body: FakeRequestBody, tools: Set<string>, output: string): FakeReply {
   const messages = body.messages ?? [];
   const calls = pastCalls(messages);
   const users = messages.filter((m) => m.role === 'user').map(textOf);
   if (!tools.has('update_spec')) {
-    // A sub-researcher: its objective (system message and its one user message) names its company.
-    const company = companiesIn(users.join('\n'))[0] ?? companiesIn(messages.filter((m) => m.role === 'system').map(textOf).join('\n'))[0];
+    const company = subjectOf(messages);
     if (!company) return { text: 'The objective names no company I can research.' };
     return research([company], calls, output, tools) ?? { text: summary([company], calls) };
   }

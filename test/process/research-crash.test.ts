@@ -1,0 +1,139 @@
+/**
+ * The research tool survives kill -9 (decisions §16.2): a built `quarry serve` runs a turn whose
+ * lead hands three companies to sub-researchers, one at a time (QUARRY_SUBAGENT_CONCURRENCY=1, so
+ * that which of them had ended when the process died does not depend on timing), and is killed
+ * while the second one is mid-way: at the tenth model reply of the turn, after it arrived and
+ * before it was stored (model.replied:10: the lead's research call, the six replies of the first
+ * sub-researcher, then the second's third). Restarted over the same data dir, the turn ends, and
+ * what a user can see holds: one row per company; no page fetched twice (every fetch before the
+ * kill had its result stored: the kill came between model replies); the finished sub-researcher
+ * asks the model nothing again; the interrupted one asks again only the reply it lost; and every
+ * sub-researcher's tool event names its agent.
+ *
+ * The fake model is test/kit/researcher-model.ts (a policy that reads each request, as the
+ * bench:research runs use it), the web test/kit/research-web.ts, both answering at once.
+ */
+import assert from 'node:assert/strict';
+import { after, it } from 'node:test';
+import { fetchJson, httpClient, waitIdle } from '../kit/http.js';
+import { killAll, makeDataDir, removeDataDir, startServer } from '../kit/process.js';
+import { startResearcherModel } from '../kit/researcher-model.js';
+import { RESEARCH_COMPANIES, startResearchWeb } from '../kit/research-web.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Json = any;
+
+const ADMIN_KEY = 'research-crash-admin-key-0123456789';
+const OUTPUT = 'companies';
+const COMPANIES = RESEARCH_COMPANIES.slice(0, 3);
+const CRASH_AT = 'model.replied:10';
+
+const SPEC = {
+  name: 'Three companies',
+  prompt:
+    `For each of these companies, find the city of its headquarters, the year it was founded, its number of employees and its chief executive: ${COMPANIES.map((c) => c.name).join('; ')}. ` +
+    'Write one row per company and cite every fact with a quote from the page that states it.',
+  outputs: [{
+    id: OUTPUT,
+    kind: 'table',
+    columns: [
+      { name: 'company', type: 'string', required: true },
+      { name: 'hq_city', type: 'string' },
+      { name: 'founded', type: 'integer' },
+      { name: 'employees', type: 'integer' },
+      { name: 'ceo', type: 'string' },
+    ],
+  }],
+  tools: ['web_search', 'fetch_url'],
+  limits: { max_subagents: COMPANIES.length },
+};
+
+after(() => killAll());
+
+it('a research turn killed mid-way through its sub-researchers resumes each from its own last step, and reruns none that ended', { timeout: 120_000 }, async () => {
+  const web = await startResearchWeb({ scale: 0 });
+  const model = await startResearcherModel({ output: OUTPUT, latencyMs: [0, 0] });
+  const dataDir = makeDataDir('quarry-research-crash-');
+  const env = {
+    QUARRY_MODEL_BASE_URL: model.url,
+    QUARRY_MODEL: 'fake-model',
+    QUARRY_ADMIN_KEY: ADMIN_KEY,
+    QUARRY_SEARCH_PROVIDER: 'searxng',
+    QUARRY_SEARCH_URL: web.url,
+    QUARRY_FETCH_ALLOW_PRIVATE: '1',
+    QUARRY_SUBAGENT_CONCURRENCY: '1',
+  };
+  try {
+    const first = await startServer({ dataDir, env, crashAt: CRASH_AT });
+    assert.ok(first.url, `the first process died before listening\n${first.output()}`);
+    const account = await fetchJson('POST', `${first.url}/admin/accounts`, { key: ADMIN_KEY, body: { name: 'research crash', credits: 1e6 } });
+    assert.equal(account.status, 201, account.text);
+    const key = account.body.api_key as string;
+    const created = await fetchJson('POST', `${first.url}/task/start`, { key, body: { task: SPEC } });
+    assert.equal(created.status, 200, created.text);
+    const taskId = created.body.task_id as string;
+
+    const exit = await first.exited;
+    assert.equal(exit.signal, 'SIGKILL', `the first process ended at its crash point\n${first.output()}`);
+    const before = model.stats().requests;
+    const pagesBefore = web.pageRequestsByPath();
+    const asked = (requests: typeof before, company: string | undefined) => requests.filter((r) => r.company === company).length;
+    // Where the kill landed: the lead had asked once (its research call), the first company's
+    // sub-researcher had ended, the second's was mid-way, the third had not begun.
+    assert.equal(before.filter((r) => !r.sub).length, 1, 'the lead asked the model once before the kill');
+    const perCompany = asked(before, COMPANIES[0]!.name);
+    assert.ok(perCompany >= 4, `the first sub-researcher took ${perCompany} replies`);
+    assert.equal(before.length, 10, 'ten model requests before the kill');
+    const secondBefore = asked(before, COMPANIES[1]!.name);
+    assert.ok(secondBefore >= 2 && secondBefore < perCompany, `the second sub-researcher was mid-way (${secondBefore} of ${perCompany} requests)`);
+    assert.equal(asked(before, COMPANIES[2]!.name), 0, 'the third sub-researcher had not begun');
+    assert.ok([...pagesBefore.keys()].some((p) => p.startsWith(`/${COMPANIES[1]!.slug}/`)), 'the second sub-researcher had fetched pages');
+
+    const second = await startServer({ dataDir, env });
+    const send = httpClient(second.url, key);
+    await waitIdle(send, taskId, { timeoutMs: 60_000 });
+
+    // The turn completed, with one row per company.
+    const events: Json[] = [];
+    for (let afterSeq = 0; ;) {
+      const res = await send('GET', `/task/${taskId}/events?after=${afterSeq}&limit=1000`);
+      assert.equal(res.status, 200, res.text);
+      events.push(...res.body.events);
+      if (res.body.next_after === null) break;
+      afterSeq = res.body.next_after;
+    }
+    const done = events.filter((e) => e.type === 'done');
+    assert.deepEqual(done.map((e) => e.outcome), ['completed'], `one turn, completed\n${second.output()}`);
+    const rows = await send('GET', `/task/${taskId}/output?output=${OUTPUT}&limit=1000`);
+    assert.equal(rows.status, 200, rows.text);
+    assert.deepEqual((rows.body.rows as Json[]).map((r) => r.company).sort(), COMPANIES.map((c) => c.name).sort(), 'exactly one row per company');
+
+    // No page was fetched twice, and each sub-researcher read its company's pages.
+    for (const [path, n] of web.pageRequestsByPath()) assert.equal(n, 1, `${path} was fetched ${n} times`);
+    for (const c of COMPANIES) assert.ok([...web.pageRequestsByPath().keys()].some((p) => p.startsWith(`/${c.slug}/`)), `${c.name}'s pages were read`);
+
+    // After the restart the finished sub-researcher asked nothing, the interrupted one only once
+    // more than an uninterrupted one (the reply lost at the kill), the third as many as the first.
+    const all = model.stats().requests;
+    const since = all.slice(before.length);
+    assert.equal(asked(since, COMPANIES[0]!.name), 0, 'the finished sub-researcher asked the model nothing after the restart');
+    assert.equal(asked(all, COMPANIES[1]!.name), perCompany + 1, 'the interrupted sub-researcher asked again only the reply lost at the kill');
+    assert.equal(asked(all, COMPANIES[2]!.name), perCompany, 'the third sub-researcher ran once');
+    assert.equal(all.filter((r) => !r.sub).length - 1, since.filter((r) => !r.sub).length, 'the lead did not ask for its research call again');
+
+    // One research call; every other tool call is a sub-researcher's and names its agent.
+    const tools = events.filter((e) => e.type === 'tool');
+    const research = tools.filter((e) => e.name === 'research');
+    assert.ok(research.length > 0 && research.every((e) => e.agent === undefined && e.call_id === research[0].call_id), 'one research call, the lead\'s');
+    const subs = tools.filter((e) => e.name !== 'research');
+    assert.ok(subs.length > 0);
+    for (const e of subs) assert.match(String(e.agent), new RegExp(`^${research[0].call_id}/[0-2]$`), `${e.name} ${e.state} names its agent`);
+    assert.deepEqual([...new Set(subs.map((e) => e.agent))].sort(), [0, 1, 2].map((i) => `${research[0].call_id}/${i}`));
+    await second.kill9();
+  } finally {
+    await killAll();
+    await model.close();
+    await web.close();
+    removeDataDir(dataDir);
+  }
+});
