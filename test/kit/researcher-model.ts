@@ -13,6 +13,9 @@
  * that shares a prefix of at least 1,024 tokens with an earlier request has that prefix cached,
  * rounded down to 128-token steps (`usage.prompt_tokens_details.cached_tokens`). A prompt is
  * cached once it has been answered, so requests sent at the same time do not hit each other.
+ *
+ * With `holdSubReplies` the sub-researchers' requests are counted as they arrive but answered
+ * only after `release()`, so a test can act while every sub-researcher waits on the model.
  */
 import { createHash } from 'node:crypto';
 import { startFakeOpenAI, type FakeReply, type FakeRequestBody, type FakeToolCall } from './fake-openai-server.js';
@@ -50,6 +53,8 @@ export interface ResearcherModel {
   /** Base URL, ending in `/v1`. */
   readonly url: string;
   stats(): ResearcherStats;
+  /** Answers the held sub-researcher requests, and holds no more. */
+  release(): void;
   /** Forgets the counts and the prompt cache (between runs that must not share a cache). */
   reset(): void;
   close(): Promise<void>;
@@ -62,6 +67,8 @@ export interface ResearcherModelOptions {
   latencyMs?: [number, number];
   /** Multiplies every delay; default 1. */
   scale?: number;
+  /** Hold every sub-researcher's reply until `release()`; default false. */
+  holdSubReplies?: boolean;
 }
 
 /** OpenAI-style prompt cache: the hash of every 128-token-aligned prefix of the prompts answered so far. */
@@ -113,6 +120,11 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
   const scale = opts.scale ?? 1;
   let stats = emptyStats();
   let inFlight = 0;
+  let holding = opts.holdSubReplies === true;
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
 
   fake.setResponder(async (body) => {
     // The prompt as the provider sees it: tools, then the messages in order.
@@ -138,6 +150,7 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
     if ((reply.toolCalls ?? []).length > 1) stats.multi_call_replies++;
     inFlight++;
     stats.max_in_flight = Math.max(stats.max_in_flight, inFlight);
+    if (sub && holding) await released;
     // The wait stands in for the provider's time to answer (drawn from the prompt's end, so the
     // same request waits the same in every run).
     await new Promise((resolve) => setTimeout(resolve, delayFor(prompt.slice(-400), latency, scale)));
@@ -151,6 +164,10 @@ export async function startResearcherModel(opts: ResearcherModelOptions): Promis
   return {
     url: fake.url,
     stats: () => ({ ...stats, requests: [...stats.requests] }),
+    release() {
+      holding = false;
+      release();
+    },
     reset() {
       stats = emptyStats();
       cache.clear();

@@ -14,6 +14,10 @@
  * again only a reply it lost; the lead does not ask for its research call again; and every
  * sub-researcher's tool event names its agent.
  *
+ * A second suite stops such a turn (POST /task/{id}/stop) while the fake model holds the first
+ * sub-researcher's reply: the turn ends `stopped` without waiting for it, and once the reply is
+ * let through no sub-researcher of the stopped turn asks the model anything more.
+ *
  * The fake model is test/kit/researcher-model.ts (a policy that reads each request, as the
  * bench:research runs use it), the web test/kit/research-web.ts, both answering at once.
  */
@@ -21,7 +25,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
-import { fetchJson, httpClient, waitIdle } from '../kit/http.js';
+import { until } from '../kit/bounded-waits.js';
+import { fetchJson, httpClient, waitIdle, type Send } from '../kit/http.js';
 import { killAll, makeDataDir, removeDataDir, startServer } from '../kit/process.js';
 import { startResearcherModel } from '../kit/researcher-model.js';
 import { RESEARCH_COMPANIES, startResearchWeb } from '../kit/research-web.js';
@@ -58,6 +63,38 @@ const SPEC = {
   limits: { max_subagents: COMPANIES.length },
 };
 
+/** The server's configuration: the fake model and web, one sub-researcher at a time. */
+function serverEnv(modelUrl: string, webUrl: string): Record<string, string> {
+  return {
+    QUARRY_MODEL_BASE_URL: modelUrl,
+    QUARRY_MODEL: 'fake-model',
+    QUARRY_ADMIN_KEY: ADMIN_KEY,
+    QUARRY_SEARCH_PROVIDER: 'searxng',
+    QUARRY_SEARCH_URL: webUrl,
+    QUARRY_FETCH_ALLOW_PRIVATE: '1',
+    QUARRY_SUBAGENT_CONCURRENCY: '1',
+  };
+}
+
+/** A new account's API key. */
+async function openAccount(url: string): Promise<string> {
+  const account = await fetchJson('POST', `${url}/admin/accounts`, { key: ADMIN_KEY, body: { name: 'research crash', credits: 1e6 } });
+  assert.equal(account.status, 201, account.text);
+  return account.body.api_key as string;
+}
+
+/** Every event of the task so far, page by page. */
+async function taskEvents(send: Send, taskId: string): Promise<Json[]> {
+  const events: Json[] = [];
+  for (let afterSeq = 0; ;) {
+    const res = await send('GET', `/task/${taskId}/events?after=${afterSeq}&limit=1000`);
+    assert.equal(res.status, 200, res.text);
+    events.push(...res.body.events);
+    if (res.body.next_after === null) return events;
+    afterSeq = res.body.next_after;
+  }
+}
+
 /** The turn's stored steps, and the URLs of the fetch_url calls whose results are among them. */
 function storedSteps(dataDir: string): { steps: Json[]; fetched: Set<string> } {
   const db = new SQLite(path.join(dataDir, 'quarry.db'), { readonly: true });
@@ -82,25 +119,21 @@ describe('research: kill -9 while sub-researchers work, restart', () => {
   }
 });
 
+describe('research: stop while sub-researchers work', () => {
+  after(() => killAll());
+
+  it('stop while a sub-researcher waits on the model: the turn ends stopped at once, and no sub-researcher asks the model again', { timeout: 60_000 }, () => stopCase());
+});
+
 async function crashCase({ crashAt, requestsBefore, lostReplies }: (typeof CASES)[number]): Promise<void> {
   const web = await startResearchWeb({ scale: 0 });
   const model = await startResearcherModel({ output: OUTPUT, latencyMs: [0, 0] });
   const dataDir = makeDataDir('quarry-research-crash-');
-  const env = {
-    QUARRY_MODEL_BASE_URL: model.url,
-    QUARRY_MODEL: 'fake-model',
-    QUARRY_ADMIN_KEY: ADMIN_KEY,
-    QUARRY_SEARCH_PROVIDER: 'searxng',
-    QUARRY_SEARCH_URL: web.url,
-    QUARRY_FETCH_ALLOW_PRIVATE: '1',
-    QUARRY_SUBAGENT_CONCURRENCY: '1',
-  };
+  const env = serverEnv(model.url, web.url);
   try {
     const first = await startServer({ dataDir, env, crashAt });
     assert.ok(first.url, `the first process died before listening\n${first.output()}`);
-    const account = await fetchJson('POST', `${first.url}/admin/accounts`, { key: ADMIN_KEY, body: { name: 'research crash', credits: 1e6 } });
-    assert.equal(account.status, 201, account.text);
-    const key = account.body.api_key as string;
+    const key = await openAccount(first.url);
     const created = await fetchJson('POST', `${first.url}/task/start`, { key, body: { task: SPEC } });
     assert.equal(created.status, 200, created.text);
     const taskId = created.body.task_id as string;
@@ -127,14 +160,7 @@ async function crashCase({ crashAt, requestsBefore, lostReplies }: (typeof CASES
     await waitIdle(send, taskId, { timeoutMs: 60_000 });
 
     // The turn completed, with one row per company.
-    const events: Json[] = [];
-    for (let afterSeq = 0; ;) {
-      const res = await send('GET', `/task/${taskId}/events?after=${afterSeq}&limit=1000`);
-      assert.equal(res.status, 200, res.text);
-      events.push(...res.body.events);
-      if (res.body.next_after === null) break;
-      afterSeq = res.body.next_after;
-    }
+    const events = await taskEvents(send, taskId);
     const done = events.filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => e.outcome), ['completed'], `one turn, completed\n${second.output()}`);
     const rows = await send('GET', `/task/${taskId}/output?output=${OUTPUT}&limit=1000`);
@@ -166,6 +192,55 @@ async function crashCase({ crashAt, requestsBefore, lostReplies }: (typeof CASES
     for (const e of subs) assert.match(String(e.agent), new RegExp(`^${research[0].call_id}/[0-2]$`), `${e.name} ${e.state} names its agent`);
     assert.deepEqual([...new Set(subs.map((e) => e.agent))].sort(), [0, 1, 2].map((i) => `${research[0].call_id}/${i}`));
     await second.kill9();
+  } finally {
+    await killAll();
+    await model.close();
+    await web.close();
+    removeDataDir(dataDir);
+  }
+}
+
+async function stopCase(): Promise<void> {
+  const web = await startResearchWeb({ scale: 0 });
+  const model = await startResearcherModel({ output: OUTPUT, latencyMs: [0, 0], holdSubReplies: true });
+  const dataDir = makeDataDir('quarry-research-stop-');
+  try {
+    const server = await startServer({ dataDir, env: serverEnv(model.url, web.url) });
+    const send = httpClient(server.url, await openAccount(server.url));
+    const created = await send('POST', '/task/start', { body: { task: SPEC } });
+    assert.equal(created.status, 200, created.text);
+    const taskId = created.body.task_id as string;
+
+    await until('a sub-researcher\'s model request', () => model.stats().requests.some((r) => r.sub), { timeoutMs: 30_000 });
+    const stop = await send('POST', `/task/${taskId}/stop`);
+    assert.equal(stop.status, 200, stop.text);
+    assert.equal(stop.body.status, 'plan', 'the stopped task is back in plan');
+    const atStop = model.stats().requests.length;
+
+    // The held sub-researcher's reply never comes before the turn ends: it ends without it.
+    await waitIdle(send, taskId, { timeoutMs: 10_000 });
+    const stopped = await taskEvents(send, taskId);
+    assert.deepEqual(stopped.filter((e) => e.type === 'done').map((e) => e.outcome), ['stopped'], `one turn, stopped\n${server.output()}`);
+    const state = await send('GET', `/task/${taskId}/state`);
+    assert.equal(state.body.active, false, state.text);
+
+    // Once the held reply is let through, a sub-researcher still at work would ask the model its
+    // next step; the follow-up turn's lead request marks the point by which it would have.
+    model.release();
+    const more = await send('POST', `/task/${taskId}/continue`, { body: { message: 'Say in one sentence where the research stands.' } });
+    assert.equal(more.status, 200, more.text);
+    await waitIdle(send, taskId, { timeoutMs: 30_000 });
+    const events = await taskEvents(send, taskId);
+    assert.deepEqual(events.filter((e) => e.type === 'done').map((e) => e.outcome), ['stopped', 'completed'], `the follow-up turn completed\n${server.output()}`);
+    const since = model.stats().requests.slice(atStop);
+    const lead = since.findIndex((r) => !r.sub);
+    assert.ok(lead >= 0, 'the follow-up turn\'s lead asked the model');
+    assert.deepEqual(since.slice(0, lead), [], 'no sub-researcher asked the model between the stop and the follow-up turn');
+    // The follow-up lead delegates afresh; a stopped sub-researcher still at work would add to its
+    // company's requests after the marker too.
+    const asked = COMPANIES.map((c) => since.slice(lead).filter((r) => r.company === c.name).length);
+    assert.deepEqual(asked, COMPANIES.map(() => asked[2]), `after the follow-up began, each company was asked for by one sub-researcher run (${asked.join(', ')} requests)`);
+    await server.kill9();
   } finally {
     await killAll();
     await model.close();
