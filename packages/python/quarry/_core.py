@@ -228,8 +228,9 @@ class StreamCursor:
                 cls = ERROR_CLASSES.get(str(refusal.get("error")), QuarryError)
                 raise cls(str(refusal.get("message", "")), code=str(refusal.get("error")), retryable=bool(refusal.get("retryable", False)))
             self._saw_done = True
-        # After a reconnect, the idle snapshot only restates what the replay already ended with.
-        return None if self._resumed and self._done_seen else data
+        # After a replay that ended with a stored ``done`` (a reconnect, or ``after=``), the idle
+        # snapshot only restates what the replay already ended with.
+        return None if self._done_seen else data
 
     def connection_ended(self) -> bool:
         """True when the stream is over (its connection ended after a ``done``); False: reconnect.
