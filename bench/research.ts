@@ -21,7 +21,7 @@
  *   BENCH_RESEARCH_CONTEXT_TOKENS=32000  QUARRY_MODEL_CONTEXT_TOKENS of both runs (the context budget)
  *   BENCH_RESEARCH_ONLY=A,B             run one of the two
  */
-import { RESEARCH_COMPANIES, startResearchWeb, type ResearchWeb } from '../test/kit/research-web.js';
+import { RESEARCH_COMPANIES, RESEARCH_OUTPUT, researchSpec, startResearchWeb, type ResearchWeb } from '../test/kit/research-web.js';
 import { startResearcherModel, type ResearcherModel, type ResearcherStats } from '../test/kit/researcher-model.js';
 import { fetchJson, httpClient, waitIdle } from '../test/kit/http.js';
 import {
@@ -32,30 +32,12 @@ const SCALE = Number(process.env.BENCH_LATENCY_SCALE ?? 1);
 const CONTEXT_TOKENS = Number(process.env.BENCH_RESEARCH_CONTEXT_TOKENS ?? 32_000);
 const ONLY = new Set((process.env.BENCH_RESEARCH_ONLY ?? 'A,B').split(',').map((s) => s.trim()));
 const ADMIN_KEY = 'bench-research-admin-key-0123456789';
-const OUTPUT = 'companies';
+const OUTPUT = RESEARCH_OUTPUT;
 
 /** Engine goals (decisions §16) printed next to the figures. */
 const GOALS = { wallRatio: 0.3, cachedShare: 0.7 };
 
-const SPEC = {
-  name: 'Eight companies (benchmark)',
-  prompt:
-    `For each of these companies, find the city of its headquarters, the year it was founded, its number of employees and its chief executive: ${RESEARCH_COMPANIES.map((c) => c.name).join('; ')}. ` +
-    'Write one row per company and cite every fact with a quote from the page that states it.',
-  outputs: [{
-    id: OUTPUT,
-    kind: 'table',
-    columns: [
-      { name: 'company', type: 'string', required: true },
-      { name: 'hq_city', type: 'string' },
-      { name: 'founded', type: 'integer' },
-      { name: 'employees', type: 'integer' },
-      { name: 'ceo', type: 'string' },
-    ],
-  }],
-  tools: ['web_search', 'fetch_url'],
-  limits: { max_steps: 400, max_turn_seconds: 1800, max_credits_per_turn: 1e6 },
-};
+const SPEC = researchSpec('Eight companies (benchmark)', RESEARCH_COMPANIES, { max_steps: 400, max_turn_seconds: 1800, max_credits_per_turn: 1e6 });
 
 interface RunResult {
   label: 'A' | 'B';

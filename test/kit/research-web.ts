@@ -43,6 +43,35 @@ const PAGES = [
 ] as const;
 
 /** The sentence that states each fact, as it stands on its page. */
+/** The output the research spec declares, which the researcher model writes to. */
+export const RESEARCH_OUTPUT = 'companies';
+
+/**
+ * The research task of the bench and the research process tests: one row per company, every
+ * fact cited; `limits` are the spec's (the bench's long turn, the tests' sub-researcher count).
+ */
+export function researchSpec(name: string, companies: readonly ResearchCompany[], limits: Record<string, number>) {
+  return {
+    name,
+    prompt:
+      `For each of these companies, find the city of its headquarters, the year it was founded, its number of employees and its chief executive: ${companies.map((c) => c.name).join('; ')}. ` +
+      'Write one row per company and cite every fact with a quote from the page that states it.',
+    outputs: [{
+      id: RESEARCH_OUTPUT,
+      kind: 'table',
+      columns: [
+        { name: 'company', type: 'string', required: true },
+        { name: 'hq_city', type: 'string' },
+        { name: 'founded', type: 'integer' },
+        { name: 'employees', type: 'integer' },
+        { name: 'ceo', type: 'string' },
+      ],
+    }],
+    tools: ['web_search', 'fetch_url'],
+    limits,
+  };
+}
+
 export function factSentences(c: ResearchCompany): { hq_city: string; founded: string; employees: string; ceo: string } {
   return {
     hq_city: `${c.name} is headquartered in ${c.hq_city}, ${c.country}.`,

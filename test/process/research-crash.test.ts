@@ -29,13 +29,13 @@ import { until } from '../kit/bounded-waits.js';
 import { fetchJson, httpClient, waitIdle, type Send } from '../kit/http.js';
 import { killAll, makeDataDir, removeDataDir, startServer } from '../kit/process.js';
 import { startResearcherModel } from '../kit/researcher-model.js';
-import { RESEARCH_COMPANIES, startResearchWeb } from '../kit/research-web.js';
+import { RESEARCH_COMPANIES, RESEARCH_OUTPUT, researchSpec, startResearchWeb } from '../kit/research-web.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
 const ADMIN_KEY = 'research-crash-admin-key-0123456789';
-const OUTPUT = 'companies';
+const OUTPUT = RESEARCH_OUTPUT;
 const COMPANIES = RESEARCH_COMPANIES.slice(0, 3);
 /** Where each case kills the process, how many model requests came before, and how many replies were lost. */
 const CASES = [
@@ -43,25 +43,7 @@ const CASES = [
   { crashAt: 'tool.started:13', requestsBefore: 9, lostReplies: 0 },
 ];
 
-const SPEC = {
-  name: 'Three companies',
-  prompt:
-    `For each of these companies, find the city of its headquarters, the year it was founded, its number of employees and its chief executive: ${COMPANIES.map((c) => c.name).join('; ')}. ` +
-    'Write one row per company and cite every fact with a quote from the page that states it.',
-  outputs: [{
-    id: OUTPUT,
-    kind: 'table',
-    columns: [
-      { name: 'company', type: 'string', required: true },
-      { name: 'hq_city', type: 'string' },
-      { name: 'founded', type: 'integer' },
-      { name: 'employees', type: 'integer' },
-      { name: 'ceo', type: 'string' },
-    ],
-  }],
-  tools: ['web_search', 'fetch_url'],
-  limits: { max_subagents: COMPANIES.length },
-};
+const SPEC = researchSpec('Three companies', COMPANIES, { max_subagents: COMPANIES.length });
 
 /** The server's configuration: the fake model and web, one sub-researcher at a time. */
 function serverEnv(modelUrl: string, webUrl: string): Record<string, string> {
