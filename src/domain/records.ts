@@ -54,6 +54,19 @@ export interface TaskRecord {
   deletedAt: string | null;
   /** A group's run: the group, and the input it runs on (its index and its JSON). Absent or null for a single task. */
   group?: { id: string; inputIndex: number; input: string } | null;
+  /** The last turn that ended, kept on the task so its body reads no turn; null before the first ends (absent: a new task). */
+  lastTurn?: LastTurnRecord | null;
+}
+
+/** A turn that ended, as its task keeps it (decisions §20). */
+export interface LastTurnRecord {
+  turnId: string;
+  kind: TurnKind;
+  outcome: 'completed' | 'failed' | 'stopped';
+  startedAt: string | null;
+  endedAt: string;
+  creditsUsedMicros: number;
+  error: Pick<TurnError, 'error' | 'message'> | null;
 }
 
 /** What the /state poll shows: a task's state fields and its current turn. */

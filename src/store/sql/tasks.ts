@@ -3,7 +3,7 @@ import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import { storedSpec } from '../../domain/spec.js';
 import type { TasksTable } from '../database.js';
-import type { TaskPatch, TaskRecord, TaskStateRecord } from '../../domain/records.js';
+import type { LastTurnRecord, TaskPatch, TaskRecord, TaskStateRecord } from '../../domain/records.js';
 import type { TurnKind } from '../../contract/index.js';
 import type { TurnError } from '../../errors.js';
 import type { TaskListCursor, TaskListPage, TasksRepository } from '../store.js';
@@ -33,6 +33,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     updatedAt: r.updated_at,
     deletedAt: r.deleted_at,
     group: r.group_id === null ? null : { id: r.group_id, inputIndex: Number(r.group_input_idx), input: r.group_input ?? '{}' },
+    lastTurn: r.last_turn === null ? null : JSON.parse(r.last_turn) as LastTurnRecord,
   };
 }
 
@@ -40,7 +41,7 @@ const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
   name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
   cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
   activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq', lastErrorSeq: 'last_error_seq',
-  currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at',
+  currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at', lastTurn: 'last_turn',
 };
 
 function taskRow(patch: TaskPatch): Updateable<TasksTable> {
@@ -48,8 +49,14 @@ function taskRow(patch: TaskPatch): Updateable<TasksTable> {
   for (const [key, value] of Object.entries(patch)) {
     if (value === undefined) continue;
     const column = TASK_COLUMNS[key as keyof TaskPatch];
-    if (key === 'spec') row[column] = JSON.stringify(value);
-    else if (key === 'pinned') row[column] = value ? 1 : 0;
+    if (key === 'spec') {
+      row[column] = JSON.stringify(value);
+      row.prompt = (value as TaskRecord['spec']).prompt ?? null;
+    } else if (key === 'lastTurn') {
+      const lastTurn = value as LastTurnRecord | null;
+      row[column] = lastTurn === null ? null : JSON.stringify(lastTurn);
+      row.last_outcome = lastTurn?.outcome ?? null;
+    } else if (key === 'pinned') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
   return row as Updateable<TasksTable>;
