@@ -58,6 +58,26 @@ export interface TaskRecord {
   lastTurn?: LastTurnRecord | null;
 }
 
+/**
+ * Which tasks a page of the list holds (decisions §20): single tasks, or the runs of `groupId`;
+ * `q` in the name or prompt (case-insensitive); `state` (running: a turn runs or waits); the last
+ * turn's `outcome`; created after / before (ISO 8601 as stored: `Date.toISOString()`).
+ */
+export interface TaskListFilter {
+  groupId?: string;
+  q?: string;
+  state?: 'running' | 'idle';
+  outcome?: LastTurnRecord['outcome'];
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+/** Which groups a page of the group list holds (decisions §20): by status, `q` in the name (case-insensitive). */
+export interface GroupListFilter {
+  q?: string;
+  status?: GroupStatus;
+}
+
 /** A turn that ended, as its task keeps it (decisions §20). */
 export interface LastTurnRecord {
   turnId: string;
