@@ -80,7 +80,7 @@ export class TaskService {
       await this.admission.requireCredits(uow.tx, accountId, { task_created: false });
       await this.admission.requireCapacity(uow.tx);
       // The prompt lives in the spec; the first turn carries no message of its own.
-      const turn = newTurn(taskId, accountId, input.kind, null, uow.now, 'pending', input.planOnly ?? false);
+      const turn = newTurn({ id: taskId, accountId }, input.kind, null, uow.now, 'pending', input.planOnly ?? false);
       const unit = await insertTask(uow, { id: taskId, accountId, spec: input.spec, group: null, cronNextRunAt: this.nextRun(input.spec.schedule) }, turn);
       await guard?.made(uow, target, { queued: false });
       return { task: toTaskView(unit.task), queued: false, turnId: turn.id, fromSeq: 0 };
@@ -95,8 +95,8 @@ export class TaskService {
    */
   async startRun(uow: UnitOfWork, run: NewRun): Promise<{ taskId: string; turnId: string }> {
     const taskId = newId('tsk');
-    const turn = newTurn(taskId, run.accountId, 'execute', run.message, uow.now, 'pending', false);
     const group = { id: run.groupId, inputIndex: run.inputIndex, input: run.input };
+    const turn = newTurn({ id: taskId, accountId: run.accountId, group }, 'execute', run.message, uow.now, 'pending', false);
     await insertTask(uow, { id: taskId, accountId: run.accountId, spec: run.spec, group, cronNextRunAt: this.nextRun(run.spec.schedule) }, turn);
     return { taskId, turnId: turn.id };
   }
@@ -112,7 +112,7 @@ export class TaskService {
         if (unit.task.queuedCount >= this.config.maxQueuedMessages) {
           throw new QuarryError('task_executing', `A turn is running and ${unit.task.queuedCount} messages are already queued (the most a task holds): poll /state until active is false, then resend.`, { task_id: taskId });
         }
-        const turn = newTurn(taskId, accountId, 'continue', text, unit.now, 'queued', false);
+        const turn = newTurn(unit.task, 'continue', text, unit.now, 'queued', false);
         await unit.tx.turns.insert(turn);
         unit.set({ queuedCount: unit.task.queuedCount + 1 });
         unit.taskEvent('message_queued', turn.id);
