@@ -18,9 +18,12 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
   task show ID [--events N]               a task, its outputs and its last events
   task follow ID [--after SEQ]            follow a task's events until no turn runs
   task wait ID [--timeout SECONDS]        wait until no turn runs
-  task continue ID MESSAGE [--follow]     send a message (queued while a turn runs)
-  task execute ID [INSTRUCTION] [--follow]
+  task continue ID MESSAGE [--follow] [--offline]
+                                          send a message (queued while a turn runs)
+  task execute ID [INSTRUCTION] [--follow] [--offline]
                                           run the spec again
+                                          --offline: no web search; fetch_url reads only
+                                          pages the task fetched before
   task stop ID [--clear-queue]            stop the running turn
   task rm ID                              delete a task
   task outputs ID                         a task's outputs with row counts

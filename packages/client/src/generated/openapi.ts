@@ -2270,6 +2270,8 @@ export interface operations {
                 "application/json": {
                     /** @description What to change, add or continue. */
                     message: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2334,6 +2336,8 @@ export interface operations {
                 "application/json": {
                     /** @description What to change, add or continue. */
                     message: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2382,6 +2386,8 @@ export interface operations {
                 "application/json": {
                     /** @description An instruction for this run. */
                     instruction?: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2433,6 +2439,8 @@ export interface operations {
                 "application/json": {
                     /** @description An instruction for this run. */
                     instruction?: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
