@@ -31,6 +31,11 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
                                           read rows; --csv/--jsonl export the whole output
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
+  eval FILE [--limit N] [--concurrency N] [--out DIR] [--grader exact|model]
+                                          run a question set (JSON Lines or CSV), one task
+                                          per question, and grade the answers; writes
+                                          results.jsonl, results.csv and summary.json to
+                                          DIR (docs/eval.md)
 
 Task groups: one spec over many inputs, each input a run (QUARRY_URL, QUARRY_API_KEY):
   group create --spec FILE --inputs FILE [--format csv|jsonl] [--name NAME]
