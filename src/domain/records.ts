@@ -122,6 +122,8 @@ export interface TurnRecord {
   status: TurnStatus;
   input: string | null;
   planOnly: boolean;
+  /** Decisions §17.2: no web_search, and fetch_url answers only from the task's snapshots. */
+  offline: boolean;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;

@@ -106,6 +106,7 @@ export interface TurnsTable {
   status: string;
   input: string | null;
   plan_only: number;
+  offline: number;
   created_at: string;
   started_at: string | null;
   ended_at: string | null;

@@ -25,6 +25,7 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     status: r.status as TurnRecord['status'],
     input: r.input,
     planOnly: Number(r.plan_only) === 1,
+    offline: Number(r.offline) === 1,
     createdAt: r.created_at,
     startedAt: r.started_at,
     endedAt: r.ended_at,
@@ -43,7 +44,7 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
 }
 
 const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
-  status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
+  status: 'status', input: 'input', planOnly: 'plan_only', offline: 'offline', startedAt: 'started_at', endedAt: 'ended_at',
   leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
   tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error', rowsWritten: 'rows_written', verifiedRows: 'verified_rows',
 };
@@ -54,7 +55,7 @@ function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
     if (value === undefined) continue;
     const column = TURN_COLUMNS[key as keyof TurnPatch];
     if (key === 'error') row[column] = value === null ? null : JSON.stringify(value);
-    else if (key === 'planOnly') row[column] = value ? 1 : 0;
+    else if (key === 'planOnly' || key === 'offline') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
   return row as Updateable<TurnsTable>;

@@ -2297,6 +2297,8 @@ export interface operations {
                 "application/json": {
                     /** @description What to change, add or continue. */
                     message: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2361,6 +2363,8 @@ export interface operations {
                 "application/json": {
                     /** @description What to change, add or continue. */
                     message: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2409,6 +2413,8 @@ export interface operations {
                 "application/json": {
                     /** @description An instruction for this run. */
                     instruction?: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2460,6 +2466,8 @@ export interface operations {
                 "application/json": {
                     /** @description An instruction for this run. */
                     instruction?: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
