@@ -527,8 +527,25 @@ export type paths = {
         };
         get?: never;
         put?: never;
-        /** Run the failed inputs again, each as a new run */
+        /** Run the failed (or also the stopped) inputs again, each as a new run */
         post: operations["retryGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every run of the group in input order, rows or not */
+        get: operations["listGroupRuns"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -616,6 +633,23 @@ export type paths = {
         put?: never;
         /** Send a delivery again, with the same webhook-id */
         post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account of the API key: its balance and the credits it has used */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -926,6 +960,29 @@ export type components = {
                 [key: string]: unknown;
             })[];
         };
+        /** @description One input of a group and the run that works on it, rows or not. */
+        GroupRun: {
+            task_id: string | null;
+            /** @description The input's 0-based index in the group (`_input` of its merged rows). */
+            input_index: number;
+            /** @description The input it runs on. */
+            input: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "pending" | "running" | "completed" | "failed" | "stopped";
+            /** @description A failed run: the error its turn failed with; null otherwise. */
+            error: {
+                error: string;
+                message: string;
+            } | null;
+            /** @description Credits the run's task has used (at most 6 decimal places). */
+            credits_used: number;
+            updated_at: string | null;
+        };
+        GroupRunList: {
+            runs: components["schemas"]["GroupRun"][];
+        };
         KeyInfo: {
             key_id: string;
             /** Format: date-time */
@@ -1027,6 +1084,15 @@ export type components = {
              */
             kind: "table" | "report" | "records";
             path: string;
+        };
+        /** @description The account the API key belongs to. */
+        OwnAccount: {
+            account_id: string;
+            name: string;
+            /** @description Credits left (at most 6 decimal places). */
+            balance: number;
+            /** @description Credits used so far (at most 6 decimal places). */
+            credits_used: number;
         };
         /** @description One row: the output's columns (or report/records fields) plus _row, _sources and, when given, _basis. */
         Row: {
@@ -1777,6 +1843,16 @@ export interface operations {
                 cursor?: string;
                 /** @description List this group's runs (they are left out otherwise). */
                 group_id?: string;
+                /** @description Only tasks whose name or prompt holds this text (case-insensitive). */
+                q?: string;
+                /** @description running: a turn runs or waits for a worker; idle: none does. */
+                state?: "running" | "idle";
+                /** @description Only tasks whose last ended turn had this outcome. */
+                outcome?: "completed" | "failed" | "stopped";
+                /** @description Only tasks created after this time (ISO 8601). */
+                created_after?: string;
+                /** @description Only tasks created before this time (ISO 8601). */
+                created_before?: string;
             };
             header?: {
                 /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
@@ -2832,6 +2908,10 @@ export interface operations {
                 limit?: number;
                 /** @description X-Next-Cursor of the previous page. */
                 cursor?: string;
+                /** @description Only groups whose name holds this text (case-insensitive). */
+                q?: string;
+                /** @description Only groups with this status. */
+                status?: "running" | "finished" | "stopped";
             };
             header?: {
                 /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
@@ -3144,11 +3224,20 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    /**
+                     * @description Which runs to run again: failed (the default), stopped (by POST /group/{id}/stop or max_credits), or both.
+                     * @default [
+                     *       "failed"
+                     *     ]
+                     */
+                    include?: ("failed" | "stopped")[];
+                    max_credits?: number | null;
+                };
             };
         };
         responses: {
-            /** @description The group with its failed inputs pending again. */
+            /** @description The group with those inputs pending again. */
             200: {
                 headers: {
                     /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
@@ -3165,6 +3254,49 @@ export interface operations {
             404: components["responses"]["Error404"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listGroupRuns: {
+        parameters: {
+            query?: {
+                /** @description Only the runs with this status. */
+                status?: "pending" | "running" | "completed" | "failed" | "stopped";
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of runs. Without X-Next-Cursor and Link this is the last page. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description Pass as `cursor` for the next page. */
+                    "X-Next-Cursor"?: string;
+                    /** @description `<url>; rel="next"`: the next page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupRunList"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
             422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
@@ -3431,6 +3563,35 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnAccount"];
+                };
+            };
+            401: components["responses"]["Error401"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];
