@@ -54,6 +54,9 @@ export interface TaskRecord {
   deletedAt: string | null;
   /** A group's run: the group, and the input it runs on (its index and its JSON). Absent or null for a single task. */
   group?: { id: string; inputIndex: number; input: string } | null;
+  /** Cells of the task's rows that a source supports, and cells checked that none does (decisions §17.1); absent: none yet. */
+  supportedCells?: number;
+  unsupportedCells?: number;
 }
 
 /** What the /state poll shows: a task's state fields and its current turn. */
@@ -124,7 +127,23 @@ export interface OutputStatsRecord {
   rowCount: number;
   /** Rows with at least one source, every one verified. */
   verifiedCount: number;
+  /** The output's cells by support (decisions §17.1). */
+  cells: CellCounts;
   updatedAt: string;
+}
+
+/** Cells by support: a source's quote holds the value, none that was checked does, or none was checked. */
+export interface CellCounts {
+  supported: number;
+  unsupported: number;
+  unchecked: number;
+}
+
+/** What rows being appended add to their output's and task's counts. */
+export interface RowTally {
+  /** Rows with at least one source, every one verified. */
+  verified: number;
+  cells: CellCounts;
 }
 
 // ---- sources: snapshots of what a task read ---------------------------------------------------

@@ -29,6 +29,13 @@ export function activeOutputOf(task: TaskRecord): string | null {
   return task.spec.outputs[0]?.id ?? null;
 }
 
+/** A task's citation accuracy (decisions §17.1): supported / (supported + unsupported) cells, to 4 places, or null with none checked. */
+export function citationAccuracy(task: Pick<TaskRecord, 'supportedCells' | 'unsupportedCells'>): number | null {
+  const supported = task.supportedCells ?? 0;
+  const checked = supported + (task.unsupportedCells ?? 0);
+  return checked === 0 ? null : Math.round((supported / checked) * 10_000) / 10_000;
+}
+
 export function toTaskView(task: TaskRecord, now = Date.now()): Task {
   const id = encodeURIComponent(task.id);
   return {
@@ -52,6 +59,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     queued_messages: task.queuedCount,
     credits_used: fromMicros(task.creditsUsedMicros),
     active_output: activeOutputOf(task),
+    citation_accuracy: citationAccuracy(task),
     ...(task.group ? { group_id: task.group.id, input_index: task.group.inputIndex, input: JSON.parse(task.group.input) as Record<string, unknown> } : {}),
   };
 }

@@ -19,6 +19,8 @@ export interface CheckedSource extends RowSource {
   verified: boolean;
   check: SourceCheck;
   source_id?: string;
+  /** Per column it backs: whether its quote holds the value (cell-support.ts). */
+  supports?: Record<string, boolean | null>;
 }
 
 /** The key two spellings of one URL share: parsed, without its fragment. Unparsable text is its own key. */
