@@ -7,6 +7,7 @@
  */
 import type { TaskSpec } from '../contract/index.js';
 import type { ReadSource, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
+import type { RowTally } from '../domain/records.js';
 
 /** A sub-researcher's last answer, as its research call reports it, is cut to this many characters. */
 export const SUMMARY_CAP = 4_000;
@@ -108,10 +109,10 @@ export class SubResearcherPort implements AgentPort {
     return this.lead.readRows(outputId);
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows?: number): Promise<{ firstRow: number; count: number }> {
-    const written = await this.lead.appendRows(writeKey, outputId, rows, verifiedRows);
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }> {
+    const written = await this.lead.appendRows(writeKey, outputId, rows, tally);
     this.rows += written.count;
-    this.verified += verifiedRows ?? 0;
+    this.verified += tally?.verified ?? 0;
     return written;
   }
 

@@ -53,6 +53,7 @@ export const Task = component('Task', Type.Object({
   credits_used: Type.Number({ minimum: 0, description: 'Credits this task has used (at most 6 decimal places).' }),
   active_output: Nullable(Type.String()),
   last_turn: Type.Union([LastTurn, Type.Null()], { description: 'The last turn that ended, or null before the first ends.' }),
+  citation_accuracy: Nullable(Type.Number({ minimum: 0, maximum: 1, description: 'Over the task\'s rows: supported cells / (supported + unsupported cells); null with no cell checked (decisions §17.1).' })),
   group_id: Type.Optional(Type.String({ description: 'A group\'s run only: its group.' })),
   input_index: Type.Optional(Type.Integer({ minimum: 0, description: 'A group\'s run only: its input\'s index in the group (`_input`).' })),
   input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'A group\'s run only: the input it runs on.' })),

@@ -56,6 +56,9 @@ export interface TaskRecord {
   group?: { id: string; inputIndex: number; input: string } | null;
   /** The last turn that ended, kept on the task so its body reads no turn; null before the first ends (absent: a new task). */
   lastTurn?: LastTurnRecord | null;
+  /** Cells of the task's rows that a source supports, and cells checked that none does (decisions §17.1); absent: none yet. */
+  supportedCells?: number;
+  unsupportedCells?: number;
 }
 
 /**
@@ -164,7 +167,23 @@ export interface OutputStatsRecord {
   rowCount: number;
   /** Rows with at least one source, every one verified. */
   verifiedCount: number;
+  /** The output's cells by support (decisions §17.1). */
+  cells: CellCounts;
   updatedAt: string;
+}
+
+/** Cells by support: a source's quote holds the value, none that was checked does, or none was checked. */
+export interface CellCounts {
+  supported: number;
+  unsupported: number;
+  unchecked: number;
+}
+
+/** What rows being appended add to their output's and task's counts. */
+export interface RowTally {
+  /** Rows with at least one source, every one verified. */
+  verified: number;
+  cells: CellCounts;
 }
 
 // ---- sources: snapshots of what a task read ---------------------------------------------------

@@ -41,6 +41,13 @@ function lastTurnView(turn: LastTurnRecord): LastTurn {
   };
 }
 
+/** A task's citation accuracy (decisions §17.1): supported / (supported + unsupported) cells, to 4 places, or null with none checked. */
+export function citationAccuracy(task: Pick<TaskRecord, 'supportedCells' | 'unsupportedCells'>): number | null {
+  const supported = task.supportedCells ?? 0;
+  const checked = supported + (task.unsupportedCells ?? 0);
+  return checked === 0 ? null : Math.round((supported / checked) * 10_000) / 10_000;
+}
+
 export function toTaskView(task: TaskRecord, now = Date.now()): Task {
   const id = encodeURIComponent(task.id);
   return {
@@ -65,6 +72,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     credits_used: fromMicros(task.creditsUsedMicros),
     active_output: activeOutputOf(task),
     last_turn: task.lastTurn ? lastTurnView(task.lastTurn) : null,
+    citation_accuracy: citationAccuracy(task),
     ...(task.group ? { group_id: task.group.id, input_index: task.group.inputIndex, input: JSON.parse(task.group.input) as Record<string, unknown> } : {}),
   };
 }

@@ -3,7 +3,7 @@ import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, T
 import type { Config } from '../config.js';
 import type { TaskActivity, TaskPhase, TaskSpec, TurnKind } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
-import type { SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { RowTally, SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import type { SourceSnapshots } from '../outputs/source-snapshots.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
@@ -109,9 +109,9 @@ export class TaskTurnPort implements TurnPort {
     }
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number }> {
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }> {
     // The write key makes a second try after an unclear failure write nothing twice.
-    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, verifiedRows));
+    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, tally));
     if (!written) throw new TurnAbort('stopped');
     return written;
   }

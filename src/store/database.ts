@@ -53,6 +53,9 @@ export interface TasksTable {
   group_id: ColumnType<string | null, string | null | undefined, string | null>;
   group_input_idx: ColumnType<number | null, number | null | undefined, number | null>;
   group_input: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Cells of the task's rows a source supports, and cells checked and supported by none (decisions §17.1). */
+  supported_cells: ColumnType<number, number | undefined, number>;
+  unsupported_cells: ColumnType<number, number | undefined, number>;
   /** Raised by every change of the row: the list's cached views are of one version. */
   version: ColumnType<number, number | undefined, number>;
   /** When a deleted task's data was purged (src/pruner.ts); null before. */
@@ -147,6 +150,9 @@ export interface OutputsTable {
   output_id: string;
   row_count: number;
   verified_count: ColumnType<number, number | undefined, number>;
+  supported_cells: ColumnType<number, number | undefined, number>;
+  unsupported_cells: ColumnType<number, number | undefined, number>;
+  unchecked_cells: ColumnType<number, number | undefined, number>;
   updated_at: string;
 }
 

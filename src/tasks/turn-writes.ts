@@ -10,7 +10,7 @@ import type { Config } from '../config.js';
 import type { EventPayload, TaskActivity, TaskPhase, TaskSpec } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
-import type { TaskRecord, TurnRecord } from '../domain/records.js';
+import type { RowTally, TaskRecord, TurnRecord } from '../domain/records.js';
 import { turnError, type TurnError } from '../errors.js';
 import { endTurn, startingState } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
@@ -21,6 +21,8 @@ export interface TurnWritesOptions {
   /** The prices a step is charged at. */
   config: Pick<Config, 'prices'>;
 }
+
+const NO_TALLY: RowTally = { verified: 0, cells: { supported: 0, unsupported: 0, unchecked: 0 } };
 
 /** The running turn's side of the task state machine. */
 export class TurnWrites {
@@ -82,14 +84,18 @@ export class TurnWrites {
   }
 
   /** Appends validated rows once per write key; false when the turn no longer runs. */
-  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number } | null> {
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], tally: RowTally = NO_TALLY): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
-      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, verifiedRows);
+      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, tally);
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) {
-        unit.set({ activeOutput: outputId });
-        await unit.tx.turns.addRows(turnId, { written: r.count, verified: verifiedRows });
+        unit.set({
+          activeOutput: outputId,
+          supportedCells: (unit.task.supportedCells ?? 0) + tally.cells.supported,
+          unsupportedCells: (unit.task.unsupportedCells ?? 0) + tally.cells.unsupported,
+        });
+        await unit.tx.turns.addRows(turnId, { written: r.count, verified: tally.verified });
       }
     });
     if (written) crashPoint('rows.appended');

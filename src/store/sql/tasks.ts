@@ -34,6 +34,8 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     deletedAt: r.deleted_at,
+    supportedCells: Number(r.supported_cells ?? 0),
+    unsupportedCells: Number(r.unsupported_cells ?? 0),
     group: r.group_id === null ? null : { id: r.group_id, inputIndex: Number(r.group_input_idx), input: r.group_input ?? '{}' },
     lastTurn: r.last_turn === null ? null : JSON.parse(r.last_turn) as LastTurnRecord,
   };
@@ -44,6 +46,7 @@ const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
   cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
   activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq', lastErrorSeq: 'last_error_seq',
   currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at', lastTurn: 'last_turn',
+  supportedCells: 'supported_cells', unsupportedCells: 'unsupported_cells',
 };
 
 function taskRow(patch: TaskPatch): Updateable<TasksTable> {
