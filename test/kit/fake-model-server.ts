@@ -58,7 +58,7 @@ export interface RecordedModelRequest<Body> {
 /** `index` is the request's position in `requests`. */
 export type FakeModelResponder<Reply, Body> = (body: Body, index: number) => Reply | Promise<Reply>;
 
-/** A provider's rate limit as the fake keeps it: `requests` a fixed window of `windowMs`, counted from the first request. */
+/** A provider's rate limit as the fake keeps it: at most `requests` in any `windowMs` (a sliding window). */
 export interface FakeRateLimit {
   requests: number;
   windowMs: number;
@@ -134,23 +134,22 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
   let active = 0;
   let answerChecks = true;
   let rateLimit: FakeRateLimit | null = null;
-  let windowStart = 0;
-  let windowCount = 0;
+  /** Arrival times of the requests answered within the last window (a sliding window, as the providers' buckets refill). */
+  let admitted: number[] = [];
   let refused = 0;
-  /** Counts a request against the rate limit: the headers to answer with, and whether it is refused. */
+  /** Counts a request against the rate limit: the headers to answer with, whether it is refused, and when a place frees. */
   const countRequest = (): { headers: Record<string, string>; refuse: boolean; resetMs: number } | undefined => {
     if (!rateLimit) return undefined;
     const now = Date.now();
-    if (now - windowStart >= rateLimit.windowMs) {
-      windowStart = windowStart === 0 ? now : windowStart + Math.floor((now - windowStart) / rateLimit.windowMs) * rateLimit.windowMs;
-      windowCount = 0;
-    }
-    const refuse = windowCount >= rateLimit.requests;
-    if (!refuse) windowCount++;
-    const resetMs = windowStart + rateLimit.windowMs - now;
+    const { requests, windowMs } = rateLimit;
+    admitted = admitted.filter((at) => at > now - windowMs);
+    const refuse = admitted.length >= requests;
+    if (!refuse) admitted.push(now);
+    // Until the oldest leaves the window: the next place.
+    const resetMs = admitted[0]! + windowMs - now;
     return {
       refuse, resetMs,
-      headers: protocol.rateLimitHeaders({ perMinute: Math.round((rateLimit.requests * 60_000) / rateLimit.windowMs), remaining: rateLimit.requests - windowCount, resetMs, resetAt: new Date(now + resetMs) }),
+      headers: protocol.rateLimitHeaders({ perMinute: Math.round((requests * 60_000) / windowMs), remaining: requests - admitted.length, resetMs, resetAt: new Date(now + resetMs) }),
     };
   };
   const waiters = new Set<{ n: number; resolve: () => void }>();
@@ -259,8 +258,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     requests,
     limitRate(limit) {
       rateLimit = limit;
-      windowStart = 0;
-      windowCount = 0;
+      admitted = [];
     },
     rateLimited: () => refused,
     script: (...replies) => void queue.push(...replies),
