@@ -5,7 +5,7 @@
  * own: its tool events carry its agent id, its text is not streamed, it writes only to its
  * output, and what it wrote and read is counted for its result.
  */
-import type { TaskSpec } from '../contract/index.js';
+import type { TaskSpec, TaskWait } from '../contract/index.js';
 import type { ReadSource, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
 import type { RowTally } from '../domain/records.js';
 
@@ -140,6 +140,11 @@ export class SubResearcherPort implements AgentPort {
 
   /** The task's state is the lead's to move: it is executing while its sub-researchers work. */
   async setState(): Promise<void> {}
+
+  /** The task shows what any agent of its turn waits on. */
+  waitingOn(wait: TaskWait): () => void {
+    return this.lead.waitingOn(wait);
+  }
 
   /** Only the lead's model text is streamed. */
   text(): void {}

@@ -5,7 +5,7 @@
  * tools/tool.ts), derived from this interface by type.
  */
 import type { RowTally, SourceSnapshotRecord } from '../domain/records.js';
-import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
+import type { TaskActivity, TaskPhase, TaskWait, TurnKind } from '../contract/index.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { ModelToolCall } from './providers/model-provider.js';
 import type { EventPayload } from '../contract/index.js';
@@ -136,6 +136,11 @@ export interface TurnPort {
   // ---- progress -------------------------------------------------------------------------------
   /** Moves the task's phase and activity; asking for the state it is already in does nothing. */
   setState(state: TurnState): Promise<void>;
+  /**
+   * A call of the turn waits long on a provider's limits: the task shows `waiting` until every
+   * such wait of the turn has called the function returned.
+   */
+  waitingOn(wait: TaskWait): () => void;
   /** Streamed model text; the port may coalesce it before storing. */
   text(delta: string): void;
   /**

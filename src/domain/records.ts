@@ -2,7 +2,7 @@
  * What Quarry keeps, as plain records: the shapes the store reads and writes and the services
  * work on. They belong to no database and no service, so both sides import them from here.
  */
-import type { DeliveryStatus, GroupStatus, RunStatus, TaskActivity, TaskPhase, TaskSpec, TaskStatus, TurnKind, WebhookEventType } from '../contract/index.js';
+import type { DeliveryStatus, GroupStatus, RunStatus, TaskActivity, TaskPhase, TaskSpec, TaskStatus, TaskWait, TurnKind, WebhookEventType } from '../contract/index.js';
 import type { TurnError } from '../errors.js';
 
 
@@ -37,6 +37,8 @@ export interface TaskRecord {
   status: TaskStatus;
   phase: TaskPhase | null;
   activity: TaskActivity | null;
+  /** What its running turn waits on now (absent: nothing, as on a new task). */
+  waiting?: TaskWait | null;
   spec: TaskSpec;
   pinned: boolean;
   cronExpression: string | null;
@@ -99,6 +101,7 @@ export interface TaskStateRecord {
   status: TaskStatus;
   phase: TaskPhase | null;
   activity: TaskActivity | null;
+  waiting: TaskWait | null;
   queuedCount: number;
   lastEventSeq: number;
   currentTurnId: string | null;
@@ -329,4 +332,16 @@ export interface GroupRowRecord {
   rowNumber: number;
   /** The row's stored JSON. */
   row: string;
+}
+// ---- provider limits: shared by every process (agent/providers/provider-gate.ts) --------------
+
+/** A provider's shared pacing, in ms since the epoch: when its next request and next token may go. */
+export interface ProviderLimitState {
+  nextRequestAt: number;
+  nextTokenAt: number;
+  /** Nothing is sent before this time (a 429's Retry-After, a spent limit's reset). */
+  blockedUntil: number;
+  /** The limits the provider's headers stated, null until one did. */
+  learnedRpm: number | null;
+  learnedTpm: number | null;
 }

@@ -57,6 +57,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     status: task.status,
     phase: task.phase,
     activity: task.activity,
+    waiting: task.waiting ?? null,
     output_count: task.spec.outputs.length,
     poll_after_s: pollAfter(task, now),
     status_url: `/task/${id}`,

@@ -67,6 +67,8 @@ export interface TasksTable {
   last_outcome: ColumnType<string | null, string | null | undefined, string | null>;
   /** The spec's prompt, for the list's text search: written with every spec. */
   prompt: ColumnType<string | null, string | null | undefined, string | null>;
+  /** What a running turn waits on (`model_rate_limit`, `search_rate_limit`); null otherwise. */
+  waiting: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GroupsTable {
@@ -200,6 +202,23 @@ export interface RateWindowsTable {
   hits: number;
 }
 
+/** A provider's shared limits (migration 000015); times in ms since the epoch. */
+export interface ProviderLimitsTable {
+  provider: string;
+  next_request_at: ColumnType<number | string, number | undefined, number>;
+  next_token_at: ColumnType<number | string, number | undefined, number>;
+  blocked_until: ColumnType<number | string, number | undefined, number>;
+  learned_rpm: ColumnType<number | null, number | null | undefined, number | null>;
+  learned_tpm: ColumnType<number | null, number | null | undefined, number | null>;
+}
+
+/** A provider call in flight, under a lease (QUARRY_MODEL_CONCURRENCY). */
+export interface ProviderCallsTable {
+  provider: string;
+  call_id: string;
+  expires_at: ColumnType<number | string, number, number>;
+}
+
 export interface UploadChunksTable {
   upload_id: string;
   chunk: number;
@@ -265,6 +284,8 @@ export interface Database {
   idempotency: IdempotencyTable;
   settings: SettingsTable;
   rate_windows: RateWindowsTable;
+  provider_limits: ProviderLimitsTable;
+  provider_calls: ProviderCallsTable;
   upload_chunks: UploadChunksTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

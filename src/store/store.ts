@@ -11,7 +11,7 @@
  */
 import type {
   AccountRecord, ApiKeyRecord, AttemptResult, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
-  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, RowTally, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
+  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, ProviderLimitState, RowTally, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
   GroupListFilter, GroupRunRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
 } from '../domain/records.js';
 import type { RunStatus } from '../contract/index.js';
@@ -289,6 +289,13 @@ export interface ClusterRepository {
   hitRateWindow(keyId: string, windowStart: string, hits?: number): Promise<number>;
   getSetting(key: string): Promise<string | undefined>;
   setSetting(key: string, value: string): Promise<void>;
+  /** A provider's shared limit state (made on first use); `lock: true` holds it to the transaction's end. */
+  providerLimits(provider: string, opts?: { lock?: boolean }): Promise<ProviderLimitState>;
+  setProviderLimits(provider: string, patch: Partial<ProviderLimitState>): Promise<void>;
+  /** Counts the provider's calls in flight whose lease runs past `now`, dropping those that expired. */
+  countProviderCalls(provider: string, now: number): Promise<number>;
+  addProviderCall(provider: string, callId: string, expiresAt: number): Promise<void>;
+  removeProviderCall(provider: string, callId: string): Promise<void>;
 }
 
 /** A lock held by this process until released or until the process dies. */

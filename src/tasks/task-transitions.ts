@@ -114,7 +114,7 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
     unit.uow.turnReady();
     unit.set({ status: 'execute', ...startingState(next.kind), currentTurnId: next.id, queuedCount: Math.max(0, unit.task.queuedCount - 1) });
   } else {
-    unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
+    unit.set({ status: 'plan', phase: 'plan', activity: 'idle', waiting: null, currentTurnId: null });
   }
   unit.taskEvent('turn_ended', turnId);
   const outputCount = unit.task.spec.outputs.length;

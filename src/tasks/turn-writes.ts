@@ -7,7 +7,7 @@
 import { hasCredits } from '../accounts/accounts.js';
 import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
 import type { Config } from '../config.js';
-import type { EventPayload, TaskActivity, TaskPhase, TaskSpec } from '../contract/index.js';
+import type { EventPayload, TaskActivity, TaskPhase, TaskSpec, TaskWait } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
 import type { RowTally, TaskRecord, TurnRecord } from '../domain/records.js';
@@ -56,6 +56,13 @@ export class TurnWrites {
       unit.set(startingState(turn.kind));
       unit.taskEvent('turn_started', turn.id);
       return unit.task;
+    });
+  }
+
+  /** Shows what the running turn waits on (the task's `waiting`), or that it waits on nothing. No event: it is state to poll. */
+  async setWaiting(turnId: string, taskId: string, waiting: TaskWait | null): Promise<void> {
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      if ((unit.task.waiting ?? null) !== waiting) unit.set({ waiting });
     });
   }
 

@@ -150,6 +150,8 @@ class _TaskRequired(TypedDict):
     """plan: no turn runs; execute: a turn runs or waits; deleted; accepted on a 202 (message queued)."""
     phase: Optional[Literal["plan", "execute"]]
     activity: Optional[Literal["idle", "planning", "executing", "thinking"]]
+    waiting: Optional[Literal["model_rate_limit", "search_rate_limit"]]
+    """What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise."""
     output_count: int
     poll_after_s: int
     """Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run, at most 300)."""
@@ -715,6 +717,8 @@ class TaskState(TypedDict):
     status: Literal["plan", "execute", "deleted"]
     phase: Optional[Literal["plan", "execute"]]
     activity: Optional[Literal["idle", "planning", "executing", "thinking"]]
+    waiting: Optional[Literal["model_rate_limit", "search_rate_limit"]]
+    """What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise."""
     queued_messages: int
     turn: Optional[TaskStateTurn]
     last_event_id: int

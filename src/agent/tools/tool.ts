@@ -5,7 +5,7 @@
 import type { TurnPort } from '../turn-port.js';
 
 /** The part of the turn's port a tool may use as it is; state, events and checkpoints stay the loop's. */
-const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir', 'recordSource', 'citedSources', 'source'] as const;
+const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir', 'recordSource', 'citedSources', 'source', 'waitingOn'] as const;
 type ToolMethod = (typeof TOOL_METHODS)[number];
 
 /** A port method with its leading write key bound, so a tool cannot write under another call's key. */

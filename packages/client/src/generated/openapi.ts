@@ -1207,6 +1207,8 @@ export type components = {
             status: "plan" | "execute" | "deleted" | "accepted";
             phase: ("plan" | "execute") | null;
             activity: ("idle" | "planning" | "executing" | "thinking") | null;
+            /** @description What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise. */
+            waiting: ("model_rate_limit" | "search_rate_limit") | null;
             output_count: number;
             /** @description Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run, at most 300). */
             poll_after_s: number;
@@ -1399,6 +1401,8 @@ export type components = {
             status: "plan" | "execute" | "deleted";
             phase: ("plan" | "execute") | null;
             activity: ("idle" | "planning" | "executing" | "thinking") | null;
+            /** @description What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise. */
+            waiting: ("model_rate_limit" | "search_rate_limit") | null;
             queued_messages: number;
             turn: {
                 id: string;
