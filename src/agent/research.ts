@@ -6,7 +6,7 @@
  * output, and what it wrote and read is counted for its result.
  */
 import type { TaskSpec } from '../contract/index.js';
-import type { ReadSource, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
+import type { ReadSource, RowKeys, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
 
 /** A sub-researcher's last answer, as its research call reports it, is cut to this many characters. */
 export const SUMMARY_CAP = 4_000;
@@ -106,8 +106,8 @@ export class SubResearcherPort implements AgentPort {
     return this.lead.readRows(outputId);
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows?: number): Promise<{ firstRow: number; count: number }> {
-    const written = await this.lead.appendRows(writeKey, outputId, rows, verifiedRows);
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows?: number, keys?: RowKeys): Promise<{ firstRow: number; count: number }> {
+    const written = await this.lead.appendRows(writeKey, outputId, rows, verifiedRows, keys);
     this.rows += written.count;
     this.verified += verifiedRows ?? 0;
     return written;

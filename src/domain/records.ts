@@ -102,6 +102,25 @@ export interface TurnRecord {
   /** Rows the turn wrote, and how many of them had every source verified. */
   rowsWritten: number;
   verifiedRows: number;
+  /** What the turn changed in keyed outputs (decisions §19). */
+  changes: ChangeCounts;
+}
+
+export interface ChangeCounts {
+  added: number;
+  changed: number;
+  unconfirmed: number;
+}
+
+/** One change of a keyed row (decisions §19); `data` is the JSON text of `{key, fields, sources}`. */
+export interface RowChangeRecord {
+  id: string;
+  taskId: string;
+  turnId: string;
+  outputId: string;
+  change: 'added' | 'changed' | 'unconfirmed';
+  at: string;
+  data: string;
 }
 
 export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;

@@ -22,6 +22,7 @@ export function newTurn(taskId: string, accountId: string, kind: TurnKind, input
   return {
     id: newId('turn'), taskId, accountId, kind, status, input, planOnly, createdAt: now, startedAt: null, endedAt: null,
     leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0,
+    changes: { added: 0, changed: 0, unconfirmed: 0 },
   };
 }
 
@@ -93,6 +94,7 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
   unit.taskEvent('turn_ended', turnId);
   const outputCount = unit.task.spec.outputs.length;
   const usage = await unit.tx.turns.get(turnId);
+  const changes = usage?.changes ?? { added: 0, changed: 0, unconfirmed: 0 };
   unit.event('done', turnId, {
     outcome,
     output_count: outputCount,
@@ -106,7 +108,8 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
     unverified_rows: (usage?.rowsWritten ?? 0) - (usage?.verifiedRows ?? 0),
     // The queued message that starts now, or null: the task is idle (streams of the task end here).
     next_turn_id: next?.id ?? null,
+    ...(unit.task.spec.outputs.some((o) => o.key) ? { changes } : {}),
   });
-  unit.uow.signal('turn_ended', { task: unit.task, turnId, outcome, outputCount, creditsUsedMicros });
+  unit.uow.signal('turn_ended', { task: unit.task, turnId, outcome, outputCount, creditsUsedMicros, changes });
   return next?.id ?? null;
 }

@@ -22,6 +22,16 @@ class Balance(TypedDict):
     """Credits left (at most 6 decimal places)."""
 
 
+class ChangeCounts(TypedDict):
+    """A turn of a task with a keyed table output: what it changed (GET /task/{task_id}/changes lists it)."""
+    added: int
+    """Keys the turn wrote for the first time."""
+    changed: int
+    """Rows whose values or sources the turn changed."""
+    unconfirmed: int
+    """Keys an execute turn did not write again although they existed before (the rows stay)."""
+
+
 class CreatedAccount(TypedDict):
     account_id: str
     name: str
@@ -67,6 +77,7 @@ class DoneEvent(_DoneEventRequired, total=False):
     """A turn that ended: the output tokens of its model calls."""
     compactions: int
     """A turn that ended: how often its conversation was compacted to fit the model's context."""
+    changes: ChangeCounts
 
 
 class _ErrorRequired(TypedDict):
@@ -331,6 +342,7 @@ class _TaskSpecOutputsItemRequired(TypedDict):
 class TaskSpecOutputsItem(_TaskSpecOutputsItemRequired, total=False):
     description: str
     columns: List[TaskSpecOutputsItemColumnsItem]
+    key: List[str]
     schema: Dict[str, Any]
     """JSON Schema each row of a records output must satisfy."""
 
@@ -379,6 +391,56 @@ class _TaskSpecInputColumnsItemRequired(TypedDict):
 
 class TaskSpecInputColumnsItem(_TaskSpecInputColumnsItemRequired, total=False):
     description: str
+
+
+class GroupRowChange(RowChange):
+    _input: int
+    """The input's 0-based index in the group."""
+    input: Dict[str, Any]
+    """The run's input."""
+    task_id: str
+    """The run."""
+
+
+class RowChange(TypedDict):
+    turn_id: str
+    at: str
+    """When the turn wrote it (for unconfirmed: when the turn ended)."""
+    output: str
+    """The output id."""
+    key: Dict[str, Any]
+    """The key columns and their values."""
+    change: Literal["added", "changed", "unconfirmed"]
+    fields: Dict[str, RowChangeFieldsValue]
+    """added: every column with a value (before null); changed: the columns whose value changed; unconfirmed: none."""
+    sources: RowChangeSources
+    """The row's _sources before and after (null where the row did not exist, and both null for unconfirmed)."""
+
+
+class RowChangeFieldsValue(TypedDict):
+    before: Any
+    after: Any
+
+
+class RowChangeSources(TypedDict):
+    """The row's _sources before and after (null where the row did not exist, and both null for unconfirmed)."""
+    before: Optional[List[RowSource]]
+    after: Optional[List[RowSource]]
+
+
+class RowSource(TypedDict, total=False):
+    url: str
+    upload_id: str
+    title: str
+    quote: str
+    fields: List[str]
+    """The columns this source supports; absent: the whole row."""
+    verified: bool
+    """true for quote_found and page_read. Absent on rows written before sources were checked."""
+    check: Literal["quote_found", "page_read", "quote_not_found", "not_read"]
+    """quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy)."""
+    source_id: str
+    """The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against."""
 
 
 class GroupRowsPage(TypedDict):
@@ -461,6 +523,8 @@ class TaskSpecInputOutputsItem(_TaskSpecInputOutputsItemRequired, total=False):
     path: str
     description: str
     columns: List[TaskSpecInputOutputsItemColumnsItem]
+    key: List[str]
+    """Table outputs only: the required columns that identify a row; a row written again with the same key updates that row in place."""
     schema: Dict[str, Any]
     """JSON Schema each row of a records output must satisfy."""
 
@@ -570,21 +634,6 @@ class Row(_RowRequired, total=False):
     """One row: the output's columns (or report/records fields) plus _row, _sources and, when given, _basis."""
     _basis: Dict[str, FieldBasis]
     """Per column: how sure the agent is and why (when it said)."""
-
-
-class RowSource(TypedDict, total=False):
-    url: str
-    upload_id: str
-    title: str
-    quote: str
-    fields: List[str]
-    """The columns this source supports; absent: the whole row."""
-    verified: bool
-    """true for quote_found and page_read. Absent on rows written before sources were checked."""
-    check: Literal["quote_found", "page_read", "quote_not_found", "not_read"]
-    """quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy)."""
-    source_id: str
-    """The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against."""
 
 
 class OutputRef(TypedDict):
@@ -712,7 +761,7 @@ class Usage(TypedDict):
 class Webhook(TypedDict):
     webhook_id: str
     url: str
-    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]]
+    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]]
     description: Optional[str]
     created_at: str
     previous_secret_expires_at: Optional[str]
@@ -721,7 +770,7 @@ class Webhook(TypedDict):
 class WebhookDelivery(TypedDict):
     delivery_id: str
     """Sent as the webhook-id header; the same on every attempt."""
-    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]
+    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]
     status: Literal["pending", "delivered", "dead"]
     attempts: int
     """Attempts started so far."""
@@ -735,7 +784,7 @@ class WebhookDelivery(TypedDict):
 class WebhookWithSecret(TypedDict):
     webhook_id: str
     url: str
-    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]]
+    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]]
     description: Optional[str]
     created_at: str
     previous_secret_expires_at: Optional[str]
@@ -924,6 +973,10 @@ class ListSourcesResponse(TypedDict):
     sources: List[SourceInfo]
 
 
+class ListChangesResponse(TypedDict):
+    changes: List[RowChange]
+
+
 class CreateUploadUrlBody(TypedDict):
     filename: str
     content_type: str
@@ -954,11 +1007,15 @@ class AddGroupInputsBody(TypedDict, total=False):
     """A finished upload: a CSV file (a header row naming the columns) or JSON Lines (one object per line)."""
 
 
+class ListGroupChangesResponse(TypedDict):
+    changes: List[GroupRowChange]
+
+
 class _CreateWebhookBodyRequired(TypedDict):
     url: str
     """An http(s) URL that takes POST requests; no user name or password in it."""
-    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]]
-    """Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, group.finished."""
+    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]]
+    """Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, task.changed (a turn changed a keyed output), group.finished."""
 
 
 class CreateWebhookBody(_CreateWebhookBodyRequired, total=False):

@@ -23,7 +23,7 @@ export type ToolContext = Pick<TurnPort, 'signal' | ToolMethod> & {
 /** The view of `port` one tool call gets. */
 export function toolContext(port: Pick<TurnPort, 'signal' | 'appendRows' | ToolMethod>, writeKey: string, callId: string): ToolContext {
   const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
-  return { ...methods, signal: port.signal, writeKey, callId, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
+  return { ...methods, signal: port.signal, writeKey, callId, appendRows: (outputId, rows, verifiedRows, keys) => port.appendRows(writeKey, outputId, rows, verifiedRows, keys) };
 }
 
 export interface ToolResult {
