@@ -7,8 +7,11 @@ export const SPEC_HEADING = 'The current spec (JSON):';
 const CITATION_RULES = [
   '- Cite every fact: give each row sources ({url or upload_id, title, quote, fields}). The server checks each one:',
   '  a source counts only if this task read it (a page with fetch_url, an input with read_input), and its quote must appear',
-  '  in that text. Quote a short span (a sentence or less) copied exactly from what you read, not a paraphrase;',
-  '  name the columns it supports in "fields"; give basis (confidence and reasoning per column) for what you inferred.',
+  '  in that text. Quote a short span (a sentence or less) copied exactly from what you read, not a paraphrase,',
+  '  and choose the span that states the values themselves: each value the source supports is looked for in its quote',
+  '  (numbers, dates and names may be written there another way: "1.2 million" holds 1200000, "12 March 2026" holds',
+  '  2026-03-12). Name the columns it supports in "fields", so that it is checked only for those; give basis',
+  '  (confidence and reasoning per column) for what you inferred.',
   '  Search results alone are not sources: fetch the page first.',
   '- Never invent data. If something cannot be found, leave the column empty (null) rather than guessing.',
   '- Pages you read stay stored: read_source {source_id} reads one again without fetching it.',
@@ -18,6 +21,9 @@ const CITATION_RULES = [
 function sourceRules(spec: TaskSpec): string[] {
   const lines: string[] = [];
   if (spec.citations === 'require_verified') lines.push('', 'This task requires verified citations: write_rows refuses a row unless every source it cites checks out; it says which, so fix them and call again.');
+  if (spec.citations === 'require_supported') {
+    lines.push('', 'This task requires supported values: write_rows refuses a row unless every source it cites checks out and every value a quote is checked for appears in that quote; it names the row, column, value and quote, so fix them and call again.');
+  }
   const policy = spec.sources;
   if (policy && (policy.include_domains.length > 0 || policy.exclude_domains.length > 0)) {
     lines.push('', `Source policy: ${policy.include_domains.length > 0 ? `only ${policy.include_domains.join(', ')} (and their subdomains)` : 'any domain'}${policy.exclude_domains.length > 0 ? `, never ${policy.exclude_domains.join(', ')}` : ''}. Other sites cannot be searched, fetched or cited.`);

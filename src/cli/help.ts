@@ -29,6 +29,8 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
   task outputs ID                         a task's outputs with row counts
   task rows ID [--output OUT] [--limit N] [--offset N] [--csv | --jsonl]
                                           read rows; --csv/--jsonl export the whole output
+  task recheck ID                         check every row's sources and cells again against
+                                          the pages already read (fetches nothing)
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
   eval FILE [--limit N] [--concurrency N] [--out DIR] [--grader exact|model]

@@ -92,6 +92,7 @@ function csvLayout(output: OutputDecl): { header: string[]; cells: (row: StoredR
           const record: Record<string, unknown> = { ...row };
           delete record._row;
           delete record._sources;
+          delete record._support;
           return [JSON.stringify(record)];
         },
       };

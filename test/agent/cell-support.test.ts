@@ -219,6 +219,9 @@ describe('cell support through the API', () => {
       () => call('write_rows', { output: 'farms', rows: [{ farm: 'Hornsea 2', capacity_mw: 1386, opened: '2022-08-31' }], sources: [{ url: page(), quote: CAPACITY_QUOTE }] }),
       { text: 'Done.' },
     ]);
+    const system = String(ran.requests[0]!.messages!.find((m) => m.role === 'system')?.content);
+    assert.match(system, /choose the span that states the values themselves: each value the source supports is looked for in its quote/);
+    assert.match(system, /This task requires supported values: write_rows refuses a row unless/);
     const refused = toolMessages(ran.requests[2]).at(-1)!;
     assert.match(refused, /^No rows were written; fix these and call again:/);
     assert.ok(refused.includes(`- row 1, column capacity_mw: the value 1368 is not in source 1 (${page()}) quote ${JSON.stringify(CAPACITY_QUOTE)}`), refused);

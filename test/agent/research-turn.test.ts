@@ -73,7 +73,8 @@ describe('a research turn end to end', () => {
     // The quote is in what was fetched: the source is verified and names that snapshot.
     const rows = await h.request('GET', `/task/${id}/output`);
     assert.equal(rows.body.total, 1);
-    assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'], verified: true, check: 'quote_found', source_id: sourceId }]);
+    assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, title: 'Granite', quote: ARTICLE_FACT, fields: ['name', 'opened'], verified: true, check: 'quote_found', source_id: sourceId, supports: { name: true, opened: true } }]);
+    assert.deepEqual(rows.body.rows[0]._support, { name: 'supported', opened: 'supported', source_url: 'unchecked' });
     assert.equal(toolResult(4, 'write_rows'), 'Wrote 1 rows to quarries (rows 1-1); 1 of them verified. quarries now has 1 rows.');
     const outputs = (await h.request('GET', `/task/${id}/outputs`)).body.outputs as { id: string; row_count: number; verified_rows: number; unverified_rows: number }[];
     assert.deepEqual(outputs.map((o) => [o.id, o.row_count, o.verified_rows, o.unverified_rows]), [['quarries', 1, 1, 0]]);

@@ -85,6 +85,8 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
 }
 
 const runCodeTool = createRunCodeTool(sandbox);
+/** The sources were never read: no quote was checked, so every value of a part is unchecked. */
+const UNCHECKED_PART = { item: 'unchecked', price: 'unchecked', total: 'unchecked', checked: 'unchecked' };
 const runCode = (h: Harness, args: { language: 'python' | 'javascript' | 'shell'; code: string; timeout_s?: number }) => runCodeTool.run(args, h.ctx);
 const writeRows = (h: Harness, args: { output: string; rows?: unknown[]; from_file?: string; sources?: unknown[] }) => writeRowsTool.run(args, h.ctx);
 const stored = (h: Harness, output: string) => (h.written.get(output) ?? []).map((r) => JSON.parse(r) as Record<string, unknown>);
@@ -118,9 +120,9 @@ describe('run_code', { skip }, () => {
     const neverRead = (line: number) => `- line ${line}, source 1 (upload upl_01PRICES): not_read: this task never read that input with read_input`;
     assert.equal(loaded.content, `Wrote 3 rows from outputs/priced.csv to parts (rows 1-3); 0 of them verified. parts now has 3 rows. These sources could not be verified:\n${[2, 3, 4].map(neverRead).join('\n')}`);
     assert.deepEqual(stored(h, 'parts'), [
-      { _row: 1, item: 'bolt', price: 0.25, total: 100, checked: true, _sources: [STORED_SOURCE] },
-      { _row: 2, item: 'nut', price: 0.1, total: 100, checked: true, _sources: [STORED_SOURCE] },
-      { _row: 3, item: 'washer', price: 0.05, total: 12.5, checked: true, _sources: [STORED_SOURCE] },
+      { _row: 1, item: 'bolt', price: 0.25, total: 100, checked: true, _sources: [STORED_SOURCE], _support: UNCHECKED_PART },
+      { _row: 2, item: 'nut', price: 0.1, total: 100, checked: true, _sources: [STORED_SOURCE], _support: UNCHECKED_PART },
+      { _row: 3, item: 'washer', price: 0.05, total: 12.5, checked: true, _sources: [STORED_SOURCE], _support: UNCHECKED_PART },
     ]);
   });
 
@@ -133,8 +135,8 @@ describe('run_code', { skip }, () => {
     const loaded = ok(await writeRows(h, { output: 'facts', from_file: 'outputs/facts.jsonl', sources: [SOURCE] }));
     assert.match(loaded.content, /^Wrote 2 rows from outputs\/facts\.jsonl to facts/);
     assert.deepEqual(stored(h, 'facts'), [
-      { _row: 1, fact: 'bolts are cheap', score: 1, _sources: [notRead({ url: 'https://example.com/bolts' })] },
-      { _row: 2, fact: 'nuts too', _sources: [STORED_SOURCE] },
+      { _row: 1, fact: 'bolts are cheap', score: 1, _sources: [notRead({ url: 'https://example.com/bolts' })], _support: { fact: 'unchecked', score: 'unchecked' } },
+      { _row: 2, fact: 'nuts too', _sources: [STORED_SOURCE], _support: { fact: 'unchecked' } },
     ]);
   });
 
@@ -283,6 +285,6 @@ describe('write_rows from_file', () => {
   it('still writes inline rows as before', async () => {
     const h = harness();
     ok(await writeRows(h, { output: 'parts', rows: [{ item: 'bolt', price: 1 }], sources: [SOURCE] }));
-    assert.deepEqual(stored(h, 'parts'), [{ _row: 1, item: 'bolt', price: 1, total: null, checked: null, _sources: [STORED_SOURCE] }]);
+    assert.deepEqual(stored(h, 'parts'), [{ _row: 1, item: 'bolt', price: 1, total: null, checked: null, _sources: [STORED_SOURCE], _support: { item: 'unchecked', price: 'unchecked' } }]);
   });
 });

@@ -268,6 +268,9 @@ describe('client against an API-only server', () => {
     assert.equal(missing.task_id, 'no-such-task');
     assert.equal(missing.request_id, log[0]!.requestId);
     assert.equal(log.length, 1);
+    const recheckMissing = await c.tasks.recheck('no-such-task').then(() => undefined, (e: unknown) => e);
+    assert.ok(recheckMissing instanceof TaskNotFoundError, String(recheckMissing));
+    log.length = 1;
 
     const invalid = await c.tasks.create({ prompt: '   ' }).then(() => undefined, (e: unknown) => e);
     assert.ok(invalid instanceof ValidationError, String(invalid));
@@ -597,6 +600,8 @@ describe('client against a server that runs turns', () => {
     assert.equal(lines, 6001);
     // Never fetched in this task: the source carries its not_read mark.
     assert.equal(last, '6000,item 6000,6000,https://example.com/items [not_read]');
+    // Checked again against the snapshots: the same verdicts, nothing stored again.
+    assert.deepEqual(await c.tasks.recheck(task.task_id), { rows: 6000, changed: 0 });
 
     const jsonl = await c.tasks.export(task.task_id, { format: 'jsonl' });
     let count = 0;

@@ -38,6 +38,8 @@ const MAKER_SOURCES = [{ url: 'https://example.com/makers', title: 'Makers list'
 const notRead = <S extends object>(source: S) => ({ ...source, verified: false, check: 'not_read' });
 const STORED_MAKER_SOURCES = MAKER_SOURCES.map(notRead);
 const makerRow = (i: number) => ({ company: `Maker ${i}`, country: i % 2 ? 'Österreich' : '中国 🏭', capacity_gwh: i * 1.5, source_url: `https://example.com/m/${i}` });
+/** A row's `_support` when no source of it was checked against a quote: every value unchecked. */
+const unchecked = (values: Record<string, unknown>) => ({ _support: Object.fromEntries(Object.keys(values).map((k) => [k, 'unchecked'])) });
 const MAKER_COUNT = 25;
 const BIG_COUNT = 3000;
 
@@ -149,7 +151,7 @@ describe('output routes', () => {
     const all = await h.request('GET', `/task/${taskId}/outputs/big?limit=50000`);
     assert.equal(all.status, 200);
     assert.equal(all.body.rows.length, BIG_COUNT);
-    assert.deepEqual(all.body.rows.at(-1), { _row: BIG_COUNT, label: `row, "${BIG_COUNT}"`, value: BIG_COUNT, _sources: [notRead({ url: 'https://example.com/big' })] });
+    assert.deepEqual(all.body.rows.at(-1), { _row: BIG_COUNT, label: `row, "${BIG_COUNT}"`, value: BIG_COUNT, _sources: [notRead({ url: 'https://example.com/big' })], ...unchecked({ label: 1, value: 1 }) });
     for (const bad of ['0', '50001', '-3', 'ten']) {
       const res = await h.request('GET', `/task/${taskId}/output?output=big&limit=${bad}`);
       assert.equal(res.status, 422, `limit=${bad}: ${res.text}`);
@@ -164,8 +166,8 @@ describe('output routes', () => {
   it('rows carry _row and _sources (with the fields a source supports)', async () => {
     const res = await h.request('GET', `/task/${taskId}/output?output=makers&limit=2`);
     assert.deepEqual(res.body.rows, [
-      { _row: 1, ...makerRow(1), _sources: [notRead({ url: 'https://example.com/acme', title: 'Acme' })] },
-      { _row: 2, ...makerRow(2), _sources: STORED_MAKER_SOURCES },
+      { _row: 1, ...makerRow(1), _sources: [notRead({ url: 'https://example.com/acme', title: 'Acme' })], ...unchecked(makerRow(1)) },
+      { _row: 2, ...makerRow(2), _sources: STORED_MAKER_SOURCES, ...unchecked(makerRow(2)) },
     ]);
   });
 
@@ -218,14 +220,14 @@ describe('output routes', () => {
   it('report and records outputs keep their own row shapes', async () => {
     const summary = await h.request('GET', `/task/${taskId}/outputs/summary`);
     assert.deepEqual(summary.body.rows, [
-      { _row: 1, heading: 'Overview', markdown: '# Overview\n\nSome *text*, with a comma.', _sources: [notRead({ url: 'https://example.com/report' })] },
-      { _row: 2, heading: 'Details', markdown: 'Points:\n- one\n- two', _sources: [notRead({ url: 'https://example.com/report' })] },
+      { _row: 1, heading: 'Overview', markdown: '# Overview\n\nSome *text*, with a comma.', _sources: [notRead({ url: 'https://example.com/report' })], ...unchecked({ heading: 1, markdown: 1 }) },
+      { _row: 2, heading: 'Details', markdown: 'Points:\n- one\n- two', _sources: [notRead({ url: 'https://example.com/report' })], ...unchecked({ heading: 1, markdown: 1 }) },
     ]);
     const facts = await h.request('GET', `/task/${taskId}/outputs/facts`);
     assert.deepEqual(facts.body.output, { id: 'facts', kind: 'records', path: 'outputs/facts.jsonl' });
     assert.deepEqual(facts.body.rows, [
-      { _row: 1, claim: 'first', n: 1, _sources: [notRead({ url: 'https://example.com/facts' })] },
-      { _row: 2, claim: 'second', n: 2, _sources: [notRead({ url: 'https://example.com/second', quote: 'second' })] },
+      { _row: 1, claim: 'first', n: 1, _sources: [notRead({ url: 'https://example.com/facts' })], ...unchecked({ claim: 1, n: 1 }) },
+      { _row: 2, claim: 'second', n: 2, _sources: [notRead({ url: 'https://example.com/second', quote: 'second' })], ...unchecked({ claim: 1, n: 1 }) },
     ]);
   });
 
@@ -297,7 +299,7 @@ describe('output routes', () => {
     page = await h.request('GET', `/task/${taskId}/output?limit=1&offset=25`);
     assert.equal(page.body.output.id, 'makers');
     assert.equal(page.body.total, MAKER_COUNT + 1);
-    assert.deepEqual(page.body.rows, [{ _row: 26, ...makerRow(26), _sources: STORED_MAKER_SOURCES }]);
+    assert.deepEqual(page.body.rows, [{ _row: 26, ...makerRow(26), _sources: STORED_MAKER_SOURCES, ...unchecked(makerRow(26)) }]);
     assert.equal((await h.request('GET', `/task/${taskId}`)).body.active_output, 'makers');
     const csv = await h.request('GET', `/task/${taskId}/output?format=csv`);
     assert.equal(parseCsv(csv.text).length, 2 + MAKER_COUNT, 'the export without output= is the active output too');

@@ -105,6 +105,13 @@ describe('quarry CLI', () => {
     assert.match(rowsText.stdout, /^#\s+company\s+SOURCES\n1\s+Northvolt\s+1\n2\s+ACC\s+1\n$/);
     assert.match(rowsText.stderr, /rows 1-2 of 2 in plants/);
     assert.equal(JSON.parse(outputs.stdout)[0].row_count, 2);
+
+    // Checked again against the snapshots (none: the page was never fetched): nothing changes, twice.
+    const recheck = await quarry(['task', 'recheck', taskId, '--json']);
+    assert.equal(recheck.code, 0, recheck.stderr);
+    assert.deepEqual(JSON.parse(recheck.stdout), { rows: 2, changed: 0 });
+    const recheckText = await quarry(['task', 'recheck', taskId]);
+    assert.equal(recheckText.stdout, `${taskId} rechecked: 2 rows, 0 changed\n`);
   });
 
   it('task create --spec FILE --id ID --json starts from a spec; a repeat exits 5 with task_exists', async () => {

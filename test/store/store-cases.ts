@@ -356,6 +356,28 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal(JSON.parse(all[4]!).city, 'Zürich 北京 🚀');
     });
 
+    it('counts verified rows and cells as rows are appended (not on a replay); a rewrite replaces rows and sets the counts; the task keeps its cell totals', async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const row = (k: number) => `{"_row":${k}}`;
+      const tally = { verified: 1, cells: { supported: 3, unsupported: 1, unchecked: 2 } };
+      await store.transaction((tx) => tx.rows.append(t.id, 'out', 'k1', [row, row], '2030-01-01T00:00:00.000Z', tally));
+      await store.transaction((tx) => tx.rows.append(t.id, 'out', 'k1', [row, row], '2030-01-01T00:00:00.000Z', tally));
+      await store.transaction((tx) => tx.rows.append(t.id, 'out', 'k2', [row], '2030-01-01T00:00:00.000Z', { verified: 1, cells: { supported: 1, unsupported: 0, unchecked: 0 } }));
+      const [stats] = await store.rows.stats(t.id);
+      assert.deepEqual([stats!.rowCount, stats!.verifiedCount, stats!.cells], [3, 2, { supported: 4, unsupported: 1, unchecked: 2 }]);
+
+      await store.transaction((tx) => tx.rows.rewrite(t.id, 'out', [{ rowNumber: 2, data: '{"_row":2,"again":true}' }], { verified: 3, cells: { supported: 5, unsupported: 0, unchecked: 1 } }));
+      assert.deepEqual((await store.rows.read(t.id, 'out', 0, 10)).map(String), ['{"_row":1}', '{"_row":2,"again":true}', '{"_row":3}']);
+      const [after] = await store.rows.stats(t.id);
+      assert.deepEqual([after!.rowCount, after!.verifiedCount, after!.cells], [3, 3, { supported: 5, unsupported: 0, unchecked: 1 }]);
+
+      assert.deepEqual([(await store.tasks.get(t.id))!.supportedCells, (await store.tasks.get(t.id))!.unsupportedCells], [0, 0]);
+      await store.tasks.update(t.id, { supportedCells: 5, unsupportedCells: 2 });
+      const stored = (await store.tasks.get(t.id))!;
+      assert.deepEqual([stored.supportedCells, stored.unsupportedCells], [5, 2]);
+    });
+
     it('rolls a transaction back when it throws', async () => {
       const t = task(accountId);
       await assert.rejects(store.transaction(async (tx) => {

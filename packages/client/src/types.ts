@@ -221,6 +221,17 @@ export type OutputPage = Schemas['OutputPage'];
  */
 export type OutputInfo = Schemas['OutputInfo'];
 
+/**
+ * What `POST /task/{task_id}/recheck` did: rows checked again against the stored snapshots, and
+ * how many of them changed.
+ *
+ * @example
+ * ```ts
+ * const { rows, changed } = await client.tasks.recheck(taskId);
+ * ```
+ */
+export type RecheckResult = Schemas['RecheckResult'];
+
 // ---- events ----------------------------------------------------------------------------------
 
 /**

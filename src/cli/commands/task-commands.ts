@@ -1,5 +1,5 @@
 /**
- * `quarry task …`: create, list, show, follow, wait, continue, execute, stop, rm, outputs, rows.
+ * `quarry task …`: create, list, show, follow, wait, continue, execute, stop, rm, outputs, rows, recheck.
  */
 import fs from 'node:fs/promises';
 import type { Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
@@ -159,6 +159,15 @@ const outputs: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
+const recheck: Command = async (ctx, args) => {
+  const { positionals } = parseCommand(args, {}, { min: 1, max: 1, names: 'ID' });
+  const taskId = positionals[0]!;
+  const result = await ctx.client().tasks.recheck(taskId);
+  if (ctx.json) ctx.printJson(result);
+  else ctx.out(`${taskId} rechecked: ${result.rows} rows, ${result.changed} changed`);
+  return ExitCode.ok;
+};
+
 const rows: Command = async (ctx, args) => {
   const { values, positionals } = parseCommand(args, { output: { type: 'string', short: 'o' }, ...ROWS_OPTIONS }, { min: 1, max: 1, names: 'ID' });
   const taskId = positionals[0]!;
@@ -203,5 +212,6 @@ export const TASK_COMMANDS: Record<string, Command> = {
   delete: rm,
   outputs,
   rows,
+  recheck,
 };
 

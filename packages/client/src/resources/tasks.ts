@@ -12,7 +12,7 @@ import type { TaskWriteQueue } from '../internal/task-write-queue.js';
 import type { CallResult, RouteCall, Transport } from '../internal/transport.js';
 import type { RequestOptions } from '../request-options.js';
 import type {
-  OutputInfo, OutputPage, OutputRef, Row, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
+  OutputInfo, OutputPage, OutputRef, RecheckResult, Row, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
 } from '../types.js';
 
 /**
@@ -510,6 +510,20 @@ export class Tasks {
   async outputs(taskId: string, opts?: RequestOptions): Promise<OutputInfo[]> {
     const body = await this.transport.json<{ outputs: OutputInfo[] }>({ method: 'GET', path: taskPath(taskId, '/outputs'), auth: 'key', resendable: true }, opts);
     return body.outputs;
+  }
+
+  /**
+   * Checks every row's sources and cells again against the task's stored snapshots
+   * (`POST /task/{id}/recheck`); nothing is fetched. Resent after a lost answer: a second recheck
+   * changes nothing.
+   *
+   * @example
+   * ```ts
+   * const { rows, changed } = await client.tasks.recheck(taskId);
+   * ```
+   */
+  recheck(taskId: string, opts?: RequestOptions): Promise<RecheckResult> {
+    return this.transport.json<RecheckResult>({ method: 'POST', path: taskPath(taskId, '/recheck'), json: {}, auth: 'key', resendable: true }, opts);
   }
 
   /**
