@@ -655,6 +655,8 @@ async function webhookProbes(h: Harness, run: ProbeRunner, hookId: string, keyWi
     { via: S, method: 'GET', path: `${w(hookId)}/deliveries?limit=1`, expect: 200, note: 'a page with X-Next-Cursor and Link' },
     { via: S, method: 'GET', path: `${w(hookId)}/deliveries?limit=1&cursor=${encodeURIComponent(deliveryCursor)}`, expect: 200, note: 'the next page' },
     { via: S, method: 'GET', path: `${w(doomed)}/deliveries`, expect: 200, note: 'an endpoint without deliveries' },
+    { via: S, method: 'GET', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}`, expect: 200, note: 'a delivery with its attempts' },
+    { via: S, method: 'GET', path: `${w(hookId)}/deliveries/msg_nope`, expect: 404, note: '404 delivery_not_found' },
     { via: S, method: 'POST', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, expect: 202, note: 'redeliver, no body' },
     { via: S, method: 'POST', path: `${w(hookId)}/deliveries/${encodeURIComponent(deliveryId)}/redeliver`, body: {}, expect: 202, note: 'redeliver, body {}' },
     { via: S, method: 'GET', path: `${w('wh_nope')}/deliveries`, expect: 404, note: '404 webhook_not_found' },
