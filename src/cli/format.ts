@@ -2,7 +2,7 @@
  * Human-readable output: aligned tables and one-line summaries. Scripts should use `--json`;
  * these formats may change between releases.
  */
-import type { Group, GroupCounts, GroupDetail, GroupEvent, OutputInfo, Task, TaskEvent, Webhook, WebhookDelivery } from '../../packages/client/src/index.js';
+import type { Group, GroupCounts, GroupDetail, GroupEvent, GroupRun, OutputInfo, Task, TaskEvent, Webhook, WebhookDelivery, WebhookDeliveryAttempt } from '../../packages/client/src/index.js';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(header: string[], rows: string[][]): string {
@@ -72,6 +72,20 @@ export function deliveriesTable(deliveries: WebhookDelivery[]): string {
       d.delivery_id, d.event, d.status, String(d.attempts), d.last_status_code === null ? '-' : String(d.last_status_code),
       shortTime(d.created_at), shortTime(d.next_attempt_at), cell(d.last_error),
     ]),
+  );
+}
+
+export function runsTable(runs: GroupRun[]): string {
+  return table(
+    ['INPUT', 'STATUS', 'TASK', 'CREDITS', 'UPDATED', 'ERROR'],
+    runs.map((r) => [String(r.input_index), r.status, r.task_id ?? '-', credits(r.credits_used), shortTime(r.updated_at), cell(r.error?.message)]),
+  );
+}
+
+export function attemptsTable(attempts: WebhookDeliveryAttempt[]): string {
+  return table(
+    ['AT', 'HTTP', 'MS', 'ERROR', 'ANSWER'],
+    attempts.map((a) => [shortTime(a.at), a.status_code === null ? '-' : String(a.status_code), String(a.duration_ms), cell(a.error), cell(a.response_excerpt)]),
   );
 }
 

@@ -15,6 +15,9 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
                                           start a task from a prompt, or from a spec file
                                           (--spec FILE, "-" for stdin; PROMPT then optional)
   task ls [--limit N] [--all]             list tasks (pinned first, then most recent)
+          [--q TEXT] [--state running|idle] [--outcome completed|failed|stopped]
+          [--created-after ISO] [--created-before ISO]
+                                          only the tasks those filters match
   task show ID [--events N]               a task, its outputs and its last events
   task follow ID [--after SEQ]            follow a task's events until no turn runs
   task wait ID [--timeout SECONDS]        wait until no turn runs
@@ -52,7 +55,10 @@ Task groups: one spec over many inputs, each input a run (QUARRY_URL, QUARRY_API
   group rows ID [--limit N] [--offset N] [--csv | --jsonl]
                                           read the merged rows; --csv/--jsonl export all
   group stop ID                           stop every run (pending ones never start)
-  group retry ID [--follow]               run the failed inputs again
+  group retry ID [--include failed,stopped] [--follow]
+                                          run the failed (or the listed) runs again
+  group runs ID [--status S] [--limit N] [--all]
+                                          every run: status, task, credits, error
   group add-inputs ID --inputs FILE [--format csv|jsonl] [--follow]
                                           add inputs, also while the group runs
 
@@ -68,7 +74,9 @@ Webhooks (QUARRY_URL, QUARRY_API_KEY):
                                           too for 24 h
   webhooks deliveries ID [--limit N] [--all]
                                           an endpoint's deliveries, newest first
+  webhooks delivery ID DELIVERY_ID        a delivery's payload and its attempts
   webhooks redeliver ID DELIVERY_ID       send a delivery again (same webhook-id)
+  account                                 your account: balance and credits used
 
 Admin (QUARRY_URL, QUARRY_ADMIN_KEY):
   accounts create NAME [--credits N]      create an account and its first key

@@ -3,6 +3,7 @@
  * message and an exit code (see exit-codes.ts). `serve` is dispatched before this module loads.
  */
 import { QuarryError, type ErrorFacts } from '../../packages/client/src/index.js';
+import { ownAccountCommand } from './commands/account-command.js';
 import { ACCOUNT_COMMANDS, CREDIT_COMMANDS, KEY_COMMANDS } from './commands/admin-commands.js';
 import { GROUP_COMMANDS } from './commands/group-commands.js';
 import { TASK_COMMANDS } from './commands/task-commands.js';
@@ -26,6 +27,9 @@ const GROUPS: Record<string, Record<string, Command>> = {
   key: KEY_COMMANDS,
   credits: CREDIT_COMMANDS,
 };
+
+/** What a group runs without a subcommand: `quarry account` shows the key's own account (its subcommands are the admin's). */
+const WITHOUT_SUBCOMMAND: Record<string, Command> = { account: ownAccountCommand };
 
 /** The arguments before a `--`, where options are read. */
 function optionArgs(argv: string[]): string[] {
@@ -96,6 +100,8 @@ function findCommand(group: string, rest: string[]): { command: Command; args: s
   const commands = GROUPS[group];
   if (!commands) throw new UsageError(`unknown command "${group}"`);
   const [name, ...args] = rest;
+  const own = WITHOUT_SUBCOMMAND[group];
+  if (own && (name === undefined || name.startsWith('-'))) return { command: own, args: rest };
   if (name === undefined) throw new UsageError(`"quarry ${group}" needs a subcommand: ${Object.keys(commands).join(', ')}`);
   if (name === '--help' || name === '-h') return undefined;
   const command = commands[name];

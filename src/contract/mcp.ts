@@ -6,7 +6,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Nullable, Str } from './common.js';
 import { OutputPage } from './outputs.js';
-import { ContinueBody, StartBody, StopBody, TaskIdParams } from './requests.js';
+import { ContinueBody, ListQuery, StartBody, StopBody, TaskIdParams } from './requests.js';
 import { Task, TaskState } from './task.js';
 
 /** The longest wait_for_task waits: below the MCP clients' usual 60 s request timeout. */
@@ -28,6 +28,12 @@ export const StopTaskArgs = Type.Object({ ...TaskIdParams.properties, ...StopBod
 export const ListTasksArgs = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Str({ maxLength: 1000, description: 'next_cursor of the previous page.' })),
+  // The filters of GET /task (decisions §20), as that route takes them.
+  q: ListQuery.properties.q,
+  state: ListQuery.properties.state,
+  outcome: ListQuery.properties.outcome,
+  created_after: ListQuery.properties.created_after,
+  created_before: ListQuery.properties.created_before,
 });
 
 export const TaskList = Type.Object({ tasks: Type.Array(Task), next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })) });
@@ -56,7 +62,7 @@ export const MCP_TOOLS = {
     input: ContinueTaskArgs, output: Task,
   },
   stop_task: { description: 'Stop the task\'s running turn (rows written are kept); clear_queue also drops queued messages.', input: StopTaskArgs, output: Task },
-  list_tasks: { description: 'The account\'s tasks, pinned first, then most recently updated; page with next_cursor.', input: ListTasksArgs, output: TaskList },
+  list_tasks: { description: 'The account\'s tasks, pinned first, then most recently updated; filter by q (text in the name or prompt), state (running, idle), outcome of the last turn (completed, failed, stopped), created_after, created_before; page with next_cursor.', input: ListTasksArgs, output: TaskList },
 } as const satisfies Record<string, McpToolDecl>;
 
 export type McpToolName = keyof typeof MCP_TOOLS;

@@ -19,7 +19,7 @@ import {
 import { Task, TaskState } from './task.js';
 import { UploadParams, UploadPutQuery, UploadResult, UploadTicket, UploadUrlBody } from './uploads.js';
 import { Group, GroupBody, GroupDetail, GroupInputsBody, GroupListQuery, GroupParams, GroupRowsPage, GroupRowsQuery, GroupRunList, GroupRunsQuery, GroupStreamQuery, RetryBody } from './groups.js';
-import { Delivery, DeliveryList, DeliveryParams, DeliveriesQuery, Webhook, WebhookBody, WebhookList, WebhookParams, WebhookWithSecret } from './webhooks.js';
+import { Delivery, DeliveryDetail, DeliveryList, DeliveryParams, DeliveriesQuery, Webhook, WebhookBody, WebhookList, WebhookParams, WebhookWithSecret } from './webhooks.js';
 
 // ---- answers ---------------------------------------------------------------------------------
 
@@ -363,6 +363,11 @@ export const ROUTES = {
     method: 'GET', url: '/webhooks/:webhook_id/deliveries', auth: 'key',
     schema: { operationId: 'listWebhookDeliveries', summary: 'The endpoint\'s deliveries, newest first', tags: tags.webhooks, headers: Plain, params: WebhookParams, querystring: DeliveriesQuery,
       response: { 200: json('One page of deliveries. Without X-Next-Cursor and Link this is the last page.', DeliveryList, NEXT_PAGE), ...errors(...KEYED, ...ON_WEBHOOK) } },
+  },
+  getDelivery: {
+    method: 'GET', url: '/webhooks/:webhook_id/deliveries/:delivery_id', auth: 'key',
+    schema: { operationId: 'getWebhookDelivery', summary: 'A delivery with its body and the log of its attempts', tags: tags.webhooks, headers: Plain, params: DeliveryParams,
+      response: { 200: json('The delivery.', DeliveryDetail), ...errors(...KEYED, ...ON_WEBHOOK) } },
   },
   redeliver: {
     method: 'POST', url: '/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', auth: 'key', optionalBody: true,

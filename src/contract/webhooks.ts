@@ -49,16 +49,21 @@ export const DeliveryParams = Type.Object({ webhook_id: Str({ minLength: 1, maxL
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'dead'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-export const Delivery = component('WebhookDelivery', Type.Object({
+/** A delivery's fields but its attempts (a count in the list, the log in the detail). */
+const deliveryFields = {
   delivery_id: Type.String({ description: 'Sent as the webhook-id header; the same on every attempt.' }),
   event: StringEnum(WEBHOOK_EVENTS),
   status: StringEnum(DELIVERY_STATUSES),
-  attempts: Type.Integer({ minimum: 0, description: 'Attempts started so far.' }),
   last_status_code: Nullable(Type.Integer({ description: 'The HTTP status of the last attempt; null when it got none (timeout, refused).' })),
   last_error: Nullable(Type.String({ description: 'Why the last attempt failed; null once delivered.' })),
   next_attempt_at: Nullable(Timestamp('When it is sent (again); null once delivered or dead.')),
   created_at: Timestamp(),
   delivered_at: Nullable(Timestamp()),
+};
+
+export const Delivery = component('WebhookDelivery', Type.Object({
+  ...deliveryFields,
+  attempts: Type.Integer({ minimum: 0, description: 'Attempts started so far.' }),
 }));
 export type Delivery = Static<typeof Delivery>;
 
@@ -100,3 +105,19 @@ export const WebhookPayload = component('WebhookPayload', Type.Object({
   data: Type.Union([TaskWebhookData, ChangedWebhookData, GroupWebhookData]),
 }));
 export type WebhookPayload = Static<typeof WebhookPayload>;
+
+export const DeliveryAttempt = component('WebhookDeliveryAttempt', Type.Object({
+  at: Timestamp('When the attempt began.'),
+  status_code: Nullable(Type.Integer({ description: 'The HTTP status the receiver answered; null when none came (timeout, refused, DNS).' })),
+  error: Nullable(Type.String({ description: 'Why the attempt failed; null when it delivered.' })),
+  duration_ms: Type.Integer({ minimum: 0 }),
+  response_excerpt: Nullable(Type.String({ description: 'The first 2 KiB of the receiver\'s answer body, as text; null when none came.' })),
+}));
+export type DeliveryAttempt = Static<typeof DeliveryAttempt>;
+
+export const DeliveryDetail = component('WebhookDeliveryDetail', Type.Object({
+  ...deliveryFields,
+  payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON body every attempt sends (a WebhookPayload).' }),
+  attempts: Type.Array(DeliveryAttempt, { description: 'Its attempts, oldest first, each recorded as it ended (the last 50 are kept).' }),
+}, { description: 'A delivery with its body and the log of its attempts.' }));
+export type DeliveryDetail = Static<typeof DeliveryDetail>;

@@ -292,6 +292,17 @@ export type AttemptResult =
   | { delivered: true; statusCode: number; at: string }
   | { delivered: false; statusCode: number | null; error: string; nextAttemptAt: string | null };
 
+/** One attempt to send a delivery as its log keeps it: when it began, what came back, how long it took. */
+export interface AttemptLogRecord {
+  attempt: number;
+  at: string;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  /** The first 2 KiB of the receiver's answer as text; null when none came. */
+  responseExcerpt: string | null;
+}
+
 // ---- groups: one spec over many inputs, each input a run -------------------------------------
 
 export interface GroupCountsRecord {

@@ -260,6 +260,17 @@ export interface WebhookEndpointsTable {
   created_at: string;
 }
 
+/** One attempt to send a delivery, recorded as it ends (migration 000017). */
+export interface WebhookAttemptsTable {
+  delivery_id: string;
+  attempt: number;
+  at: string;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  response_excerpt: string | null;
+}
+
 export interface WebhookDeliveriesTable {
   id: string;
   endpoint_id: string;
@@ -308,6 +319,7 @@ export interface Database {
   upload_chunks: UploadChunksTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   source_snapshots: SourceSnapshotsTable;
   groups: GroupsTable;
   group_inputs: GroupInputsTable;

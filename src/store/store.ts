@@ -10,7 +10,7 @@
  * serialized.
  */
 import type {
-  AccountRecord, ApiKeyRecord, AttemptResult, ChangeCounts, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
+  AccountRecord, ApiKeyRecord, AttemptLogRecord, AttemptResult, ChangeCounts, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
   GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, ProviderLimitState, RowChangeRecord, RowTally, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
   GroupListFilter, GroupRunRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
 } from '../domain/records.js';
@@ -286,7 +286,9 @@ export interface WebhooksRepository {
    * number and claim time); false (nothing changed) when a later claim or a redelivery has taken
    * the delivery since, or it is no longer pending.
    */
-  recordAttempt(claim: Pick<DeliveryRecord, 'id' | 'attempts' | 'nextAttemptAt'>, result: AttemptResult): Promise<boolean>;
+  recordAttempt(claim: Pick<DeliveryRecord, 'id' | 'attempts' | 'nextAttemptAt'>, result: AttemptResult, log?: AttemptLogRecord): Promise<boolean>;
+  /** The delivery's attempts, oldest first (at most the last ATTEMPTS_KEPT of them). */
+  listAttempts(deliveryId: string): Promise<AttemptLogRecord[]>;
   /** Makes the delivery pending and due at `now`, its 24 h of retries counted from now. */
   redeliver(id: string, now: string): Promise<void>;
   /** The earliest next_attempt_at of a pending delivery (the dispatcher sleeps until then). */

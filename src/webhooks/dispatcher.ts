@@ -15,7 +15,7 @@ import { safeFetch, WebFetchError } from '../net/safe-fetch.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { RetryPolicy, retryAfterMs } from '../retry-policy.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import type { AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../domain/records.js';
+import type { AttemptLogRecord, AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../domain/records.js';
 import type { Store } from '../store/store.js';
 import { signatureHeader } from './signing.js';
 import { signingSecrets } from './webhooks.js';
@@ -32,6 +32,8 @@ export const CLAIM_MARGIN_MS = 5_000;
 const POLL_MS = 1000;
 /** Bytes of a receiver's answer read (and dropped): only its status matters. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/** How much of each answer an attempt's log keeps (GET /webhooks/{id}/deliveries/{delivery_id}). */
+const RESPONSE_EXCERPT_BYTES = 2048;
 const USER_AGENT = 'Quarry-Webhooks/1.0';
 
 export interface DispatcherOptions {
@@ -118,20 +120,38 @@ export class WebhookDispatcher {
     const endpoint = await endpointRead;
     // Deleted since it was claimed: its deliveries went with it.
     if (!endpoint) return;
-    const result = await this.send(delivery, endpoint.url, signingSecrets(endpoint, this.clock().getTime()));
+    const { result, log } = await this.send(delivery, endpoint.url, signingSecrets(endpoint, this.clock().getTime()));
     crashPoint('webhook.sent');
     const fields = { webhook_id: endpoint.id, delivery_id: delivery.id, attempt: delivery.attempts };
     if (result.delivered) logger.debug({ ...fields, status: result.statusCode }, 'webhook delivered');
     else logger.warn({ ...fields, url: endpoint.url, status: result.statusCode, error: result.error, next_attempt_at: result.nextAttemptAt }, result.nextAttemptAt ? 'webhook attempt failed' : 'webhook delivery is dead');
-    await store.webhooks.recordAttempt(delivery, result);
+    await store.webhooks.recordAttempt(delivery, result, log);
     this.opts.metrics.webhookAttempt(result.delivered ? 'delivered' : result.nextAttemptAt ? 'retrying' : 'dead');
     // A retry due before the next poll gets a wake of its own.
     const wait = result.delivered || !result.nextAttemptAt ? Infinity : Date.parse(result.nextAttemptAt) - this.clock().getTime();
     if (wait < POLL_MS && !this.stopped) setTimeout(() => this.wake(), Math.max(0, wait)).unref();
   }
 
-  private async send(delivery: DeliveryRecord, url: string, secrets: string[]): Promise<AttemptResult> {
+  /** Sends the delivery once: how it went, and the attempt as its log keeps it. */
+  private async send(delivery: DeliveryRecord, url: string, secrets: string[]): Promise<{ result: AttemptResult; log: AttemptLogRecord }> {
+    const began = performance.now();
     const sentAt = this.clock();
+    let excerpt: string | null = null;
+    const result = await this.post(delivery, url, secrets, sentAt, (body) => {
+      excerpt = body.subarray(0, RESPONSE_EXCERPT_BYTES).toString('utf8');
+    });
+    const log: AttemptLogRecord = {
+      attempt: delivery.attempts,
+      at: sentAt.toISOString(),
+      statusCode: result.statusCode,
+      error: result.delivered ? null : result.error,
+      durationMs: Math.round(performance.now() - began),
+      responseExcerpt: excerpt,
+    };
+    return { result, log };
+  }
+
+  private async post(delivery: DeliveryRecord, url: string, secrets: string[], sentAt: Date, answered: (body: Buffer) => void): Promise<AttemptResult> {
     const timestamp = Math.floor(sentAt.getTime() / 1000);
     const cutShort = new AbortController();
     // An attempt that gets here after stop() is cut short at once, as one in flight would be.
@@ -155,6 +175,7 @@ export class WebhookDispatcher {
         allowPrivate: this.opts.allowPrivate,
         signal: cutShort.signal,
       });
+      answered(answer.body);
       if (answer.status >= 200 && answer.status < 300) return { delivered: true, statusCode: answer.status, at: this.clock().toISOString() };
       const redirect = answer.status >= 300 && answer.status < 400 ? ' (redirects are not followed)' : '';
       // A receiver that says when to come back (busy, rate limited) is taken at its word.

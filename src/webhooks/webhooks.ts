@@ -7,7 +7,7 @@
  */
 import { isIP } from 'node:net';
 import {
-  MAX_WEBHOOKS_PER_ACCOUNT, type Delivery, type Webhook, type WebhookBody, type WebhookWithSecret,
+  MAX_WEBHOOKS_PER_ACCOUNT, type Delivery, type DeliveryDetail, type Webhook, type WebhookBody, type WebhookWithSecret,
 } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -142,15 +142,32 @@ export class Webhooks {
     return { deliveries: page.map(toDeliveryView), ...(rows.length > limit ? { nextCursor: page[page.length - 1]!.id } : {}) };
   }
 
+  /** One delivery with its body and its attempts' log. */
+  async delivery(accountId: string, webhookId: string, deliveryId: string): Promise<DeliveryDetail> {
+    const delivery = await this.findDelivery(accountId, webhookId, deliveryId);
+    const { attempts: _count, ...fields } = toDeliveryView(delivery);
+    const attempts = await this.store.webhooks.listAttempts(delivery.id);
+    return {
+      ...fields,
+      payload: JSON.parse(delivery.payload) as Record<string, unknown>,
+      attempts: attempts.map((a) => ({ at: a.at, status_code: a.statusCode, error: a.error, duration_ms: a.durationMs, response_excerpt: a.responseExcerpt })),
+    };
+  }
+
   /** Makes the delivery due now, whatever its status, with the same webhook-id. */
   async redeliver(accountId: string, webhookId: string, deliveryId: string): Promise<Delivery> {
-    const endpoint = await this.get(accountId, webhookId);
-    const delivery = await this.store.webhooks.getDelivery(endpoint.id, deliveryId);
-    if (!delivery) throw new QuarryError('delivery_not_found', `No delivery with delivery_id "${deliveryId}" for webhook "${webhookId}".`);
+    const delivery = await this.findDelivery(accountId, webhookId, deliveryId);
     const now = this.clock().toISOString();
     await this.store.webhooks.redeliver(delivery.id, now);
     this.onDeliveryDue();
     return toDeliveryView({ ...delivery, status: 'pending', nextAttemptAt: now, retrySince: now, deliveredAt: null });
+  }
+
+  private async findDelivery(accountId: string, webhookId: string, deliveryId: string): Promise<DeliveryRecord> {
+    const endpoint = await this.get(accountId, webhookId);
+    const delivery = await this.store.webhooks.getDelivery(endpoint.id, deliveryId);
+    if (!delivery) throw new QuarryError('delivery_not_found', `No delivery with delivery_id "${deliveryId}" for webhook "${webhookId}".`);
+    return delivery;
   }
 
   /**

@@ -102,7 +102,7 @@ describe('MCP server at /mcp', () => {
     assert.deepEqual(page.rows.map((r: Json) => r.name), ['Barre Gray']);
 
     const got = (await client.callTool({ name: 'get_task', arguments: { task_id: task.task_id } })).structuredContent as Json;
-    const { events: _events, spec: _spec, ...restTask } = (await h.request('GET', `/task/${task.task_id}`)).body;
+    const { events: _events, spec, ...restTask } = (await h.request('GET', `/task/${task.task_id}`)).body;
     assert.deepEqual(got, restTask, 'the same Task as GET /task/{id} shows');
     assert.equal(got.output_count, 1);
     assert.equal(got.activity, 'idle');
@@ -110,6 +110,12 @@ describe('MCP server at /mcp', () => {
     const listed = (await client.callTool({ name: 'list_tasks', arguments: { limit: 1 } })).structuredContent as Json;
     assert.equal(listed.tasks.length, 1);
     assert.equal(typeof listed.next_cursor === 'string' || listed.next_cursor === null, true);
+    const filteredCall = await client.callTool({ name: 'list_tasks', arguments: { state: 'idle', outcome: 'completed', created_after: new Date(Date.parse(task.created_at) - 1).toISOString(), q: String(spec.prompt).slice(0, 12).toUpperCase() } });
+    const filtered = filteredCall.structuredContent as Json;
+    assert.ok(filtered, JSON.stringify(filteredCall));
+    assert.deepEqual(filtered.tasks.map((t: Json) => t.task_id), [task.task_id], 'the filters of GET /task');
+    const none = (await client.callTool({ name: 'list_tasks', arguments: { outcome: 'failed', q: String(spec.prompt).slice(0, 12) } })).structuredContent as Json;
+    assert.deepEqual(none.tasks, []);
   });
 
   it('queues a message while a turn runs, then stops the turn; the task outlives the client that started it', async () => {

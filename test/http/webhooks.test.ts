@@ -412,6 +412,48 @@ describe('webhook deliveries', () => {
     assert.equal(r.received.length, 3, 'no attempt after the 200');
   });
 
+  it('a delivery\'s detail: its payload and each attempt as it happened, with the first 2 KiB of each answer', async (t) => {
+    const key = await newKey(h);
+    const long = `${'x'.repeat(2047)}é and more`;
+    const r = await receiver(t, (req) => (req.index === 0 ? { status: 500, body: long } : req.index === 1 ? { status: 418, body: 'short and stout' } : { status: 200, body: 'ok' }));
+    const endpoint = await register(t, h, key, `${r.url}/hook`);
+    const taskId = await runTurn(h, key);
+    const listed = await untilDelivery(h, key, endpoint.webhook_id, 'the delivery recorded as delivered', (d) => d.status === 'delivered');
+
+    const res = await h.request('GET', `/webhooks/${endpoint.webhook_id}/deliveries/${listed.delivery_id}`, { key });
+    assert.equal(res.status, 200, res.text);
+    const { payload, attempts, ...fields } = res.body;
+    const { attempts: count, ...listedFields } = listed;
+    assert.equal(count, 3);
+    assert.deepEqual(fields, listedFields);
+    assert.deepEqual(payload, JSON.parse(r.received[0]!.body), 'the payload is the body every attempt sent');
+    assert.equal(payload.data.task_id, taskId);
+    assert.deepEqual(attempts.map((a: Json) => [a.status_code, a.error === null]), [[500, false], [418, false], [200, true]]);
+    assert.match(attempts[0].error, /500/);
+    // 2,048 bytes: the 2,047 x and the first byte of é, which text shows as U+FFFD.
+    assert.equal(attempts[0].response_excerpt, `${'x'.repeat(2047)}\uFFFD`);
+    assert.equal(attempts[1].response_excerpt, 'short and stout');
+    assert.equal(attempts[2].response_excerpt, 'ok');
+    for (const a of attempts) {
+      assert.ok(isIso(a.at));
+      assert.ok(Number.isInteger(a.duration_ms) && a.duration_ms >= 0);
+    }
+    assert.ok(Date.parse(attempts[0].at) < Date.parse(attempts[1].at) && Date.parse(attempts[1].at) < Date.parse(attempts[2].at));
+
+    const refused = await startWebhookReceiver();
+    await refused.close();
+    const gone = await register(t, h, key, `${refused.url}/hook`);
+    await runTurn(h, key);
+    const pending = await untilDelivery(h, key, gone.webhook_id, 'a refused attempt recorded', (d) => d.last_error !== null);
+    const detail = (await h.request('GET', `/webhooks/${gone.webhook_id}/deliveries/${pending.delivery_id}`, { key })).body;
+    assert.equal(detail.attempts[0].status_code, null);
+    assert.equal(detail.attempts[0].response_excerpt, null);
+    assert.equal(typeof detail.attempts[0].error, 'string');
+
+    expectError(await h.request('GET', `/webhooks/${endpoint.webhook_id}/deliveries/msg_01M8HSXKFZB9D383N7A4K0W42S`, { key }), 404, 'delivery_not_found');
+    expectError(await h.request('GET', `/webhooks/${endpoint.webhook_id}/deliveries/${listed.delivery_id}`), 404, 'webhook_not_found');
+  });
+
   it('a 503 with Retry-After: the next attempt waits what the receiver asked, not the 0.2 s of the schedule', async (t) => {
     const key = await newKey(h);
     const r = await receiver(t, (req) => (req.index === 0 ? { status: 503, headers: { 'retry-after': '2' } } : 200));

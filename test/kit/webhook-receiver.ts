@@ -18,8 +18,8 @@ export interface ReceivedWebhook {
   receivedAt: number;
 }
 
-/** A status to answer with, `{status, headers}`, or 'hang' to never answer. */
-export type ReceiverAnswer = number | { status: number; headers?: Record<string, string> } | 'hang';
+/** A status to answer with, `{status, headers, body}`, or 'hang' to never answer. */
+export type ReceiverAnswer = number | { status: number; headers?: Record<string, string>; body?: string } | 'hang';
 
 export interface WebhookReceiver {
   /** `http://127.0.0.1:<port>`. */
@@ -53,8 +53,8 @@ export async function startWebhookReceiver(answer: WebhookReceiver['answer'] = (
       received.push(request);
       const reply = receiver.answer(request);
       if (reply === 'hang') return;
-      const { status, headers } = typeof reply === 'number' ? { status: reply, headers: {} } : reply;
-      res.writeHead(status, headers).end();
+      const { status, headers, body } = typeof reply === 'number' ? { status: reply, headers: {}, body: undefined } : reply;
+      res.writeHead(status, headers).end(body);
     });
   });
   return Object.assign(receiver, { url: server.url, close: () => server.close() });

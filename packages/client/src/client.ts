@@ -10,6 +10,7 @@ import { Webhooks } from './resources/webhooks.js';
 import { TaskWriteQueue } from './internal/task-write-queue.js';
 import { Transport } from './internal/transport.js';
 import type { Fetch, RequestOptions } from './request-options.js';
+import type { OwnAccount } from './types.js';
 
 /**
  * Settings of a {@link QuarryClient}. Everything is optional.
@@ -107,6 +108,18 @@ export class QuarryClient {
    */
   workflow(opts?: RequestOptions): Promise<Record<string, unknown>> {
     return this.transport.json({ method: 'GET', path: '/task/workflow', auth: 'key', resendable: true }, opts);
+  }
+
+  /**
+   * `GET /account`: the account of the API key, its balance and the credits it has used.
+   *
+   * @example
+   * ```ts
+   * const { balance, credits_used } = await client.account();
+   * ```
+   */
+  account(opts?: RequestOptions): Promise<OwnAccount> {
+    return this.transport.json<OwnAccount>({ method: 'GET', path: '/account', auth: 'key', resendable: true }, opts);
   }
 
   /**

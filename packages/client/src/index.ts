@@ -67,6 +67,8 @@ export {
   type CreateGroupFromFileParams,
   type AddGroupInputsParams,
   type ListGroupsParams,
+  type GroupRunsParams,
+  type RetryGroupParams,
   type GroupRowsParams,
   type IterateGroupRowsParams,
   type GroupStreamParams,

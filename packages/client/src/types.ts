@@ -548,6 +548,15 @@ export type WebhookDeliveryStatus = WebhookDelivery['status'];
  * ```
  */
 export type WebhookDelivery = Schemas['WebhookDelivery'];
+/** A delivery with its `payload` and `attempts`: the log of its attempts, oldest first. */
+export type WebhookDeliveryDetail = Schemas['WebhookDeliveryDetail'];
+export type WebhookDeliveryAttempt = Schemas['WebhookDeliveryAttempt'];
+/** One input of a group and the run that works on it (`GET /group/{id}/runs`). */
+export type GroupRun = Schemas['GroupRun'];
+/** The account of the API key (`GET /account`). */
+export type OwnAccount = Schemas['OwnAccount'];
+/** The last ended turn of a task (`Task.last_turn`). */
+export type LastTurn = Schemas['LastTurn'];
 
 // ---- uploads and admin -----------------------------------------------------------------------
 

@@ -856,13 +856,39 @@ class WebhookDelivery(TypedDict):
     """Sent as the webhook-id header; the same on every attempt."""
     event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]
     status: Literal["pending", "delivered", "dead"]
-    attempts: int
-    """Attempts started so far."""
     last_status_code: Optional[int]
     last_error: Optional[str]
     next_attempt_at: Optional[str]
     created_at: str
     delivered_at: Optional[str]
+    attempts: int
+    """Attempts started so far."""
+
+
+class WebhookDeliveryAttempt(TypedDict):
+    at: str
+    """When the attempt began."""
+    status_code: Optional[int]
+    error: Optional[str]
+    duration_ms: int
+    response_excerpt: Optional[str]
+
+
+class WebhookDeliveryDetail(TypedDict):
+    """A delivery with its body and the log of its attempts."""
+    delivery_id: str
+    """Sent as the webhook-id header; the same on every attempt."""
+    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]
+    status: Literal["pending", "delivered", "dead"]
+    last_status_code: Optional[int]
+    last_error: Optional[str]
+    next_attempt_at: Optional[str]
+    created_at: str
+    delivered_at: Optional[str]
+    payload: Dict[str, Any]
+    """The JSON body every attempt sends (a WebhookPayload)."""
+    attempts: List[WebhookDeliveryAttempt]
+    """Its attempts, oldest first, each recorded as it ended (the last 50 are kept)."""
 
 
 class WebhookWithSecret(TypedDict):

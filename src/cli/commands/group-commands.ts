@@ -6,11 +6,11 @@
 import fs from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
-  ConnectionError, QuarryError, type Group, type GroupDetail, type GroupInputFormat, type QuarryClient,
+  ConnectionError, QuarryError, type Group, type GroupDetail, type GroupInputFormat, type GroupRunsParams, type QuarryClient, type RetryGroupParams,
 } from '../../../packages/client/src/index.js';
-import { intOption, listCommand, numberArg, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
+import { intOption, LIST_OPTIONS, listCommand, listItems, numberArg, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError, type ExitCodeValue } from '../exit-codes.js';
-import { fields, groupCounts, groupFields, groupsTable, inputCount, rowsTable } from '../format.js';
+import { fields, groupCounts, groupFields, groupsTable, inputCount, rowsTable, runsTable } from '../format.js';
 import { GroupProgressView } from '../progress-view.js';
 import { readSpec } from './task-commands.js';
 
@@ -186,10 +186,21 @@ const stop: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
+const runs: Command = async (ctx, args) => {
+  const { values, positionals } = parseCommand(args, { ...LIST_OPTIONS, status: { type: 'string' } }, { min: 1, max: 1, names: 'ID' });
+  const status = values.status as GroupRunsParams['status'];
+  const list = await listItems(values, (limit) => ctx.client().groups.runs(positionals[0]!, { limit, status }));
+  if (ctx.json) ctx.printJson(list);
+  else ctx.out(list.length ? runsTable(list) : 'no runs');
+  return ExitCode.ok;
+};
+
 const retry: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, { follow: { type: 'boolean', short: 'f' } }, { min: 1, max: 1, names: 'ID' });
+  const { values, positionals } = parseCommand(args, { follow: { type: 'boolean', short: 'f' }, include: { type: 'string' } }, { min: 1, max: 1, names: 'ID' });
   const client = ctx.client();
-  const group = await client.groups.retry(positionals[0]!);
+  // `--include failed,stopped`: the runs to retry, as the API's include (default: failed).
+  const include = values.include?.split(',').map((s) => s.trim()) as RetryGroupParams['include'];
+  const group = await client.groups.retry(positionals[0]!, include ? { include } : {});
   if (values.follow) return followGroup(ctx, client, group.group_id, group);
   // A group without failed runs is answered as it was.
   printGroupAnswer(ctx, group, group.status === 'running' ? 'retrying its failed runs' : `has no failed runs to retry (${group.status})`);
@@ -215,5 +226,6 @@ export const GROUP_COMMANDS: Record<string, Command> = {
   rows,
   stop,
   retry,
+  runs,
   'add-inputs': addInputs,
 };

@@ -2,8 +2,8 @@
  * `quarry task …`: create, list, show, follow, wait, continue, execute, stop, rm, outputs, rows, recheck.
  */
 import fs from 'node:fs/promises';
-import type { Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { intOption, listCommand, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
+import type { ListTasksParams, Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
+import { intOption, LIST_OPTIONS, listItems, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
@@ -65,7 +65,22 @@ const create: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
-const ls = listCommand((ctx, limit) => ctx.client().tasks.list({ limit }), tasksTable, 'no tasks');
+/** `task ls` filters, passed to GET /task as they are: the server names a bad one. */
+const LS_FILTERS = {
+  q: { type: 'string' }, state: { type: 'string' }, outcome: { type: 'string' }, 'created-after': { type: 'string' }, 'created-before': { type: 'string' },
+} as const;
+
+const ls: Command = async (ctx, args) => {
+  const { values } = parseCommand(args, { ...LIST_OPTIONS, ...LS_FILTERS }, { min: 0, max: 0, names: '' });
+  const filters = {
+    q: values.q, state: values.state as ListTasksParams['state'], outcome: values.outcome as ListTasksParams['outcome'],
+    created_after: values['created-after'], created_before: values['created-before'],
+  };
+  const tasks = await listItems(values, (limit) => ctx.client().tasks.list({ limit, ...filters }));
+  if (ctx.json) ctx.printJson(tasks);
+  else ctx.out(tasks.length ? tasksTable(tasks) : 'no tasks');
+  return ExitCode.ok;
+};
 
 const show: Command = async (ctx, args) => {
   const { values, positionals } = parseCommand(args, { events: { type: 'string' } }, { min: 1, max: 1, names: 'ID' });

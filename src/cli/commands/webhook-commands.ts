@@ -5,7 +5,7 @@
 import type { WebhookEventType } from '../../../packages/client/src/index.js';
 import { LIST_OPTIONS, listItems, parseCommand, printShownOnce, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
-import { deliveriesTable, fields, shortTime, webhookFields, webhooksTable } from '../format.js';
+import { attemptsTable, deliveriesTable, fields, shortTime, webhookFields, webhooksTable } from '../format.js';
 
 /** `--events a,b`: the names as given (the server says which it does not know). */
 function eventList(value: string): WebhookEventType[] {
@@ -71,6 +71,21 @@ const deliveries: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
+const delivery: Command = async (ctx, args) => {
+  const { positionals } = parseCommand(args, {}, { min: 2, max: 2, names: 'ID and DELIVERY_ID' });
+  const detail = await ctx.client().webhooks.delivery(positionals[0]!, positionals[1]!);
+  if (ctx.json) {
+    ctx.printJson(detail);
+    return ExitCode.ok;
+  }
+  ctx.out(fields([
+    ['delivery', detail.delivery_id], ['event', detail.event], ['status', detail.status], ['created', shortTime(detail.created_at)],
+    ['delivered', shortTime(detail.delivered_at)], ['next attempt', shortTime(detail.next_attempt_at)], ['payload', JSON.stringify(detail.payload)],
+  ]));
+  ctx.out(detail.attempts.length ? attemptsTable(detail.attempts) : 'no attempts yet');
+  return ExitCode.ok;
+};
+
 const redeliver: Command = async (ctx, args) => {
   const { positionals } = parseCommand(args, {}, { min: 2, max: 2, names: 'ID and DELIVERY_ID' });
   const delivery = await ctx.client().webhooks.redeliver(positionals[0]!, positionals[1]!);
@@ -89,5 +104,6 @@ export const WEBHOOK_COMMANDS: Record<string, Command> = {
   delete: rm,
   'rotate-secret': rotateSecret,
   deliveries,
+  delivery,
   redeliver,
 };

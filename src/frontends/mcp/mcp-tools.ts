@@ -137,7 +137,8 @@ export function createMcpTools(deps: McpToolDeps) {
       return { result: reply.task, text: describeTask(reply.task) };
     },
     async list_tasks(args, call) {
-      const page = await queries.list(call.accountId, args.limit ?? 50, args.cursor);
+      const { q, state, outcome, created_after: createdAfter, created_before: createdBefore } = args;
+      const page = await queries.list(call.accountId, args.limit ?? 50, args.cursor, { q, state, outcome, createdAfter, createdBefore });
       const now = Date.now();
       const tasks = page.tasks.map((t) => toTaskView(t, now));
       return { result: { tasks, next_cursor: page.nextCursor ?? null }, text: `${tasks.length} tasks${page.nextCursor ? '; more with next_cursor' : ''}.` };

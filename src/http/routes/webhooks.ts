@@ -48,6 +48,11 @@ export async function webhookRoutes(fastify: FastifyInstance): Promise<void> {
   });
 
   app.route({
+    ...contractRoute(ROUTES.getDelivery),
+    handler: async (request) => webhooks.delivery(request.accountId, request.params.webhook_id, request.params.delivery_id),
+  });
+
+  app.route({
     ...contractRoute(ROUTES.redeliver),
     handler: async (request, reply) => reply.code(202).send(await webhooks.redeliver(request.accountId, request.params.webhook_id, request.params.delivery_id)),
   });

@@ -42,9 +42,15 @@ export class SqlPrune extends SqlRepository implements PruneRepository {
     return this.deletePicked('rate_windows', this.root.selectFrom('rate_windows').select(this.address('rate_windows')).where('window_start', '<', before).limit(limit));
   }
 
-  deliveries(before: string, limit: number): Promise<number> {
-    return this.deletePicked('webhook_deliveries', this.root.selectFrom('webhook_deliveries').select(this.address('webhook_deliveries'))
-      .where('status', 'in', ['delivered', 'dead']).where('retry_since', '<', before).limit(limit));
+  async deliveries(before: string, limit: number): Promise<number> {
+    const ended = await this.root.selectFrom('webhook_deliveries').select('id')
+      .where('status', 'in', ['delivered', 'dead']).where('retry_since', '<', before).limit(limit).execute();
+    if (ended.length === 0) return 0;
+    const ids = ended.map((d) => d.id);
+    // A delivery's attempts go with it (at most ATTEMPTS_KEPT each), by their primary key's prefix.
+    await this.root.deleteFrom('webhook_attempts').where('delivery_id', 'in', ids).execute();
+    const r = await this.root.deleteFrom('webhook_deliveries').where('id', 'in', ids).where('status', 'in', ['delivered', 'dead']).executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 
   async uploads(before: string, limit: number): Promise<number> {

@@ -7,7 +7,13 @@
  */
 import type { Selectable } from 'kysely';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../database.js';
-import type { AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../../domain/records.js';
+import type { AttemptLogRecord, AttemptResult, DeliveryRecord, WebhookEndpointRecord } from '../../domain/records.js';
+
+/**
+ * Attempts logged per delivery. The retry schedule makes about 30 in its 24 hours; only
+ * redeliveries add more, and past this the oldest go.
+ */
+export const ATTEMPTS_KEPT = 50;
 import type { WebhooksRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
@@ -78,6 +84,8 @@ export class SqlWebhooks extends SqlRepository implements WebhooksRepository {
   }
 
   async deleteEndpoint(id: string): Promise<void> {
+    await this.db.deleteFrom('webhook_attempts')
+      .where('delivery_id', 'in', (eb) => eb.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id)).execute();
     await this.db.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
     await this.db.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
   }
@@ -121,7 +129,7 @@ export class SqlWebhooks extends SqlRepository implements WebhooksRepository {
     return rows.map(toDelivery);
   }
 
-  async recordAttempt(claim: Pick<DeliveryRecord, 'id' | 'attempts' | 'nextAttemptAt'>, result: AttemptResult): Promise<boolean> {
+  async recordAttempt(claim: Pick<DeliveryRecord, 'id' | 'attempts' | 'nextAttemptAt'>, result: AttemptResult, log?: AttemptLogRecord): Promise<boolean> {
     const set = result.delivered
       ? { status: 'delivered', last_status_code: result.statusCode, last_error: null, next_attempt_at: null, delivered_at: result.at }
       : { status: result.nextAttemptAt === null ? 'dead' : 'pending', last_status_code: result.statusCode, last_error: result.error, next_attempt_at: result.nextAttemptAt };
@@ -129,7 +137,24 @@ export class SqlWebhooks extends SqlRepository implements WebhooksRepository {
       // The claim's attempt number and claim time: a later claim changes both, a redelivery the time.
       .where('id', '=', claim.id).where('attempts', '=', claim.attempts).where('next_attempt_at', '=', claim.nextAttemptAt).where('status', '=', 'pending')
       .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+    if (Number(r.numUpdatedRows) !== 1) return false;
+    if (!log) return true;
+    // Only the attempt that still held its claim is logged; the log keeps the last ATTEMPTS_KEPT.
+    await this.db.insertInto('webhook_attempts').values({
+      delivery_id: claim.id, attempt: log.attempt, at: log.at, status_code: log.statusCode, error: log.error, duration_ms: log.durationMs, response_excerpt: log.responseExcerpt,
+    }).onConflict((oc) => oc.columns(['delivery_id', 'attempt']).doNothing()).execute();
+    if (log.attempt > ATTEMPTS_KEPT) {
+      await this.db.deleteFrom('webhook_attempts').where('delivery_id', '=', claim.id).where('attempt', '<=', log.attempt - ATTEMPTS_KEPT).execute();
+    }
+    return true;
+  }
+
+  async listAttempts(deliveryId: string): Promise<AttemptLogRecord[]> {
+    const rows = await this.db.selectFrom('webhook_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt').execute();
+    return rows.map((r) => ({
+      attempt: Number(r.attempt), at: r.at, statusCode: r.status_code === null ? null : Number(r.status_code), error: r.error,
+      durationMs: Number(r.duration_ms), responseExcerpt: r.response_excerpt,
+    }));
   }
 
   async redeliver(id: string, now: string): Promise<void> {

@@ -673,6 +673,23 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{webhook_id}/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A delivery with its body and the log of its attempts */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver": {
         parameters: {
             query?: never;
@@ -1629,14 +1646,46 @@ export type components = {
             event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "task.changed" | "group.finished";
             /** @enum {string} */
             status: "pending" | "delivered" | "dead";
-            /** @description Attempts started so far. */
-            attempts: number;
             last_status_code: number | null;
             last_error: string | null;
             next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
             delivered_at: string | null;
+            /** @description Attempts started so far. */
+            attempts: number;
+        };
+        WebhookDeliveryAttempt: {
+            /**
+             * Format: date-time
+             * @description When the attempt began.
+             */
+            at: string;
+            status_code: number | null;
+            error: string | null;
+            duration_ms: number;
+            response_excerpt: string | null;
+        };
+        /** @description A delivery with its body and the log of its attempts. */
+        WebhookDeliveryDetail: {
+            /** @description Sent as the webhook-id header; the same on every attempt. */
+            delivery_id: string;
+            /** @enum {string} */
+            event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished";
+            /** @enum {string} */
+            status: "pending" | "delivered" | "dead";
+            last_status_code: number | null;
+            last_error: string | null;
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            delivered_at: string | null;
+            /** @description The JSON body every attempt sends (a WebhookPayload). */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description Its attempts, oldest first, each recorded as it ended (the last 50 are kept). */
+            attempts: components["schemas"]["WebhookDeliveryAttempt"][];
         };
         WebhookWithSecret: {
             webhook_id: string;
@@ -3783,6 +3832,40 @@ export interface operations {
                     "application/json": {
                         deliveries: components["schemas"]["WebhookDelivery"][];
                     };
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                webhook_id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryDetail"];
                 };
             };
             401: components["responses"]["Error401"];

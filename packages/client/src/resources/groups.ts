@@ -8,7 +8,7 @@ import type { Transport } from '../internal/transport.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
 import { cursorPages, PagePromise, RowPage, type CursorPage } from '../pagination.js';
 import type { RequestOptions } from '../request-options.js';
-import type { Group, GroupDetail, GroupDoneEvent, GroupEvent, GroupRow, GroupRowsPage, QueryOf, RequestBody } from '../types.js';
+import type { Group, GroupDetail, GroupDoneEvent, GroupEvent, GroupRow, GroupRowsPage, GroupRun, QueryOf, RequestBody } from '../types.js';
 import type { Uploads } from './uploads.js';
 
 /**
@@ -50,6 +50,10 @@ export type AddGroupInputsParams = RequestBody<'addGroupInputs'>;
  * ```
  */
 export type ListGroupsParams = QueryOf<'listGroups'>;
+/** `status`, `limit`, `cursor` of `GET /group/{id}/runs`. */
+export type GroupRunsParams = QueryOf<'listGroupRuns'>;
+/** `include` (default `['failed']`) and a new `max_credits` of `POST /group/{id}/retry`. */
+export type RetryGroupParams = RequestBody<'retryGroup'>;
 
 /**
  * One page of merged rows: `limit` (1 to 10,000, default 100) from `offset` (default 0).
@@ -234,7 +238,7 @@ export class Groups {
    */
   list(params: ListGroupsParams = {}, opts?: RequestOptions): PagePromise<CursorPage<Group>, Group> {
     return cursorPages(async (cursor) => {
-      const { response, text } = await this.transport.send({ method: 'GET', path: '/group', query: { limit: params.limit, cursor }, auth: 'key', resendable: true }, opts);
+      const { response, text } = await this.transport.send({ method: 'GET', path: '/group', query: { ...params, cursor }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Group[], nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
@@ -341,18 +345,34 @@ export class Groups {
   }
 
   /**
-   * Runs the failed inputs again, each as a new run (`POST /group/{id}/retry`); a group without
-   * failed runs is answered unchanged. Not resent after a lost answer: by then a retried run may
+   * Every run of the group in input order, rows or not (`GET /group/{id}/runs`): its task,
+   * status, error and credits. `await` it for one page; `for await` over it for every run.
+   *
+   * @example
+   * ```ts
+   * for await (const run of client.groups.runs(groupId, { status: 'failed' })) console.log(run.input_index, run.error?.message);
+   * ```
+   */
+  runs(groupId: string, params: GroupRunsParams = {}, opts?: RequestOptions): PagePromise<CursorPage<GroupRun>, GroupRun> {
+    return cursorPages(async (cursor) => {
+      const { response, text } = await this.transport.send({ method: 'GET', path: groupPath(groupId, '/runs'), query: { ...params, cursor }, auth: 'key', resendable: true }, opts);
+      return { data: (JSON.parse(text) as { runs: GroupRun[] }).runs, nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
+  }
+
+  /**
+   * Runs the failed inputs again (with `include: ['failed', 'stopped']`, the stopped ones too),
+   * each as a new run (`POST /group/{id}/retry`); a group with nothing to retry is answered unchanged. Not resent after a lost answer: by then a retried run may
    * have failed again, and a resend would run it a third time.
    *
    * @example
    * ```ts
-   * const group = await client.groups.retry(groupId);
+   * const group = await client.groups.retry(groupId, { include: ['failed', 'stopped'] });
    * if (group.status === 'running') await client.groups.stream(groupId).finalDone();
    * ```
    */
-  retry(groupId: string, opts?: RequestOptions): Promise<GroupDetail> {
-    return this.transport.json<GroupDetail>({ method: 'POST', path: groupPath(groupId, '/retry'), json: {}, auth: 'key', resendable: false }, opts);
+  retry(groupId: string, params: RetryGroupParams = {}, opts?: RequestOptions): Promise<GroupDetail> {
+    return this.transport.json<GroupDetail>({ method: 'POST', path: groupPath(groupId, '/retry'), json: params, auth: 'key', resendable: false }, opts);
   }
 
   /** Uploads an input file under its own name, with the content type of its format; answers the upload id. */

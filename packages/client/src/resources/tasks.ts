@@ -425,7 +425,7 @@ export class Tasks {
    */
   list(params: ListTasksParams = {}, opts?: RequestOptions): PagePromise<TaskPage<Task>, Task> {
     return cursorPages(async (cursor) => {
-      const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor, group_id: params.group_id }, auth: 'key', resendable: true }, opts);
+      const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { ...params, cursor }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Task[], nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }

@@ -7,7 +7,7 @@
 import { cursorPages, type CursorPage, type PagePromise } from '../pagination.js';
 import type { Transport } from '../internal/transport.js';
 import type { RequestOptions } from '../request-options.js';
-import type { QueryOf, RequestBody, Webhook, WebhookDelivery, WebhookWithSecret } from '../types.js';
+import type { QueryOf, RequestBody, Webhook, WebhookDelivery, WebhookDeliveryDetail, WebhookWithSecret } from '../types.js';
 
 /**
  * `POST /webhooks`: where to send, and which events.
@@ -131,6 +131,24 @@ export class Webhooks {
       );
       return { data: (JSON.parse(text) as { deliveries: WebhookDelivery[] }).deliveries, nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
+  }
+
+  /**
+   * One delivery with its `payload` and `attempts`, the log of its attempts (when, status code,
+   * error, duration, the first 2 KiB of the answer). NotFoundError `delivery_not_found` for an
+   * id of no delivery of this endpoint.
+   *
+   * @example
+   * ```ts
+   * const d = await client.webhooks.delivery(webhookId, deliveryId);
+   * for (const a of d.attempts) console.log(a.at, a.status_code, a.error, a.response_excerpt);
+   * ```
+   */
+  delivery(webhookId: string, deliveryId: string, opts?: RequestOptions): Promise<WebhookDeliveryDetail> {
+    return this.transport.json<WebhookDeliveryDetail>(
+      { method: 'GET', path: webhookPath(webhookId, `/deliveries/${encodeURIComponent(deliveryId)}`), auth: 'key', resendable: true },
+      opts,
+    );
   }
 
   /**
