@@ -119,6 +119,8 @@ export interface TurnsTable {
   line: ColumnType<string, string | undefined, never>;
   /** The turn's place among waiting turns, given when it becomes pending (bigint: PostgreSQL reads it as a string). */
   fair_key: ColumnType<number | string, number | undefined, number>;
+  /** What the model call under way of a capped group's run may cost at most (migration 000014). */
+  model_reserve_micros: ColumnType<MicrosColumn, number | undefined, number>;
 }
 
 export interface TurnStepsTable {
