@@ -43,7 +43,7 @@ export class MemoryRateLimiter implements RateLimiter {
 /** The length of a shared window; the pruner deletes those that ended. */
 export const RATE_WINDOW_MS = 60_000;
 
-/** A node takes this share of what is left of a key's minute from the store at a time. */
+/** A node takes at most this share of what is left of a key's minute from the store at a time. */
 const RESERVE_SHARE = 8;
 /** Tokens a node holds for a key it has not seen a request of for this long go back to the store. */
 const IDLE_MS = 1000;
@@ -67,11 +67,12 @@ interface KeyWindow {
  * Fixed one-minute windows counted in the shared store, so the limit holds across nodes, and
  * exactly: the store's count is of tokens handed to nodes, never above the limit, and a node lets a
  * request through only on a token it holds. A node with no token left for a key takes a batch
- * from the store in one upsert (an eighth of what is left of the minute, at least one), and keeps
+ * from the store in one upsert (an eighth of what is left of the minute at first, less as it
+ * fills, at least one), and keeps
  * what the store could not give back to it at once; requests that arrive meanwhile wait for that
  * one write. So the common request costs a map look-up and a decrement, a node writes a key's row
- * about once per eighth of its remaining minute (a few dozen times a minute at most, however many
- * requests), and a cluster's nodes together never let more than the limit through. A node that
+ * a few times a minute while far from the limit (per request only over its last few dozen), and a
+ * cluster's nodes together never let more than the limit through. A node that
  * stops seeing a key's requests gives its unused tokens back after a second, so a quiet node does
  * not hold the minute from the others.
  */
@@ -109,7 +110,10 @@ export class StoreRateLimiter implements RateLimiter {
 
   /** Takes a batch of tokens for the window from the store; what the limit leaves of it stays here, the rest goes back. */
   private async reserve(keyId: string, window: KeyWindow): Promise<void> {
-    const want = Math.max(1, Math.floor((this.perMinute - window.known) / RESERVE_SHARE));
+    // An eighth of what is left while much is left, shrinking faster as the minute fills (one at a
+    // time over the last few dozen): tokens one node holds unused are refused to the others.
+    const left = Math.max(0, this.perMinute - window.known);
+    const want = Math.max(1, Math.floor((left * left) / (RESERVE_SHARE * this.perMinute)));
     const windowStart = new Date(window.start).toISOString();
     const total = await this.counts.hitRateWindow(keyId, windowStart, want);
     const granted = Math.min(want, Math.max(0, this.perMinute - (total - want)));

@@ -400,7 +400,7 @@ test('a shared rate limit hands out tokens from the store: nodes together never 
     now += 1000;
     assert.equal(await node.take('key_1'), 29, 'still full a second later');
 
-    // A large limit: a node takes a batch (an eighth of what is left) and lets requests through on it without asking.
+    // A large limit: a node takes a batch (an eighth of the minute at first) and lets requests through on it without asking.
     const big = new StoreRateLimiter(store.cluster, 800, () => now);
     assert.equal(await big.take('key_2'), 0);
     assert.equal(await count('key_2'), 100, 'one batch of 100 taken');
@@ -409,7 +409,7 @@ test('a shared rate limit hands out tokens from the store: nodes together never 
     // Idle for a second: its unused tokens go back, so another node may have them.
     assert.equal(await big.take('key_2'), 0);
     now += 1500;
-    await until('the idle node\'s tokens given back', async () => (await count('key_2')) === 101);
+    await until('the idle node\'s tokens given back', async () => (await count('key_2')) === 101, { timeoutMs: 10_000 });
   } finally {
     await store.close();
     await dropSchemas(limitSchema);
