@@ -264,7 +264,8 @@ export class Agent {
         if (used >= run.maxSteps) return done(failed('limit_reached', `The turn reached its limit of ${run.maxSteps} steps (${run.maxStepsName}).`));
         await port.setState(phase === 'plan' ? { phase, activity: 'planning' } : { phase, activity: 'thinking' });
         let compactions = 0;
-        if (requestTokens([system, ...history], definitions) > this.contextTokens) {
+        let promptTokens = requestTokens([system, ...history], definitions);
+        if (promptTokens > this.contextTokens) {
           try {
             history = (await compact(system, history, run.userMessages.length, { contextTokens: this.contextTokens, tools: definitions }, note, lookup)) ?? history;
           } catch (err) {
@@ -272,8 +273,10 @@ export class Agent {
             return done(failed('limit_reached', `The conversation does not fit in the model's context window (QUARRY_MODEL_CONTEXT_TOKENS=${this.contextTokens}): ${err.message}.`));
           }
           compactions = 1;
+          promptTokens = requestTokens([system, ...history], definitions);
         }
-        const reply = await this.callModel(provider, [system, ...history], definitions, port, run.deadline);
+        const reply = await port.budgetedModelCall(promptTokens, () => this.callModel(provider, [system, ...history], definitions, port, run.deadline));
+        if (reply === null) return done(failed('limit_reached', 'The task group\'s budget (max_credits) is spent: no more model calls are made for its runs.'));
         if ('outcome' in reply) return done(reply);
         crashPoint('model.replied');
         used++;

@@ -134,6 +134,11 @@ export class SubResearcherPort implements AgentPort {
     return this.lead.inputs();
   }
 
+  /** A sub-researcher's calls count against the lead's group budget like the lead's own. */
+  budgetedModelCall<T>(promptTokens: number, call: () => Promise<T>): Promise<T | null> {
+    return this.lead.budgetedModelCall(promptTokens, call);
+  }
+
   workspaceDir() {
     return this.lead.workspaceDir();
   }

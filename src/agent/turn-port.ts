@@ -159,6 +159,13 @@ export interface TurnPort {
    */
   withdrawText(): Promise<void>;
   tool(event: ToolEvent): Promise<void>;
+  /**
+   * Runs one model call of `promptTokens` (estimated) under the budget of the task's group, if it
+   * has max_credits: the call begins only while the group's spent credits plus what its running
+   * calls may cost stay under the cap, and what this one may cost is counted until it ends.
+   * Null when the budget is reached and the call was not made; elsewhere, just the call.
+   */
+  budgetedModelCall<T>(promptTokens: number, call: () => Promise<T>): Promise<T | null>;
   /** Stores a step and charges its usage, once per step number. */
   checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge>;
 }

@@ -92,3 +92,12 @@ export function stepCostMicros(prices: MicroPrices, usage: { tokensIn: number; t
   const perMillion = (usage.tokensIn - cached) * prices.inputPerMillion + cached * prices.cachedInputPerMillion + usage.tokensOut * prices.outputPerMillion;
   return Math.floor((perMillion + 500_000) / 1_000_000) + usage.toolCalls * prices.toolCall;
 }
+
+/**
+ * The most a model call may cost before it is made, in micro-credits (a capped group's runs
+ * reserve it, decisions §18): its prompt's estimated tokens all priced as uncached input, and the
+ * most output tokens the provider is asked for (QUARRY_MODEL_MAX_TOKENS) at the output price.
+ */
+export function modelCallMaxMicros(prices: MicroPrices, promptTokens: number, maxOutputTokens: number): number {
+  return stepCostMicros(prices, { tokensIn: promptTokens, tokensInCached: 0, tokensOut: maxOutputTokens, toolCalls: 0 });
+}

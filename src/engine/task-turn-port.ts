@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
 import type { Charge, InputFile, ReadSource, RowKeys, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
-import type { Config } from '../config.js';
+import { ANTHROPIC_DEFAULT_MAX_TOKENS, type Config } from '../config.js';
 import type { TaskActivity, TaskPhase, TaskSpec, TaskWait, TurnKind } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
+import { modelCallMaxMicros, pricesInMicros } from '../domain/credits.js';
 import type { RowTally, SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import type { SourceSnapshots } from '../outputs/source-snapshots.js';
@@ -65,13 +66,16 @@ export class TaskTurnPort implements TurnPort {
   /** The last snapshot this turn stored or found per URL, with the text it was read as. */
   private readonly recordedSources = new Map<string, { text: string; id: string }>();
   private readonly metrics: TurnMetrics;
+  /** The task's group, when it is a run of a group with max_credits: its model calls and charges count against the cap. */
+  private readonly cappedGroupId: string | undefined;
 
   constructor(
     private readonly deps: TaskTurnPortDeps,
     private readonly turn: TurnRecord,
     private readonly task: TaskRecord,
-    opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[] },
+    opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[]; cappedGroupId?: string },
   ) {
+    this.cappedGroupId = opts.cappedGroupId;
     this.turnId = turn.id;
     this.taskId = turn.taskId;
     this.kind = turn.kind;
@@ -199,11 +203,24 @@ export class TaskTurnPort implements TurnPort {
     await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event }));
   }
 
+  async budgetedModelCall<T>(promptTokens: number, call: () => Promise<T>): Promise<T | null> {
+    const groupId = this.cappedGroupId;
+    if (groupId === undefined) return call();
+    const micros = modelCallMaxMicros(pricesInMicros(this.deps.config.prices), promptTokens, this.deps.config.model?.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS);
+    if (!(await this.durable(() => this.deps.writes.reserveModelCall(this.turn.id, groupId, micros)))) return null;
+    try {
+      return await call();
+    } finally {
+      // Not durable: a reserve left behind counts only while the turn runs, and holds back the group's runs (never lets one overspend).
+      await this.deps.writes.releaseModelReserve(this.turn.id, micros).catch((err: unknown) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'taking back a model call\'s reserve failed'));
+    }
+  }
+
   async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
     // The text streamed since the last flush goes into the checkpoint's own transaction (a model
     // step's text is stored with the step): one transaction fewer, and never one without the other.
     const text = await this.takeText();
-    const charged = await this.durable(() => this.deps.writes.checkpointStep(this.turn, step, JSON.stringify(data), usage, text));
+    const charged = await this.durable(() => this.deps.writes.checkpointStep(this.turn, step, JSON.stringify(data), usage, text, this.cappedGroupId));
     if (!charged) throw new TurnAbort('stopped');
     this.replyTextStored = false;
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.

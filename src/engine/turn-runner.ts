@@ -190,12 +190,15 @@ export class TurnRunner {
     let task: TaskRecord | null;
     let steps: StoredStep[];
     let inputs: string[];
+    let cappedGroupId: string | undefined;
     try {
       task = await durable(() => writes.turnStarted(turn, resumed));
       if (!task) return;
       // Only a resumed turn has checkpoints to replay.
       steps = resumed ? await durable(() => queries.steps(turn.id)) : [];
       inputs = await durable(() => queries.inputs(turn));
+      const groupId = task.group?.id;
+      if (groupId) cappedGroupId = await durable(() => queries.cappedGroup(groupId));
     } catch (err) {
       if (!(err instanceof TurnAbort)) throw err;
       // Stopped or shut down before it began: its lease is handed back or runs out.
@@ -206,6 +209,7 @@ export class TurnRunner {
       signal: controller.signal,
       steps,
       userMessages: [...(task.spec.prompt ? [task.spec.prompt] : []), ...inputs],
+      cappedGroupId,
     });
     const maxSeconds = task.spec.limits.max_turn_seconds;
 

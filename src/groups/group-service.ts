@@ -295,7 +295,8 @@ export class GroupService {
     const u = new GroupUnit(uow, group);
     await uow.tx.groups.setInput(group.id, input.index, { status: ended.outcome });
     u.count('running', ended.outcome);
-    u.set({ creditsUsedMicros: group.creditsUsedMicros + ended.creditsUsedMicros });
+    // A capped group's spend was added as its runs were charged.
+    if (group.maxCreditsMicros === null) u.set({ creditsUsedMicros: group.creditsUsedMicros + ended.creditsUsedMicros });
     u.event('run', { task_id: ended.task.id, input: input.index, status: ended.outcome });
     await this.startRuns(u);
     this.settle(u);
@@ -318,13 +319,14 @@ export class GroupService {
 
   /**
    * Starts runs in the group's free slots, oldest input first. Once the group's runs have used
-   * its max_credits, what is pending is stopped instead; with the account out of credits, it
+   * its max_credits (what they spent, plus what their model calls under way may cost: decisions
+   * §18), what is pending is stopped instead; with the account out of credits, it
    * fails (out_of_credits: retry once credits are added).
    */
   private async startRuns(u: GroupUnit): Promise<void> {
     const g = u.group;
     if (g.status !== 'running' || g.counts.pending === 0) return;
-    if (g.maxCreditsMicros !== null && g.creditsUsedMicros >= g.maxCreditsMicros) {
+    if (g.maxCreditsMicros !== null && g.creditsUsedMicros + (await u.tx.turns.modelReserves(g.id)) >= g.maxCreditsMicros) {
       u.count('pending', 'stopped', await u.tx.groups.moveInputs(g.id, 'pending', 'stopped'));
       u.snapshot('budget_reached');
       return;

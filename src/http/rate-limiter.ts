@@ -1,10 +1,11 @@
 /**
  * Per-key request limits (429 rate_limited). One process keeps token buckets in memory; processes
- * sharing a database count fixed one-minute windows in it, so the limit holds across nodes.
+ * sharing a database take tokens of fixed one-minute windows from it, so the limit holds across
+ * nodes.
  */
 /** Request counts per key and window, shared by the processes of one database. */
 export interface RateWindows {
-  /** Adds `hits` requests to the key's count for the window starting at `windowStart` (ISO 8601); the count after. */
+  /** Adds `hits` (negative: takes them off) to the key's count for the window starting at `windowStart` (ISO 8601); the count after. */
   hitRateWindow(keyId: string, windowStart: string, hits: number): Promise<number>;
 }
 
@@ -42,36 +43,42 @@ export class MemoryRateLimiter implements RateLimiter {
 /** The length of a shared window; the pruner deletes those that ended. */
 export const RATE_WINDOW_MS = 60_000;
 
-/** How long a process counts requests before adding them to the store's count. */
-const FLUSH_MS = 50;
-/** How long the store's count, as a write returned it, is taken as current. */
-const FRESH_MS = 100;
+/** A node takes at most this share of what is left of a key's minute from the store at a time. */
+const RESERVE_SHARE = 8;
+/** Tokens a node holds for a key it has not seen a request of for this long go back to the store. */
+const IDLE_MS = 1000;
+/** A window the store said is full is taken as full for this long before the store is asked again (tokens given back may free some). */
+const FULL_MS = 1000;
 
 interface KeyWindow {
   /** The window's start (ms). */
   start: number;
-  /** The store's count for the window at this process's last write to it, and when that returned. */
+  /** Requests this node may still let through in the window without asking the store. */
+  tokens: number;
+  /** The store's count for the window as this node last saw it, and when. */
   known: number;
   knownAt: number;
-  /** Requests counted here and not yet added to the store's count. */
-  pending: number;
+  lastTakeAt: number;
+  /** The reservation under way: requests that find no token wait for it rather than each asking. */
+  reserving: Promise<void> | undefined;
 }
 
 /**
- * Fixed one-minute windows counted in the shared store, so the limit holds across nodes. A
- * process adds its requests to the store's count in one upsert per key every 50 ms rather than
- * one per request: the window's row is one row for every request of a key, and writing it at
- * every request put all of a key's requests, on every node, in one queue behind its lock.
- *
- * A request is let through at once while the store's count, as this process's last write (at
- * most 100 ms ago) returned it, plus this process's requests since stays under the limit. Any
- * other request (the first after a pause, or one that would reach the limit) is counted in the
- * store first and decided on the store's total. So one process alone never exceeds the limit,
- * and beyond it a cluster lets through at most what its other nodes admitted in the last 100 ms.
+ * Fixed one-minute windows counted in the shared store, so the limit holds across nodes, and
+ * exactly: the store's count is of tokens handed to nodes, never above the limit, and a node lets a
+ * request through only on a token it holds. A node with no token left for a key takes a batch
+ * from the store in one upsert (an eighth of what is left of the minute at first, less as it
+ * fills, at least one), and keeps
+ * what the store could not give back to it at once; requests that arrive meanwhile wait for that
+ * one write. So the common request costs a map look-up and a decrement, a node writes a key's row
+ * a few times a minute while far from the limit (per request only over its last few dozen), and a
+ * cluster's nodes together never let more than the limit through. A node that
+ * stops seeing a key's requests gives its unused tokens back after a second, so a quiet node does
+ * not hold the minute from the others.
  */
 export class StoreRateLimiter implements RateLimiter {
   private readonly windows = new Map<string, KeyWindow>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly counts: RateWindows,
@@ -84,43 +91,60 @@ export class StoreRateLimiter implements RateLimiter {
     const start = now - (now % RATE_WINDOW_MS);
     let window = this.windows.get(keyId);
     if (!window || window.start !== start) {
-      window = { start, known: 0, knownAt: Number.NEGATIVE_INFINITY, pending: 0 };
+      window = { start, tokens: 0, known: 0, knownAt: Number.NEGATIVE_INFINITY, lastTakeAt: now, reserving: undefined };
       this.windows.set(keyId, window);
     }
-    if (window.known + window.pending < this.perMinute && now - window.knownAt <= FRESH_MS) {
-      window.pending++;
-      this.flushSoon();
+    window.lastTakeAt = now;
+    if (window.tokens > 0) {
+      window.tokens--;
       return 0;
     }
-    const wait = Math.max(1, Math.ceil((start + RATE_WINDOW_MS - now) / 1000));
-    return this.write(keyId, window, 1).then((hits) => (hits <= this.perMinute ? 0 : wait));
+    if (window.known >= this.perMinute && now - window.knownAt < FULL_MS) return Math.max(1, Math.ceil((start + RATE_WINDOW_MS - now) / 1000));
+    const w = window;
+    w.reserving ??= this.reserve(keyId, w).finally(() => {
+      w.reserving = undefined;
+    });
+    // Decided again once the batch is in: a token of it, or the store's word that the minute is full.
+    return w.reserving.then(() => this.take(keyId));
   }
 
-  private flushSoon(): void {
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
-      const current = this.clock() - (this.clock() % RATE_WINDOW_MS);
+  /** Takes a batch of tokens for the window from the store; what the limit leaves of it stays here, the rest goes back. */
+  private async reserve(keyId: string, window: KeyWindow): Promise<void> {
+    // An eighth of what is left while much is left, shrinking faster as the minute fills (one at a
+    // time over the last few dozen): tokens one node holds unused are refused to the others.
+    const left = Math.max(0, this.perMinute - window.known);
+    const want = Math.max(1, Math.floor((left * left) / (RESERVE_SHARE * this.perMinute)));
+    const windowStart = new Date(window.start).toISOString();
+    const total = await this.counts.hitRateWindow(keyId, windowStart, want);
+    const granted = Math.min(want, Math.max(0, this.perMinute - (total - want)));
+    // The store's count stays the tokens nodes hold: what went over the limit is taken off again.
+    if (granted < want) await this.counts.hitRateWindow(keyId, windowStart, granted - want);
+    window.tokens += granted;
+    window.known = total - (want - granted);
+    window.knownAt = this.clock();
+    if (granted > 0) this.giveBackWhenIdle();
+  }
+
+  /** Hands the tokens of keys idle for IDLE_MS back to the store, and forgets past windows. */
+  private giveBackWhenIdle(): void {
+    this.idleTimer ??= setTimeout(() => {
+      this.idleTimer = undefined;
+      const now = this.clock();
+      let holding = false;
       for (const [keyId, window] of this.windows) {
-        if (window.pending > 0) void this.write(keyId, window, 0).catch(() => {});
-        else if (window.start < current) this.windows.delete(keyId);
+        if (window.start + RATE_WINDOW_MS <= now) {
+          this.windows.delete(keyId);
+        } else if (window.tokens > 0 && !window.reserving && now - window.lastTakeAt >= IDLE_MS) {
+          const tokens = window.tokens;
+          window.tokens = 0;
+          void this.counts.hitRateWindow(keyId, new Date(window.start).toISOString(), -tokens).catch(() => {
+            // Not given back: they go unused this minute, which only ever refuses more, never lets more through.
+          });
+        } else if (window.tokens > 0) {
+          holding = true;
+        }
       }
-    }, FLUSH_MS).unref();
-  }
-
-  /** Adds the window's pending requests and `extra` more to the store's count; the store's total. */
-  private async write(keyId: string, window: KeyWindow, extra: number): Promise<number> {
-    const hits = window.pending + extra;
-    window.pending = 0;
-    try {
-      const total = await this.counts.hitRateWindow(keyId, new Date(window.start).toISOString(), hits);
-      window.known = Math.max(window.known, total);
-      window.knownAt = this.clock();
-      return total;
-    } catch (err) {
-      // Not counted in the store: counted here again, for the next write.
-      window.pending += hits - extra;
-      if (window.pending > 0) this.flushSoon();
-      throw err;
-    }
+      if (holding) this.giveBackWhenIdle();
+    }, IDLE_MS).unref();
   }
 }

@@ -136,6 +136,8 @@ export interface TurnsTable {
   changes_added: ColumnType<number, number | undefined, number>;
   changes_changed: ColumnType<number, number | undefined, number>;
   changes_unconfirmed: ColumnType<number, number | undefined, number>;
+  /** What the model call under way of a capped group's run may cost at most (migration 000014). */
+  model_reserve_micros: ColumnType<MicrosColumn, number | undefined, number>;
 }
 
 export interface TurnStepsTable {

@@ -98,6 +98,16 @@ export interface TurnsRepository {
    * afterwards, in micro-credits (undefined when there is no such turn).
    */
   addUsage(id: string, usage: TurnUsage): Promise<number | undefined>;
+  /**
+   * A capped group's run is about to call the model: adds `micros` (what the call may cost at
+   * most) to the running turn's reserve, unless the group's spent credits plus its running runs'
+   * reserves have reached its max_credits; returns whether the call may begin.
+   */
+  reserveModelCall(turnId: string, groupId: string, micros: number): Promise<boolean>;
+  /** The model call that reserved `micros` ended: its reserve is taken back. */
+  releaseModelReserve(turnId: string, micros: number): Promise<void>;
+  /** What the running turns of a capped group's runs have reserved for their model calls, in micro-credits. */
+  modelReserves(groupId: string): Promise<number>;
   /** Adds rows the turn wrote (and how many of them are verified) to its counts. */
   addRows(id: string, rows: { written: number; verified: number }): Promise<void>;
   /** Adds to the turn's change counts (decisions §19), under the task's row lock. */
@@ -311,6 +321,8 @@ export interface GroupsRepository {
   /** Inputs in `status`, in index order, after the index `after`. */
   listInputs(groupId: string, status: RunStatus, limit: number, after?: number): Promise<GroupInputRecord[]>;
   setInput(groupId: string, index: number, patch: { status: RunStatus; taskId?: string; turnId?: string }): Promise<void>;
+  /** Adds what a capped group's run was just charged to the group's credits used, as it is charged. */
+  addCreditsUsed(groupId: string, micros: number): Promise<void>;
   /** Moves every input in status `from` to `to`; returns how many moved. */
   moveInputs(groupId: string, from: RunStatus, to: RunStatus): Promise<number>;
   /** A page of the group's inputs in index order, after index `after`, with their runs' tasks; only those of `status` when given. */

@@ -24,6 +24,12 @@ export class TurnQueries {
     return (await this.store.rows.read(taskId, outputId, offset, limit)).map((row) => row.toString());
   }
 
+  /** The group's id when it caps its spend (max_credits): its runs' model calls are then budgeted (decisions §18). */
+  async cappedGroup(groupId: string): Promise<string | undefined> {
+    const group = await this.store.groups.get(groupId);
+    return group?.maxCreditsMicros != null ? group.id : undefined;
+  }
+
   /** Rows written so far, by output id. */
   async rowCounts(taskId: string): Promise<Map<string, number>> {
     return new Map((await this.store.rows.stats(taskId)).map((o) => [o.outputId, o.rowCount]));

@@ -126,9 +126,10 @@ export class TurnWrites {
    * `balance <= 0` holds exactly when the balance reads 0. The same step stored already (its
    * commit went through but its answer was lost, and the write was sent again) gets the balance
    * and turn total as they stand, charging nothing more. Null when the turn no longer runs or
-   * another step of that number was stored (another worker got there first).
+   * another step of that number was stored (another worker got there first). `cappedGroupId`:
+   * the task is a run of that group, which has max_credits: the charge is added to its spend.
    */
-  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, text = ''): Promise<Charge | null> {
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, text = '', cappedGroupId?: string): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: Charge | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
@@ -145,9 +146,24 @@ export class TurnWrites {
         ? await unit.tx.accounts.charge(turn.accountId, costMicros)
         : ((await unit.tx.accounts.get(turn.accountId))?.balanceMicros ?? 0);
       if (costMicros > 0) unit.set({ creditsUsedMicros: unit.task.creditsUsedMicros + costMicros });
+      // A capped group's spend is kept as its runs are charged (the cap is checked before each model call); others' is added as each run ends.
+      if (cappedGroupId !== undefined && costMicros > 0) await unit.tx.groups.addCreditsUsed(cappedGroupId, costMicros);
       result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
     });
     return result;
+  }
+
+  /**
+   * A model call of a capped group's run may begin: its most cost (`micros`) is reserved on the
+   * turn unless the group's spend plus its runs' reserves reached the cap (decisions §18).
+   */
+  async reserveModelCall(turnId: string, groupId: string, micros: number): Promise<boolean> {
+    return this.units.run((uow) => uow.tx.turns.reserveModelCall(turnId, groupId, micros));
+  }
+
+  /** The model call that reserved `micros` ended. */
+  async releaseModelReserve(turnId: string, micros: number): Promise<void> {
+    await this.units.run((uow) => uow.tx.turns.releaseModelReserve(turnId, micros));
   }
 
   /** The turn ended by itself (completed or failed). No-op when it was already stopped. */

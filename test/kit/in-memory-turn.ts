@@ -320,6 +320,11 @@ export class InMemoryTurn implements TurnPort {
     this.journal.push({ type: 'tool', event: structuredClone(event) });
   }
 
+  /** A task of no group: every call is made. */
+  budgetedModelCall<T>(_promptTokens: number, call: () => Promise<T>): Promise<T> {
+    return call();
+  }
+
   async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
     // As the task service does: a step is stored and charged once.
     if (!this.stored.has(step)) {

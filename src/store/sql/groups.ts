@@ -2,7 +2,7 @@
  * Groups and their inputs. A group's row is locked (get with `lock: true`) by every change to
  * its inputs and counts, so those are serialized per group; inputs are changed only under it.
  */
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import { storedSpec } from '../../domain/spec.js';
 import type { GroupInputsTable, GroupsTable } from '../database.js';
@@ -72,6 +72,11 @@ export class SqlGroups extends SqlRepository implements GroupsRepository {
   async update(id: string, patch: GroupPatch): Promise<void> {
     const row = groupRow(patch);
     if (Object.keys(row).length > 0) await this.db.updateTable('groups').set(row).where('id', '=', id).execute();
+  }
+
+  /** One UPDATE: the row lock it takes orders it with the group's own changes, which never set credits used of a capped group. */
+  async addCreditsUsed(groupId: string, micros: number): Promise<void> {
+    await this.db.updateTable('groups').set({ credits_used_micros: sql<number>`credits_used_micros + ${micros}` }).where('id', '=', groupId).execute();
   }
 
   async list(accountId: string, limit: number, before?: string, filter: GroupListFilter = {}): Promise<GroupRecord[]> {

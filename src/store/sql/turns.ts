@@ -143,6 +143,32 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     return r && fromStoredMicros(r.credits_used_micros);
   }
 
+  /**
+   * One UPDATE of the running turn, guarded by the group's spend: runs of a group call the model
+   * without its lock, so two may see the same spend and both begin; each running run then goes
+   * over by its one call at most, which is what the cap promises (decisions §18).
+   */
+  async reserveModelCall(turnId: string, groupId: string, micros: number): Promise<boolean> {
+    const r = await this.db.updateTable('turns').set({ model_reserve_micros: sql<number>`model_reserve_micros + ${micros}` })
+      .where('id', '=', turnId).where('status', '=', 'running')
+      .where(sql<SqlBool>`exists (select 1 from groups as g where g.id = ${groupId} and g.max_credits_micros is not null
+        and g.credits_used_micros + (select coalesce(sum(r.model_reserve_micros), 0) from turns as r where r.line = ${groupId} and r.status = 'running') < g.max_credits_micros)`)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** No lock: one UPDATE of the turn's own reserve (a turn's lead and sub-researchers each reserve and release their calls). */
+  async releaseModelReserve(turnId: string, micros: number): Promise<void> {
+    await this.db.updateTable('turns').set({ model_reserve_micros: sql<number>`model_reserve_micros - ${micros}` }).where('id', '=', turnId).execute();
+  }
+
+  /** No lock: a sum of one moment, under the group's lock, where no run of the group starts meanwhile. */
+  async modelReserves(groupId: string): Promise<number> {
+    const r = await this.db.selectFrom('turns').select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('model_reserve_micros'), sql<number>`0`).as('micros'))
+      .where('line', '=', groupId).where('status', '=', 'running').executeTakeFirstOrThrow();
+    return Number(r.micros);
+  }
+
   /** Under the task's row lock, like update. */
   async addRows(id: string, rows: { written: number; verified: number }): Promise<void> {
     await this.runCompiled('turns.addRows', [rows.written, rows.verified, id], () => this.db

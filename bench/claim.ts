@@ -1,0 +1,89 @@
+/**
+ * The cost of a claim, with fair keys (ORDER BY fair_key, id on turns_fair) and as it was before
+ * (ORDER BY id on turns_status), on one store in the same run, interleaved: a backlog of waiting
+ * turns in many lines (a large group's runs, other groups, single tasks) and running turns, then
+ * rounds of "claim `limit`, hand the leases back", each claim timed. Also the cost of making a
+ * turn pending (the insert now places it by its fair key).
+ *
+ *   npm run bench:claim                           SQLite
+ *   QUARRY_TEST_STORE=postgres npm run bench:claim  PostgreSQL (the test database, a schema of its own)
+ *
+ * BENCH_CLAIM_BACKLOG (default 5000 waiting turns), BENCH_CLAIM_ROUNDS (default 2000 per claim kind and limit).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Kysely } from 'kysely';
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.js';
+import type { Database } from '../src/store/database.js';
+import type { Store } from '../src/store/store.js';
+import { task, turn } from '../test/store/store-cases.js';
+import { dropSchemas, TEST_DATABASE_URL } from '../test/kit/postgres.js';
+import { percentile } from './lib.js';
+
+const BACKLOG = Number(process.env.BENCH_CLAIM_BACKLOG ?? 5000);
+const ROUNDS = Number(process.env.BENCH_CLAIM_ROUNDS ?? 2000);
+const postgres = process.env.QUARRY_TEST_STORE === 'postgres';
+
+/** The claim of pending turns as it was before fair keys: oldest first. */
+async function oldClaim(db: Kysely<Database>, skipLocked: boolean, owner: string, limit: number, leaseUntil: string): Promise<number> {
+  let ready = db.selectFrom('turns').select('id').where('status', '=', 'pending').orderBy('id').limit(limit);
+  if (skipLocked) ready = ready.forUpdate().skipLocked();
+  const rows = await db.with('ready', () => ready).updateTable('turns').set({ status: 'running', lease_owner: owner, lease_expires_at: leaseUntil })
+    .where('id', 'in', (eb) => eb.selectFrom('ready').select('id')).returningAll().execute();
+  return rows.length;
+}
+
+async function main(): Promise<void> {
+  const schema = `b_claim_${process.pid}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-bench-claim-'));
+  const store: Store = postgres ? await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema }) : openSqliteStore(dataDir);
+  // The bench reaches past the Store for the old statement only.
+  const db = (store as unknown as { root: Kysely<Database> }).root;
+  try {
+    await store.migrate();
+    const accountId = 'acct_bench';
+    await store.accounts.insert({ id: accountId, name: 'bench', balanceMicros: 1e12, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
+    // Lines: one large group (80%), 20 small groups, and single tasks.
+    const insertMs: number[] = [];
+    for (let i = 0; i < BACKLOG; i++) {
+      const line = i % 5 !== 0 ? 'grp_big' : i % 10 === 0 ? `grp_small_${i % 20}` : accountId;
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const began = performance.now();
+      await store.turns.insert(turn(t.id, accountId, { line }));
+      insertMs.push(performance.now() - began);
+    }
+    // Some turns running, as on a busy worker.
+    await store.turns.claim('w_running', 256, new Date().toISOString(), new Date(Date.now() + 3_600_000).toISOString());
+    const leaseUntil = new Date(Date.now() + 3_600_000).toISOString();
+    const results: string[] = [];
+    for (const limit of [1, 16]) {
+      const fresh: number[] = [];
+      const old: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        let began = performance.now();
+        await store.turns.claim('w_bench', limit, new Date().toISOString(), leaseUntil, { takeOverExpired: false });
+        fresh.push(performance.now() - began);
+        await store.turns.releaseLeases('w_bench');
+        began = performance.now();
+        await oldClaim(db, postgres, 'w_bench', limit, leaseUntil);
+        old.push(performance.now() - began);
+        await store.turns.releaseLeases('w_bench');
+      }
+      const us = (v: number[], p: number) => (percentile(v, p) * 1000).toFixed(0);
+      results.push(`limit ${limit}: fair claim p50 ${us(fresh, 50)} µs p90 ${us(fresh, 90)} µs; old claim p50 ${us(old, 50)} µs p90 ${us(old, 90)} µs`);
+    }
+    const us = (p: number) => (percentile(insertMs, p) * 1000).toFixed(0);
+    console.log(`claim bench on ${postgres ? 'PostgreSQL' : 'SQLite'}: ${BACKLOG} waiting turns, 256 running, ${ROUNDS} rounds per claim kind and limit`);
+    for (const line of results) console.log(`  ${line}`);
+    console.log(`  making a turn pending (insert with its fair key), over the backlog's growth: p50 ${us(50)} µs p90 ${us(90)} µs`);
+  } finally {
+    await store.close();
+    if (postgres) await dropSchemas(schema);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
