@@ -18,13 +18,15 @@
  *               delay while the turns wait (perf_hooks' monitorEventLoopDelay, loaded into the
  *               server by bench/loop-delay-probe.mjs), and GET /task/{id}/state latency meanwhile.
  *
- * Results: a table on stdout and .bench/provider-limits.json. BENCH_LIMITS_ONLY=group,idle runs a subset.
+ * Results: a table on stdout and .bench/provider-limits.json. BENCH_LIMITS_ONLY=group,idle and
+ * BENCH_LIMITS_MODES=configured,learned run a subset.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { startFakeOpenAI, type FakeReply, type FakeRequestBody } from '../test/kit/fake-openai-server.js';
 import { expectOk, freshDataDir, OUT_DIR, ROOT, loadAverage, log, mapLimit, percentile, reportHeader, round, sleep, startQuarry, table, writeReport, type QuarryProcess } from './lib.js';
 
+const MODES = (process.env.BENCH_LIMITS_MODES ?? 'configured,learned').split(',').map((s) => s.trim()) as ('configured' | 'learned')[];
 const ONLY = new Set((process.env.BENCH_LIMITS_ONLY ?? 'group,idle').split(',').map((s) => s.trim()));
 const INPUTS = Number(process.env.BENCH_LIMITS_INPUTS ?? 500);
 const PER_WINDOW = Number(process.env.BENCH_LIMITS_PER_WINDOW ?? 120);
@@ -138,7 +140,7 @@ async function main(): Promise<void> {
   const report: Record<string, unknown> = { settings: { inputs: INPUTS, per_window: PER_WINDOW, window_s: WINDOW_S, parallel: PARALLEL, turns: TURNS, reply_s: REPLY_S } };
   const lines: string[][] = [['measure', 'value', 'goal']];
   if (ONLY.has('group')) {
-    for (const mode of ['configured', 'learned'] as const) {
+    for (const mode of MODES) {
       log(`group: ${INPUTS} runs, ${PER_WINDOW} requests per ${WINDOW_S} s, limits ${mode}`);
       const r = await groupRound(mode);
       report[`group_${mode}`] = r;
