@@ -2,6 +2,7 @@
 // delay, as perf_hooks samples it, written to BENCH_LOOP_DELAY_FILE on SIGUSR2.
 import fs from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import process from 'node:process';
 
 const histogram = monitorEventLoopDelay({ resolution: 10 });
 histogram.enable();
