@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RetryPolicy, retryAfterMs } from '../../src/retry-policy.js';
+import { durationMs, rateLimitReport, RetryPolicy, retryAfterMs } from '../../src/retry-policy.js';
 
 /** A random source that returns `values` in turn. */
 function randoms(...values: number[]): () => number {
@@ -74,5 +74,31 @@ describe('retryAfterMs', () => {
     assert.equal(retryAfterMs(headers({ 'retry-after': 'Sat, 01 Mar 2025 06:00:00 GMT' }), now), 0, 'a date passed means now');
     assert.equal(retryAfterMs(headers({ 'retry-after': 'soon' })), undefined);
     assert.equal(retryAfterMs(headers({})), undefined);
+  });
+});
+
+describe('rateLimitReport', () => {
+  const headers = (h: Record<string, string>) => (name: string) => h[name];
+  it("reads OpenAI's limits a minute, and a spent one's reset as a duration", () => {
+    assert.deepEqual(rateLimitReport(headers({
+      'x-ratelimit-limit-requests': '5000', 'x-ratelimit-remaining-requests': '4999', 'x-ratelimit-reset-requests': '12ms',
+      'x-ratelimit-limit-tokens': '160000', 'x-ratelimit-remaining-tokens': '0', 'x-ratelimit-reset-tokens': '6m0s',
+    })), { requestsPerMinute: 5000, tokensPerMinute: 160_000, spentForMs: 360_000 });
+    assert.deepEqual(rateLimitReport(headers({ 'x-ratelimit-limit-tokens': '-1', 'x-ratelimit-remaining-tokens': '-1', 'x-ratelimit-reset-tokens': '0' })), {}, "Azure's -1 says nothing");
+  });
+  it("reads Anthropic's limits, and a spent one's reset as an RFC 3339 time", () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    assert.deepEqual(rateLimitReport(headers({
+      'anthropic-ratelimit-requests-limit': '50', 'anthropic-ratelimit-requests-remaining': '0', 'anthropic-ratelimit-requests-reset': '2026-01-01T00:00:20Z',
+      'anthropic-ratelimit-input-tokens-limit': '30000', 'anthropic-ratelimit-output-tokens-remaining': '0', 'anthropic-ratelimit-output-tokens-reset': '2026-01-01T00:00:45Z',
+    }), now), { requestsPerMinute: 50, tokensPerMinute: 30_000, spentForMs: 45_000 });
+  });
+  it('reads Go durations', () => {
+    assert.deepEqual(['20ms', '1s', '6m0s', '1m30.5s', '1h', '2.5', 'soon', ''].map(durationMs), [20, 1000, 360_000, 90_500, 3_600_000, 2500, undefined, undefined]);
+  });
+  it('a 429 spends no try; other failures do', () => {
+    assert.equal(RetryPolicy.spendsATry(429), false);
+    assert.equal(RetryPolicy.spendsATry(503), true);
+    assert.equal(RetryPolicy.spendsATry(undefined), true);
   });
 });

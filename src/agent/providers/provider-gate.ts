@@ -13,8 +13,10 @@
  *   `provider_calls`, so that a process that died frees its places.
  *
  * A waiting call costs one queue entry: each process keeps one queue per provider and one pump
- * that reserves for its head, with one timer for the whole queue (to the head's reserved start,
- * or, when every place is taken, until a call here ends or a short while for those elsewhere).
+ * that reserves for its head, then for the next, up to a second ahead of their starts; one timer
+ * starts the reserved calls in order, and one more paces the pump (to a second before the last
+ * reserved start, or, when every place is taken, until a call here ends or a short while for
+ * those elsewhere).
  * With no fixed limit and nothing learned a call reserves nothing: it reads the shared state at
  * most once a second.
  */
@@ -35,6 +37,8 @@ const KNOWN_FOR_MS = 1000;
 const BUSY_RECHECK_MS = 250;
 /** A call in flight holds its place at most this long (a process that died mid-call). */
 const CALL_LEASE_MS = 15 * 60_000;
+/** How far ahead of its start a call's place is reserved while the one before it waits for its own. */
+const LOOKAHEAD_MS = 1000;
 /** A 429 that names no wait blocks the provider this long. */
 const BARE_429_BLOCK_MS = 1000;
 
@@ -89,6 +93,9 @@ export class ProviderGate {
   /** The pump's one timer, and how to end its sleep early (an abort, a freed place). */
   private timer: NodeJS.Timeout | undefined;
   private wake: (() => void) | undefined;
+  /** Calls with a reserved start not yet come, in start order, and the one timer that starts them. */
+  private readonly starting: { waiter: Waiter; startAt: number; reservation: { startAt: number; callId?: string; tpm?: number; tokens?: number } }[] = [];
+  private startTimer: NodeJS.Timeout | undefined;
   /** The pump waits for a place (every one taken): a call that ends here wakes it. */
   private waitingForPlace = false;
   private known: ProviderLimitState | undefined;
@@ -110,6 +117,14 @@ export class ProviderGate {
       const waiter: Waiter = {
         ...options, enqueuedAt: this.now(), resolve, reject,
         onAbort: () => {
+          const reserved = this.starting.findIndex((s) => s.waiter === waiter);
+          if (reserved >= 0) {
+            const { reservation } = this.starting.splice(reserved, 1)[0]!;
+            this.leave(waiter);
+            this.releaseCall(reservation.callId);
+            reject(options.signal.reason);
+            return;
+          }
           const at = this.queue.indexOf(waiter);
           // The head is the pump's: it is woken and drops it.
           if (at > 0) {
@@ -223,21 +238,38 @@ export class ProviderGate {
           head.reject(new ProviderWaitTooLong(this.opts.provider, startAt - this.now()));
           continue;
         }
-        if (startAt - this.now() >= SHOWN_AFTER_MS && !head.signal.aborted) this.show(head);
-        if (!head.signal.aborted) await this.sleepUntil(startAt);
+        if (startAt - this.now() >= SHOWN_AFTER_MS) this.show(head);
+        // Reserved: the call leaves the queue for the starting line, and the next one's place is
+        // reserved at once, up to LOOKAHEAD_MS ahead, so that a slow store transaction does not
+        // slow the calls down to one per transaction.
         this.queue.shift();
-        this.leave(head);
-        if (head.signal.aborted) {
-          this.releaseCall(callId);
-          head.reject(head.signal.reason);
-          continue;
-        }
-        this.opts.metrics.providerWait(this.opts.provider, (this.now() - head.enqueuedAt) / 1000);
-        head.resolve(this.permit(reservation));
+        this.starting.push({ waiter: head, startAt, reservation });
+        this.armStart();
+        if (startAt - this.now() > LOOKAHEAD_MS) await this.sleepUntil(startAt - LOOKAHEAD_MS);
       }
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** Starts the reserved calls whose time has come, and sets the starting line's timer for the next. */
+  private armStart(): void {
+    clearTimeout(this.startTimer);
+    this.startTimer = undefined;
+    const now = this.now();
+    while (this.starting.length > 0 && this.starting[0]!.startAt <= now) {
+      const { waiter, reservation } = this.starting.shift()!;
+      this.leave(waiter);
+      if (waiter.signal.aborted) {
+        this.releaseCall(reservation.callId);
+        waiter.reject(waiter.signal.reason);
+        continue;
+      }
+      this.opts.metrics.providerWait(this.opts.provider, (now - waiter.enqueuedAt) / 1000);
+      waiter.resolve(this.permit(reservation));
+    }
+    const next = this.starting[0];
+    if (next) this.startTimer = setTimeout(() => this.armStart(), next.startAt - now);
   }
 
   /** Sleeps until `at` on the gate's one timer, or until woken. */
