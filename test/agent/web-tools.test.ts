@@ -517,3 +517,36 @@ describe('createWebTools', () => {
     assert.ok(!check('read_input', { upload_id: 'upl_1', length: 100_001 }));
   });
 });
+
+describe('fetch_url offline', () => {
+  const snapshot = (id: string, url: string, finalUrl: string, text: string) => ({
+    id, taskId: 'tsk_1', url, finalUrl, uploadId: null, title: 'Granite', fetchedAt: '2026-01-02T03:04:05.000Z', sha256: '', bytes: text.length, text,
+  });
+  const stored = [snapshot('src_1', 'https://a.example/old', 'https://a.example/new', 'first read'), snapshot('src_2', 'https://a.example/new', 'https://a.example/new', 'second read')];
+  const offlineCtx = (sources: Record<string, unknown> = {}): ToolContext => ({
+    ...toolCtx(), offline: true, spec: () => normalizeSpec({ sources }),
+    citedSources: async (urls) => stored.filter((s) => urls.includes(s.url) || urls.includes(s.finalUrl)),
+  });
+
+  it('answers a URL fetched before (asked for or arrived at) from its latest snapshot, and fetches nothing', async () => {
+    const before = web.requests.length;
+    const viaRedirect = await fetchUrlTool.run({ url: 'https://a.example/old' }, offlineCtx());
+    assert.ok(!viaRedirect.isError);
+    assert.match(viaRedirect.content, /^URL: https:\/\/a\.example\/new\nRedirected from: https:\/\/a\.example\/old\nSource: src_1\n/);
+    assert.ok(viaRedirect.content.endsWith('\n\nfirst read'));
+    // Asked for and arrived at: the latest of both reads.
+    const latest = await fetchUrlTool.run({ url: 'https://a.example/new' }, offlineCtx());
+    assert.ok(latest.content.split('\n').includes('Source: src_2'), latest.content);
+    assert.ok(latest.content.endsWith('\n\nsecond read'));
+    const never = await fetchUrlTool.run({ url: `${web.url}/articles/granite.html` }, offlineCtx());
+    assert.equal(never.isError, true);
+    assert.match(never.content, /offline: .* was never fetched by this task/);
+    assert.equal(web.requests.length, before);
+  });
+
+  it('keeps to the source policy', async () => {
+    const refused = await fetchUrlTool.run({ url: 'https://a.example/new' }, offlineCtx({ exclude_domains: ['a.example'] }));
+    assert.equal(refused.isError, true);
+    assert.match(refused.content, /^Could not fetch https:\/\/a\.example\/new: /);
+  });
+});

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { GRADING_PROMPT, gradeExact, percentile, readVerdict, summarize, type EvalResult } from '../../src/cli/eval/eval-scoring.js';
 import { readQuestionSet } from '../../src/cli/eval/question-set.js';
+import { EvalProgressView } from '../../src/cli/progress-view.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 
@@ -69,5 +70,34 @@ describe('grading and the summary', () => {
 
   it('docs/eval.md shows the grading prompt word for word', () => {
     assert.ok(fs.readFileSync(path.join(root, 'docs/eval.md'), 'utf8').includes(GRADING_PROMPT), 'the grading prompt in docs/eval.md is the one used');
+  });
+});
+
+describe('the progress of a run', () => {
+  it('on a terminal: a bar with the verdicts so far, each item logged above it', () => {
+    let screen = '';
+    const view = new EvalProgressView((t) => (screen += t), 'live', 4, { columns: 200 });
+    view.started();
+    view.started();
+    view.finished('correct', 'q1: correct');
+    view.finished('not_attempted', 'q2: not attempted');
+    view.close();
+    assert.match(screen, /q1: correct\n/);
+    assert.match(screen, /\[██████████░░░░░░░░░░\] 2\/4 · 1 correct · 0 incorrect · 1 not attempted · 0 running/);
+  });
+
+  it('elsewhere: one line per item; with --json nothing', () => {
+    let plain = '';
+    const view = new EvalProgressView((t) => (plain += t), 'plain', 2);
+    view.started();
+    view.finished('incorrect', 'q1: incorrect ("300")');
+    view.close();
+    assert.equal(plain, '[1/2] q1: incorrect ("300")\n');
+    let json = '';
+    const quiet = new EvalProgressView((t) => (json += t), 'json', 1);
+    quiet.started();
+    quiet.finished('correct', 'q1: correct');
+    quiet.close();
+    assert.equal(json, '');
   });
 });

@@ -100,7 +100,11 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
  * or arrived at), as fetch_url gave it then; nothing goes out to the web.
  */
 async function fromSnapshot(url: string, ctx: ToolContext): Promise<ToolResult> {
-  const snapshot = (await ctx.citedSources([url], [])).filter((s) => s.uploadId === null).at(-1);
+  // The source policy holds offline too: the spec may have narrowed it since the page was read.
+  const policy = domainPolicy(ctx.spec().sources);
+  const refused = policy.refuses(url);
+  if (refused) return { isError: true, content: `Could not fetch ${url}: ${refused}.`, summary: `refused: ${short(url)}` };
+  const snapshot = (await ctx.citedSources([url], [])).filter((s) => s.uploadId === null && !policy.refuses(s.finalUrl)).at(-1);
   if (!snapshot) {
     return {
       isError: true,

@@ -13,7 +13,7 @@ import { ExitCode, UsageError } from '../exit-codes.js';
 import { EvalProgressView } from '../progress-view.js';
 import {
   ANSWER_OUTPUT, answerSpec, gradeExact, gradingSpec, readVerdict, RESULT_COLUMNS, summarize, summaryText, VERDICT_OUTPUT,
-  type EvalResult, type Grader, type Verdict,
+  type EvalResult, type EvalSpec, type Grader, type Verdict,
 } from '../eval/eval-scoring.js';
 import { readQuestionSet, type EvalQuestion } from '../eval/question-set.js';
 
@@ -30,8 +30,8 @@ interface TaskOutcome {
 }
 
 /** Starts a task from `spec`, waits until its turn ends, and reads what it wrote to `output`. */
-async function runTask(client: QuarryClient, spec: Record<string, unknown>, output: string): Promise<TaskOutcome> {
-  const task = await client.tasks.start({ task: spec as never });
+async function runTask(client: QuarryClient, spec: EvalSpec, output: string): Promise<TaskOutcome> {
+  const task = await client.tasks.start({ task: spec });
   await client.tasks.waitForTurn(task);
   const detail = await client.tasks.retrieve(task.task_id);
   const events = [...(detail.events as TaskEvent[])].reverse();

@@ -2,6 +2,7 @@
  * How `quarry eval` asks a task for an answer, grades it, and sums a run up (decisions §17.3;
  * docs/eval.md shows the task spec and the grading prompt word for word).
  */
+import type { StartTaskParams } from '../../../packages/client/src/index.js';
 import { answersAgree } from '../../domain/value-match.js';
 import { fields } from '../format.js';
 import type { AnswerType, EvalQuestion } from './question-set.js';
@@ -15,11 +16,14 @@ export const ANSWER_OUTPUT = 'answer';
 /** The output a grading task writes its verdict to. */
 export const VERDICT_OUTPUT = 'verdict';
 
+/** A task spec as a start request sends it. */
+export type EvalSpec = NonNullable<StartTaskParams['task']>;
+
 /**
  * The spec of one question's task: the question, and a one-column table for the answer, so the
  * answer comes back as a row with its sources (checked like any row's) rather than as prose.
  */
-export function answerSpec(q: EvalQuestion): Record<string, unknown> {
+export function answerSpec(q: EvalQuestion): EvalSpec {
   return {
     name: `eval ${q.id}`,
     prompt: [
@@ -52,7 +56,7 @@ Predicted answer: {predicted}
 Write exactly one row to the output "verdict" with write_rows, {"verdict": "correct"}, {"verdict": "incorrect"} or {"verdict": "not_attempted"}, with no sources, then stop. Do not research anything.`;
 
 /** The spec of the task that grades one answer: no tools besides write_rows, and a one-row verdict output. */
-export function gradingSpec(q: EvalQuestion, predicted: string | null): Record<string, unknown> {
+export function gradingSpec(q: EvalQuestion, predicted: string | null): EvalSpec {
   return {
     name: `eval ${q.id} grading`,
     prompt: GRADING_PROMPT.replace('{question}', () => q.question).replace('{gold}', () => q.answer).replace('{predicted}', () => predicted ?? '(no answer)'),
