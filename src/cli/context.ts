@@ -132,6 +132,9 @@ export function numberArg(value: string, name: string): number {
 /** `--limit N` and `--all`, the options of a command that lists a paged list. */
 export const LIST_OPTIONS = { limit: { type: 'string', short: 'n' }, all: { type: 'boolean' } } as const satisfies OptionSpec;
 
+/** `task changes` and `group changes`: the list options, and `--since TURN` (changes of later turns). */
+export const CHANGES_OPTIONS = { ...LIST_OPTIONS, since: { type: 'string' } } as const satisfies OptionSpec;
+
 /**
  * The first items of a paged list as `--limit N` (default 20) or `--all` asks: `list(pageSize)`
  * is iterated with pages of at most 200 (the most a page holds), and no page more than needed.

@@ -2,7 +2,7 @@
  * Human-readable output: aligned tables and one-line summaries. Scripts should use `--json`;
  * these formats may change between releases.
  */
-import type { Group, GroupCounts, GroupDetail, GroupEvent, GroupRun, OutputInfo, Task, TaskEvent, Webhook, WebhookDelivery, WebhookDeliveryAttempt } from '../../packages/client/src/index.js';
+import type { Group, GroupCounts, GroupDetail, GroupEvent, GroupRowChange, GroupRun, OutputInfo, RowChange, Task, TaskEvent, Webhook, WebhookDelivery, WebhookDeliveryAttempt } from '../../packages/client/src/index.js';
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function table(header: string[], rows: string[][]): string {
@@ -86,6 +86,19 @@ export function attemptsTable(attempts: WebhookDeliveryAttempt[]): string {
   return table(
     ['AT', 'HTTP', 'MS', 'ERROR', 'ANSWER'],
     attempts.map((a) => [shortTime(a.at), a.status_code === null ? '-' : String(a.status_code), String(a.duration_ms), cell(a.error), cell(a.response_excerpt)]),
+  );
+}
+
+/** Changes of keyed outputs, oldest first: each field that changed as `name: before → after`; a group's with its input's index. */
+export function changesTable(changes: (RowChange | GroupRowChange)[]): string {
+  const grouped = changes.some((c) => '_input' in c);
+  return table(
+    [...(grouped ? ['INPUT'] : []), 'TURN', 'AT', 'OUTPUT', 'KEY', 'CHANGE', 'FIELDS'],
+    changes.map((c) => [
+      ...(grouped ? [String((c as GroupRowChange)._input)] : []),
+      c.turn_id, shortTime(c.at), c.output, cell(Object.values(c.key).map((v) => cell(v, 30)).join(' / '), 40), c.change,
+      cell(Object.entries(c.fields).map(([name, f]) => `${name}: ${cell(f.before, 20) || '-'} → ${cell(f.after, 20) || '-'}`).join('; '), 80),
+    ]),
   );
 }
 

@@ -34,6 +34,8 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
                                           read rows; --csv/--jsonl export the whole output
   task recheck ID                         check every row's sources and cells again against
                                           the pages already read (fetches nothing)
+  task changes ID [--since TURN] [--limit N] [--all]
+                                          what the turns changed in keyed outputs
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
   eval FILE [--limit N] [--concurrency N] [--out DIR] [--grader exact|model]
@@ -54,6 +56,8 @@ Task groups: one spec over many inputs, each input a run (QUARRY_URL, QUARRY_API
                                           running
   group rows ID [--limit N] [--offset N] [--csv | --jsonl]
                                           read the merged rows; --csv/--jsonl export all
+  group changes ID [--since TURN] [--limit N] [--all]
+                                          the runs' changes, each with its input
   group stop ID                           stop every run (pending ones never start)
   group retry ID [--include failed,stopped] [--follow]
                                           run the failed (or the listed) runs again
@@ -66,7 +70,8 @@ Webhooks (QUARRY_URL, QUARRY_API_KEY):
   webhooks create --url URL --events EVENT[,EVENT...] [--description TEXT]
                                           register an endpoint; prints its signing secret
                                           once. Events: task.turn_completed,
-                                          task.turn_failed, task.turn_stopped, group.finished
+                                          task.turn_failed, task.turn_stopped,
+                                          task.changed, group.finished
   webhooks ls                             list the endpoints (never their secrets)
   webhooks show ID                        one endpoint
   webhooks rm ID                          delete an endpoint and its deliveries

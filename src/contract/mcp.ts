@@ -6,6 +6,7 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { Nullable, Str } from './common.js';
 import { OutputPage } from './outputs.js';
+import { ChangesQuery, RowChange } from './changes.js';
 import { ContinueBody, ListQuery, StartBody, StopBody, TaskIdParams } from './requests.js';
 import { Task, TaskState } from './task.js';
 
@@ -36,6 +37,8 @@ export const ListTasksArgs = Type.Object({
   created_before: ListQuery.properties.created_before,
 });
 
+export const GetChangesArgs = Type.Object({ ...TaskIdParams.properties, ...ChangesQuery.properties });
+export const ChangesResult = Type.Object({ changes: Type.Array(RowChange), next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })) });
 export const TaskList = Type.Object({ tasks: Type.Array(Task), next_cursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last.' })) });
 export type TaskList = Static<typeof TaskList>;
 
@@ -45,7 +48,7 @@ interface McpToolDecl {
   output: TSchema;
 }
 
-/** The seven tools: name → what it does, its arguments and its structured result. */
+/** The eight tools: name → what it does, its arguments and its structured result. */
 export const MCP_TOOLS = {
   start_task: {
     description: 'Start a research task from a prompt (it plans, then researches) or from a full spec (task). Returns the task at once; follow it with wait_for_task.',
@@ -63,6 +66,10 @@ export const MCP_TOOLS = {
   },
   stop_task: { description: 'Stop the task\'s running turn (rows written are kept); clear_queue also drops queued messages.', input: StopTaskArgs, output: Task },
   list_tasks: { description: 'The account\'s tasks, pinned first, then most recently updated; filter by q (text in the name or prompt), state (running, idle), outcome of the last turn (completed, failed, stopped), created_after, created_before; page with next_cursor.', input: ListTasksArgs, output: TaskList },
+  get_changes: {
+    description: 'What the task\'s turns changed in its keyed table outputs, oldest first: added, changed (fields before and after) and unconfirmed keys; since a turn id or after a time; page with next_cursor.',
+    input: GetChangesArgs, output: ChangesResult,
+  },
 } as const satisfies Record<string, McpToolDecl>;
 
 export type McpToolName = keyof typeof MCP_TOOLS;

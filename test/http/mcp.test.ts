@@ -55,9 +55,9 @@ describe('MCP server at /mcp', () => {
     await h?.close();
   });
 
-  it('lists the seven tools, each with input and output schemas', async () => {
+  it('lists the eight tools, each with input and output schemas', async () => {
     const { tools } = await client.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ['continue_task', 'get_task', 'list_tasks', 'read_rows', 'start_task', 'stop_task', 'wait_for_task']);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ['continue_task', 'get_changes', 'get_task', 'list_tasks', 'read_rows', 'start_task', 'stop_task', 'wait_for_task']);
     for (const tool of tools) {
       assert.equal(tool.inputSchema.type, 'object', tool.name);
       assert.equal(tool.outputSchema?.type, 'object', `${tool.name} declares its result`);
@@ -116,6 +116,26 @@ describe('MCP server at /mcp', () => {
     assert.deepEqual(filtered.tasks.map((t: Json) => t.task_id), [task.task_id], 'the filters of GET /task');
     const none = (await client.callTool({ name: 'list_tasks', arguments: { outcome: 'failed', q: String(spec.prompt).slice(0, 12) } })).structuredContent as Json;
     assert.deepEqual(none.tasks, []);
+  });
+
+  it('get_changes lists what the turns changed in a keyed output, as GET /task/{id}/changes does', async () => {
+    const keyed = { ...TABLE, id: 'keyed', key: ['name'], columns: [{ name: 'name', type: 'string', required: true }, { name: 'state', type: 'string' }] };
+    h.model!.script(
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'keyed', rows: [{ name: 'Rock of Ages', state: 'VT' }, { name: 'Barre Gray', state: 'NH' }], sources: [{ url: 'https://example.org/granite' }] } }] },
+      { text: 'Found two quarries.' },
+    );
+    const started = await h.request('POST', '/task/start', { body: { task: { prompt: 'Keyed quarries.', outputs: [keyed] } } });
+    assert.equal(started.status, 200, started.text);
+    await waitIdle(h, started.body.task_id);
+    const result = await client.callTool({ name: 'get_changes', arguments: { task_id: started.body.task_id, limit: 1 } });
+    const page = result.structuredContent as Json;
+    const rest = (await h.request('GET', `/task/${started.body.task_id}/changes?limit=1`));
+    assert.deepEqual(page.changes, rest.body.changes);
+    assert.deepEqual(page.changes.map((c: Json) => [c.change, c.key]), [['added', { name: 'Rock of Ages' }]]);
+    assert.equal(page.next_cursor, rest.headers.get('x-next-cursor'));
+    const next = (await client.callTool({ name: 'get_changes', arguments: { task_id: started.body.task_id, cursor: page.next_cursor } })).structuredContent as Json;
+    assert.deepEqual(next.changes.map((c: Json) => c.key.name), ['Barre Gray']);
+    assert.equal(next.next_cursor, null);
   });
 
   it('queues a message while a turn runs, then stops the turn; the task outlives the client that started it', async () => {
@@ -235,10 +255,10 @@ describe('MCP and the Origin of a browser\'s request (DNS rebinding)', () => {
 
     // The page the service serves itself (same scheme, host and port), and a client that is no browser.
     const own = await connect(h.url, { 'X-API-Key': h.key, Origin: new URL(h.url).origin });
-    assert.equal((await own.listTools()).tools.length, 7);
+    assert.equal((await own.listTools()).tools.length, 8);
     await own.close();
     const plain = await connect(h.url, { 'X-API-Key': h.key });
-    assert.equal((await plain.listTools()).tools.length, 7);
+    assert.equal((await plain.listTools()).tools.length, 8);
     await plain.close();
     // Other routes are not MCP's to guard.
     assert.equal((await h.request('GET', '/task', { headers: { Origin: 'http://rebound.example:8080' } })).status, 200);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { Webhook } from 'standardwebhooks';
 import { waitIdle, type Harness } from '../kit/harness.js';
 import type { FakeReply } from '../kit/fake-openai-server.js';
-import { fakeModel, startTestHarness, taskEvents } from '../kit/task-api.js';
+import { fakeModel, startTestHarness, taskEvents, userText } from '../kit/task-api.js';
 import { startWebhookReceiver, type ReceivedWebhook } from '../kit/webhook-receiver.js';
 import { until } from '../kit/bounded-waits.js';
 
@@ -234,5 +234,48 @@ describe('the task.changed webhook', () => {
     assert.deepEqual(bodies[2].data.first_changes, (await changes(h, taskId, `?since=${turns[1]}`)).body.changes);
     const log = await h.request('GET', `/webhooks/${hook.body.webhook_id}/deliveries`);
     assert.equal(log.body.deliveries.length, 3, 'the turn without changes sent nothing');
+  });
+});
+
+describe('a group\'s changes', () => {
+  it('GET /group/{id}/changes merges the runs\' changes, each with its run\'s input', async (t) => {
+    const h = await startTestHarness(t);
+    // Each run writes one row keyed by its input's company.
+    fakeModel(h).setResponder((body) => {
+      if (body.messages?.some((m) => m.role === 'tool')) return { text: 'Done.' };
+      const company = /"company":"([^"]+)"/.exec(userText(body))![1]!;
+      return { toolCalls: [{ name: 'write_rows', arguments: { output: 'facts', rows: [{ name: company, hq: `HQ of ${company}` }], sources: src('g') } }] };
+    });
+    const spec = {
+      prompt: 'For each company, find its headquarters city.',
+      input_columns: [{ name: 'company', type: 'string', required: true }],
+      outputs: [{ id: 'facts', kind: 'table', key: ['name'], columns: [{ name: 'name', type: 'string', required: true }, { name: 'hq', type: 'string' }] }],
+    };
+    const created = await h.request('POST', '/group', { body: { task: spec, inputs: [{ company: 'Acme' }, { company: 'Beta' }] } });
+    assert.equal(created.status, 200, created.text);
+    const groupId = created.body.group_id;
+    await until('the group finished', async () => (await h.request('GET', `/group/${groupId}`)).body.status === 'finished', { timeoutMs: 20_000 });
+
+    const all = await h.request('GET', `/group/${groupId}/changes`);
+    assert.equal(all.status, 200, all.text);
+    const merged = [...all.body.changes].sort((a: Json, b: Json) => a._input - b._input);
+    assert.deepEqual(merged.map((c: Json) => [c._input, c.input, c.change, c.key, c.fields.hq.after]), [
+      [0, { company: 'Acme' }, 'added', { name: 'Acme' }, 'HQ of Acme'],
+      [1, { company: 'Beta' }, 'added', { name: 'Beta' }, 'HQ of Beta'],
+    ]);
+    for (const c of merged) {
+      const ofRun = (await changes(h, c.task_id)).body.changes;
+      const { _input: _i, input: _in, task_id: _t, ...change } = c;
+      assert.deepEqual(ofRun, [change], 'the run\'s own change, as its task lists it');
+    }
+    const first = await h.request('GET', `/group/${groupId}/changes?limit=1`);
+    const cursor = first.headers.get('x-next-cursor');
+    assert.ok(cursor, 'more remain after one');
+    assert.match(first.headers.get('link') ?? '', new RegExp(`/group/${groupId}/changes\\?limit=1&cursor=${cursor}>; rel="next"`));
+    const second = await h.request('GET', `/group/${groupId}/changes?limit=1&cursor=${cursor}`);
+    assert.deepEqual([...first.body.changes, ...second.body.changes], all.body.changes);
+    assert.equal(second.headers.get('x-next-cursor'), null);
+    const unknown = await h.request('GET', '/group/grp_nope/changes');
+    assert.equal(unknown.status, 404, unknown.text);
   });
 });

@@ -189,7 +189,7 @@ describe('webhook endpoints', () => {
     assert.deepEqual((await h.request('GET', '/webhooks', { key })).body, { webhooks: [] }, 'nothing was registered');
     // The refusal of an unknown event names the ones there are.
     const unknown = await h.request('POST', '/webhooks', { key, body: { url: 'https://example.com/hook', events: ['task.created'] } });
-    assert.match(unknown.body.message, /must be one of "task\.turn_completed", "task\.turn_failed", "task\.turn_stopped", "group\.finished"/);
+    assert.match(unknown.body.message, /must be one of "task\.turn_completed", "task\.turn_failed", "task\.turn_stopped", "task\.changed", "group\.finished"/);
   });
 
   it('the 21st endpoint of an account is 409 webhook_limit_reached; deleting one makes room', async (t) => {

@@ -338,6 +338,10 @@ export async function runScenario(h: Harness, run: ProbeRunner): Promise<void> {
     { via: S, method: 'GET', path: `${t(reader)}/sources/src_nope`, expect: 404, note: '404 source_not_found' },
     { via: S, method: 'GET', path: `${t(main)}/sources/${encodeURIComponent(sourceId)}`, expect: 404, note: '404 source_not_found (another task\'s snapshot)' },
     { via: S, method: 'GET', path: `${t('conf-no-such-task')}/sources/${encodeURIComponent(sourceId)}`, expect: 404, note: '404 task_not_found' },
+    { via: S, method: 'GET', path: `${t(main)}/changes`, expect: 200, note: 'a task without a keyed output: no changes' },
+    { via: S, method: 'GET', path: `${t(main)}/changes?after=2020-01-01T00:00:00Z&limit=5`, expect: 200, note: 'changes after a time' },
+    { via: S, method: 'GET', path: `${t('conf-no-such-task')}/changes`, expect: 404, note: '404 task_not_found' },
+    { via: L, method: 'GET', path: `${t(main)}/changes?cursor=nope`, expect: 422, note: '422 a cursor that is no change id' },
 
     // Messages and control while a turn runs, and in cron mode.
     { via: S, method: 'POST', path: `${t(held)}/continue`, body: { message: 'Queued while the turn runs.' }, expect: 202, note: 'continue queued (202 accepted)' },
@@ -545,6 +549,7 @@ async function groupProbes(h: Harness, run: ProbeRunner, brokeKey: string): Prom
     { via: S, method: 'GET', path: '/group', key: brokeKey, expect: 200, note: 'an account without groups' },
     { via: S, method: 'GET', path: g(groupId), expect: 200, note: 'a finished group' },
     { via: S, method: 'GET', path: `${g(groupId)}/rows`, expect: 200, note: 'merged rows' },
+    { via: S, method: 'GET', path: `${g(groupId)}/changes`, expect: 200, note: 'the runs\' merged changes' },
     { via: S, method: 'GET', path: `${g(groupId)}/rows?limit=1&offset=1`, expect: 200, note: 'a page of merged rows' },
     { via: S, method: 'GET', path: `${g(groupId)}/rows?format=csv`, expect: 200, expectType: 'text/csv', note: 'merged rows as CSV' },
     { via: S, method: 'GET', path: `${g(groupId)}/rows?format=jsonl`, expect: 200, expectType: 'application/x-ndjson', note: 'merged rows as JSONL' },
@@ -614,7 +619,7 @@ async function webhookProbes(h: Harness, run: ProbeRunner, hookId: string, keyWi
   const S = 'strict' as const;
   const L = 'lenient' as const;
   const w = (id: string) => `/webhooks/${encodeURIComponent(id)}`;
-  const events = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'group.finished'];
+  const events = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'task.changed', 'group.finished'];
 
   // The turns that ended since the endpoint was registered each queued a delivery.
   const queued = (await direct(h, 'GET', `${w(hookId)}/deliveries?limit=200`)).body.deliveries as Json[];

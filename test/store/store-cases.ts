@@ -1010,6 +1010,7 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         }
         await store.events.insert(Array.from({ length: 150 }, (_, i) => ({ taskId: t.id, seq: i + 1, type: 'text', turnId: turns[i < 75 ? 0 : 1]!.id, data: `{"seq":${i + 1}}` })));
         await store.rows.append(t.id, 'facts', 'k1', [(n) => `{"_row":${n}}`, (n) => `{"_row":${n}}`], OLD);
+        await store.rows.insertChanges([{ id: uid('chg'), taskId: t.id, turnId: turns[0]!.id, outputId: 'facts', change: 'added', at: OLD, data: '{"key":{},"fields":{},"sources":{"before":null,"after":[]}}' }]);
         await store.sources.record(sourceSnapshot(t.id));
         return { t, turns };
       }
@@ -1040,6 +1041,7 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
         assert.deepEqual(await store.rows.read(t.id, 'facts', 0, 10), []);
         assert.deepEqual(await store.rows.stats(t.id), []);
         assert.equal((await store.sources.list(t.id, 10, 0)).total, 0);
+        assert.deepEqual(await store.rows.changes(t.id, { limit: 10 }), [], 'its changes go with its rows');
         assert.ok(!(await store.prune.deletedTasks(CUTOFF, 1000)).some((d) => d.id === t.id), 'a purged task is not listed again');
       });
 

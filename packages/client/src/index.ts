@@ -59,6 +59,7 @@ export {
   type StreamParams,
   type WaitParams,
   type WaitForTurnOptions,
+  type ChangesParams,
 } from './resources/tasks.js';
 export {
   Groups,

@@ -558,6 +558,40 @@ export type OwnAccount = Schemas['OwnAccount'];
 /** The last ended turn of a task (`Task.last_turn`). */
 export type LastTurn = Schemas['LastTurn'];
 
+// ---- changes of keyed outputs ------------------------------------------------------------------
+
+/**
+ * One change of a keyed table output's row: `added`, `changed` (the fields whose value changed,
+ * before and after, and the row's sources before and after) or `unconfirmed` (an execute turn did
+ * not write the key again; the row stays).
+ *
+ * @example
+ * ```ts
+ * for await (const c of client.tasks.changes(taskId)) console.log(c.change, c.key, Object.keys(c.fields));
+ * ```
+ */
+export type RowChange = Schemas['RowChange'];
+
+/**
+ * A change of a group's run, with the run's input (`_input` is its index in the group).
+ *
+ * @example
+ * ```ts
+ * for await (const c of client.groups.changes(groupId)) console.log(c._input, c.input, c.change, c.key);
+ * ```
+ */
+export type GroupRowChange = Schemas['GroupRowChange'];
+
+/**
+ * What a turn changed in keyed outputs: the `done` event's `changes`.
+ *
+ * @example
+ * ```ts
+ * const counts: ChangeCounts | undefined = doneEvent.changes;
+ * ```
+ */
+export type ChangeCounts = Schemas['ChangeCounts'];
+
 // ---- uploads and admin -----------------------------------------------------------------------
 
 /**

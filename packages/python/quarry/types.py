@@ -878,7 +878,7 @@ class WebhookDeliveryDetail(TypedDict):
     """A delivery with its body and the log of its attempts."""
     delivery_id: str
     """Sent as the webhook-id header; the same on every attempt."""
-    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]
+    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]
     status: Literal["pending", "delivered", "dead"]
     last_status_code: Optional[int]
     last_error: Optional[str]

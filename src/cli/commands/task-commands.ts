@@ -3,9 +3,9 @@
  */
 import fs from 'node:fs/promises';
 import type { ListTasksParams, Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { intOption, LIST_OPTIONS, listItems, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
+import { CHANGES_OPTIONS, intOption, LIST_OPTIONS, listItems, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
-import { credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
+import { changesTable, credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
 
 async function readStdin(ctx: CliContext): Promise<string> {
@@ -213,6 +213,14 @@ const rows: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
+const changes: Command = async (ctx, args) => {
+  const { values, positionals } = parseCommand(args, CHANGES_OPTIONS, { min: 1, max: 1, names: 'ID' });
+  const list = await listItems(values, (limit) => ctx.client().tasks.changes(positionals[0]!, { limit, since: values.since }));
+  if (ctx.json) ctx.printJson(list);
+  else ctx.out(list.length ? changesTable(list) : 'no changes');
+  return ExitCode.ok;
+};
+
 export const TASK_COMMANDS: Record<string, Command> = {
   create,
   ls,
@@ -228,5 +236,6 @@ export const TASK_COMMANDS: Record<string, Command> = {
   outputs,
   rows,
   recheck,
+  changes,
 };
 

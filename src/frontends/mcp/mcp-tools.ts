@@ -143,6 +143,12 @@ export function createMcpTools(deps: McpToolDeps) {
       const tasks = page.tasks.map((t) => toTaskView(t, now));
       return { result: { tasks, next_cursor: page.nextCursor ?? null }, text: `${tasks.length} tasks${page.nextCursor ? '; more with next_cursor' : ''}.` };
     },
+    async get_changes(args, call) {
+      const { task_id, ...query } = args;
+      const page = await queries.changes(call.accountId, task_id, query);
+      const counts = ['added', 'changed', 'unconfirmed'].map((kind) => `${page.changes.filter((c) => c.change === kind).length} ${kind}`).join(', ');
+      return { result: { changes: page.changes, next_cursor: page.nextCursor ?? null }, text: `${page.changes.length} changes (${counts})${page.nextCursor ? '; more with next_cursor' : ''}.` };
+    },
   };
 
   /** Runs one tool call; never throws for a refusal, which is a tool error. */

@@ -12,7 +12,7 @@ import { SqlRepository } from './sql-repository.js';
 
 const ENDED: readonly string[] = ['completed', 'failed', 'stopped', 'cancelled'];
 
-type PrunedTable = 'idempotency' | 'rate_windows' | 'webhook_deliveries' | 'upload_chunks' | 'uploads' | 'turn_steps' | 'turns' | 'events' | 'source_snapshots' | 'row_batches' | 'rows' | 'outputs';
+type PrunedTable = 'idempotency' | 'rate_windows' | 'webhook_deliveries' | 'upload_chunks' | 'uploads' | 'turn_steps' | 'turns' | 'events' | 'source_snapshots' | 'row_batches' | 'row_changes' | 'rows' | 'outputs';
 
 export class SqlPrune extends SqlRepository implements PruneRepository {
   /** The address column of `table` as a picking subquery selects it. */
@@ -88,6 +88,8 @@ export class SqlPrune extends SqlRepository implements PruneRepository {
     if (!opts.keepRows) {
       steps.push(
         ['rows', db.selectFrom('rows').select(this.address('rows')).where('task_id', '=', taskId).limit(limit)],
+        // A deleted group run keeps its changes with its rows: the group still lists both.
+        ['row_changes', db.selectFrom('row_changes').select(this.address('row_changes')).where('task_id', '=', taskId).limit(limit)],
         ['outputs', db.selectFrom('outputs').select(this.address('outputs')).where('task_id', '=', taskId).limit(limit)],
       );
     }

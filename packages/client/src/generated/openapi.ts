@@ -1671,7 +1671,7 @@ export type components = {
             /** @description Sent as the webhook-id header; the same on every attempt. */
             delivery_id: string;
             /** @enum {string} */
-            event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished";
+            event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "task.changed" | "group.finished";
             /** @enum {string} */
             status: "pending" | "delivered" | "dead";
             last_status_code: number | null;

@@ -8,7 +8,8 @@ import type { Transport } from '../internal/transport.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
 import { cursorPages, PagePromise, RowPage, type CursorPage } from '../pagination.js';
 import type { RequestOptions } from '../request-options.js';
-import type { Group, GroupDetail, GroupDoneEvent, GroupEvent, GroupRow, GroupRowsPage, GroupRun, QueryOf, RequestBody } from '../types.js';
+import type { Group, GroupDetail, GroupDoneEvent, GroupEvent, GroupRow, GroupRowChange, GroupRowsPage, GroupRun, QueryOf, RequestBody } from '../types.js';
+import type { ChangesParams } from './tasks.js';
 import type { Uploads } from './uploads.js';
 
 /**
@@ -240,6 +241,25 @@ export class Groups {
     return cursorPages(async (cursor) => {
       const { response, text } = await this.transport.send({ method: 'GET', path: '/group', query: { ...params, cursor }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Group[], nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
+  }
+
+  /**
+   * The runs' changes merged, each with its run's input, oldest first. `await` it for one page;
+   * `for await` over it for every change, following `X-Next-Cursor` page by page.
+   *
+   * @example
+   * ```ts
+   * for await (const c of client.groups.changes(groupId, { after: '2026-01-01T00:00:00Z' })) console.log(c._input, c.change, c.key);
+   * ```
+   */
+  changes(groupId: string, params: ChangesParams = {}, opts?: RequestOptions): PagePromise<CursorPage<GroupRowChange>, GroupRowChange> {
+    return cursorPages(async (cursor) => {
+      const { response, text } = await this.transport.send(
+        { method: 'GET', path: groupPath(groupId, '/changes'), query: { since: params.since, after: params.after, limit: params.limit, cursor }, auth: 'key', resendable: true },
+        opts,
+      );
+      return { data: (JSON.parse(text) as { changes: GroupRowChange[] }).changes, nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
 

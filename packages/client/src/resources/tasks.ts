@@ -5,15 +5,26 @@
  */
 import { QuarryError } from '../errors.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
-import { cursorPages, EventPage, PagePromise, RowPage, type TaskPage } from '../pagination.js';
+import { cursorPages, EventPage, PagePromise, RowPage, type CursorPage, type TaskPage } from '../pagination.js';
 import { sleep } from '../internal/retry.js';
 import { TaskStream } from '../task-stream.js';
 import type { TaskWriteQueue } from '../internal/task-write-queue.js';
 import type { CallResult, RouteCall, Transport } from '../internal/transport.js';
 import type { RequestOptions } from '../request-options.js';
 import type {
-  OutputInfo, OutputPage, OutputRef, RecheckResult, Row, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
+  OutputInfo, OutputPage, OutputRef, RecheckResult, Row, RowChange, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
 } from '../types.js';
+
+/**
+ * `GET /task/{id}/changes` (and the group's): changes of turns after `since` (a turn id), or
+ * written after `after` (an ISO time); page size 1 to 1000 (default 100) and where to start.
+ *
+ * @example
+ * ```ts
+ * const params: ChangesParams = { since: lastSeenTurnId, limit: 500 };
+ * ```
+ */
+export type ChangesParams = QueryOf<'listChanges'>;
 
 /**
  * `POST /task`: a prompt; with `task_id` of an existing task, a message to it.
@@ -538,6 +549,25 @@ export class Tasks {
   output(taskId: string, params: OutputParams = {}, opts?: RequestOptions): Promise<OutputPage> {
     const path = outputPath(taskId, params.output);
     return this.transport.json<OutputPage>({ method: 'GET', path, query: { limit: params.limit, offset: params.offset }, auth: 'key', resendable: true }, opts);
+  }
+
+  /**
+   * What the task's turns changed in its keyed table outputs, oldest first. `await` it for one
+   * page; `for await` over it for every change, following `X-Next-Cursor` page by page.
+   *
+   * @example
+   * ```ts
+   * for await (const c of client.tasks.changes(taskId, { since: lastTurnId })) console.log(c.change, c.key, c.fields);
+   * ```
+   */
+  changes(taskId: string, params: ChangesParams = {}, opts?: RequestOptions): PagePromise<CursorPage<RowChange>, RowChange> {
+    return cursorPages(async (cursor) => {
+      const { response, text } = await this.transport.send(
+        { method: 'GET', path: taskPath(taskId, '/changes'), query: { since: params.since, after: params.after, limit: params.limit, cursor }, auth: 'key', resendable: true },
+        opts,
+      );
+      return { data: (JSON.parse(text) as { changes: RowChange[] }).changes, nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
   }
 
   /**
