@@ -11,7 +11,7 @@ import { Link, navigate } from './router.js';
 import { RowsTable, type ColumnGroup, type SourcedRow } from './rows-table.js';
 import { useSession } from './session.js';
 import { columnsOf, ColumnsEditor, newColumn, newOutput, OutputEditor, outputOf, type ColumnDraft, type OutputDraft } from './spec-editor.js';
-import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time } from './ui.js';
+import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time, type Tone } from './ui.js';
 
 /** How often the list is read again: the progress of its running groups. */
 const LIST_REFRESH_MS = 4000;
@@ -40,16 +40,45 @@ function busy(group: Group): boolean {
   return group.counts.pending + group.counts.running > 0;
 }
 
+/**
+ * Where a group stands, in one word and its colour: running, stopped, or, once nothing is left to
+ * run, how its runs ended: `finished` (green) only when every run completed, `failed` when none
+ * did, and `finished, N failed` when some did not.
+ */
+export function groupState(group: Group): { word: string; tone: Tone } {
+  const { completed, failed, stopped } = group.counts;
+  if (group.status === 'running') return { word: 'running', tone: 'running' };
+  if (group.status === 'stopped') return { word: 'stopped', tone: 'stopped' };
+  if (failed > 0 && completed === 0) return { word: 'failed', tone: 'failed' };
+  if (failed > 0) return { word: `finished, ${failed} failed`, tone: 'failed' };
+  if (stopped > 0) return { word: `finished, ${stopped} stopped`, tone: 'stopped' };
+  return { word: 'finished', tone: 'completed' };
+}
+
+const SEGMENTS = ['completed', 'failed', 'stopped', 'running', 'pending'] as const;
+
+/**
+ * The runs as one bar of their states, each in its colour (completed, failed, stopped, running;
+ * pending is the empty track), with every count written beside it.
+ */
 function Progress(props: { group: Group; id: string }) {
   const { group } = props;
   const { done, total } = progressOf(group);
-  const { pending, running, completed, failed, stopped } = group.counts;
   return (
     <div class="progress">
       <label for={props.id}>{done} of {total} runs done</label>
-      <progress id={props.id} max={Math.max(total, 1)} value={done} />
-      <span class="hint">
-        {completed} completed · {running} running · {pending} pending · {failed} failed · {stopped} stopped
+      <progress id={props.id} class="visually-hidden" max={Math.max(total, 1)} value={done} />
+      <div class="bar" aria-hidden="true">
+        {SEGMENTS.filter((s) => s !== 'pending' && group.counts[s] > 0).map((s) => (
+          <span key={s} class={`bar-part tone-${s === 'running' ? 'running' : s}`} style={{ width: `${(100 * group.counts[s]) / Math.max(total, 1)}%` }} />
+        ))}
+      </div>
+      <span class="counts">
+        {SEGMENTS.map((s, i) => (
+          <span key={s} class={group.counts[s] > 0 ? `count tone-${s === 'pending' ? 'waiting' : s}` : 'count'}>
+            {i > 0 ? ' · ' : ''}{group.counts[s]} {s}
+          </span>
+        ))}
       </span>
     </div>
   );
@@ -77,7 +106,7 @@ export function GroupList() {
           <li key={group.group_id} class="card">
             <div class="card-head">
               <Link to={`/groups/${encodeURIComponent(group.group_id)}`} class="card-title">{group.name ?? group.group_id}</Link>
-              <StatusBadge status={group.status} />
+              <StatusBadge status={groupState(group).word} tone={groupState(group).tone} />
             </div>
             <div class="card-meta">
               {group.name && <span class="mono">{group.group_id}</span>}
@@ -362,13 +391,13 @@ export function GroupPage(props: { groupId: string }) {
   const data = live.group;
   return (
     <article>
-      <PageTitle>{data?.name ?? props.groupId}</PageTitle>
+      <PageTitle tabTitle={`${data ? `${groupState(data).word} · ` : ''}${data?.name ?? props.groupId}`}>{data?.name ?? props.groupId}</PageTitle>
       <ErrorNote message={live.error} />
       {data && (
         <>
           <p class="card-meta">
             {/* Said when it changes (finished, stopped); the counts below change too often to be read out. */}
-            <span aria-live="polite"><StatusBadge status={data.status} /></span>
+            <span aria-live="polite"><StatusBadge status={groupState(data).word} tone={groupState(data).tone} /></span>
             <span class="mono">{data.group_id}</span>
             <span>{data.inputs} inputs{data.duplicates ? ` (${data.duplicates} duplicates)` : ''}</span>
             <span>{credits(data.credits_used)} credits{data.max_credits !== null ? ` of ${credits(data.max_credits)}` : ''}</span>

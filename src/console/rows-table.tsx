@@ -51,12 +51,20 @@ function sourcesFor(row: SourcedRow, column: string): RowSource[] {
   return (row._sources ?? []).filter((s) => !s.fields || s.fields.includes(column));
 }
 
-/** Where the sources panel opens: under its mark, inside the window (the table may scroll sideways beneath it). */
-function panelPlace(mark: HTMLElement): { top: string; left: string; width: string } {
+/**
+ * Where the sources panel opens: under its mark, or above it when there is more room there, and
+ * always wholly inside the window (on a phone too): its height is capped by the room it has, and
+ * it scrolls within. The table may scroll sideways beneath it.
+ */
+function panelPlace(mark: HTMLElement): { top?: string; bottom?: string; left: string; width: string; maxHeight: string } {
   const box = mark.getBoundingClientRect();
-  const width = Math.min(384, window.innerWidth - 16);
-  const left = Math.max(8, Math.min(box.left - 16, window.innerWidth - width - 8));
-  return { top: `${box.bottom + 4}px`, left: `${left}px`, width: `${width}px` };
+  const margin = 8;
+  const width = Math.min(384, window.innerWidth - 2 * margin);
+  const left = Math.max(margin, Math.min(box.left - 16, window.innerWidth - width - margin));
+  const below = window.innerHeight - box.bottom - 4 - margin;
+  const above = box.top - 4 - margin;
+  if (below >= Math.min(240, above)) return { top: `${box.bottom + 4}px`, left: `${left}px`, width: `${width}px`, maxHeight: `${Math.max(below, 80)}px` };
+  return { bottom: `${window.innerHeight - box.top + 4}px`, left: `${left}px`, width: `${width}px`, maxHeight: `${above}px` };
 }
 
 function SourceMark(props: { column: string; sources: RowSource[]; basis: { confidence: string; reasoning?: string | null } | undefined }) {
@@ -126,7 +134,14 @@ function SourceMark(props: { column: string; sources: RowSource[]; basis: { conf
   );
 }
 
-export function RowsTable(props: { groups: ColumnGroup[]; rows: SourcedRow[]; caption: string; rowKey: (row: SourcedRow, index: number) => string }) {
+/** A cell's value: a web address as a link (it opens in a new tab), anything else as its text. */
+function CellValue(props: { value: unknown }) {
+  const text = cellText(props.value);
+  if (typeof props.value === 'string' && /^https?:\/\/\S+$/.test(props.value)) return <a href={props.value} target="_blank" rel="noopener noreferrer">{text}</a>;
+  return <>{text}</>;
+}
+
+export function RowsTable(props: { groups: ColumnGroup[]; rows: SourcedRow[]; caption: string; rowKey: (row: SourcedRow, index: number) => string; empty?: string }) {
   const { groups, rows } = props;
   const labelled = groups.some((g) => g.label);
   /** Each column with whether it opens a group after the first (drawn with a line before it). */
@@ -152,13 +167,18 @@ export function RowsTable(props: { groups: ColumnGroup[]; rows: SourcedRow[]; ca
           </tr>
         </thead>
         <tbody>
+          {rows.length === 0 && props.empty && (
+            <tr>
+              <td colSpan={columns.length} class="hint">{props.empty}</td>
+            </tr>
+          )}
           {rows.map((row, i) => (
             <tr key={props.rowKey(row, i)}>
               {columns.map((column) => {
                 const sources = (column.sourced ?? !column.key.startsWith('_')) ? sourcesFor(row, column.key) : [];
                 return (
                   <td key={column.key} class={edge(column.starts)}>
-                    <span class="cell">{column.render ? column.render(row) : cellText(row[column.key])}</span>
+                    <span class="cell">{column.render ? column.render(row) : <CellValue value={row[column.key]} />}</span>
                     {sources.length > 0 && <SourceMark column={column.key} sources={sources} basis={row._basis?.[column.key]} />}
                   </td>
                 );

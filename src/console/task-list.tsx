@@ -38,7 +38,7 @@ export function TaskList() {
           <li key={task.task_id} class={`card${task.pinned ? ' pinned' : ''}`}>
             <div class="card-head">
               <Link to={`/tasks/${encodeURIComponent(task.task_id)}`} class="card-title">{task.name ?? task.task_id}</Link>
-              <StatusBadge status={taskActivity(task)} />
+              <StatusBadge status={taskActivity(task) ?? 'idle'} />
             </div>
             <div class="card-meta">
               {task.name && <span class="mono">{task.task_id}</span>}
