@@ -83,7 +83,8 @@ function SourceMark(props: { column: string; sources: RowSource[]; basis: { conf
     };
     // The panel stays where it opened: moving the page closes it rather than leaving it behind.
     const moved = (e: Event) => {
-      if (!panel.current?.contains(e.target as Node)) setPlace(null);
+      // A resize comes from the window, which no panel contains.
+      if (!(e.target instanceof Node) || !panel.current?.contains(e.target)) setPlace(null);
     };
     document.addEventListener('keydown', close);
     document.addEventListener('mousedown', close);

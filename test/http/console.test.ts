@@ -1,10 +1,12 @@
 /**
  * The web console (decisions §15.5) in a real browser: Debian's Chromium driven by
  * playwright-core against a real server and the fake model. A person signs in, starts a task,
- * watches its text stream in, reads the rows with their source marks and a quote, exports CSV,
- * stops a running turn, starts a group and watches it run to the end without a reload, opens a
- * run from the group's rows, pages the task list with "Show more", and uses it all 390 pixels
- * wide. Every control is found by its role and accessible name, so unlabelled controls fail here.
+ * watches its text stream in under its prompt, reads the rows with their source marks and a quote,
+ * exports CSV, follows a long turn's log (and stops following when scrolled up), stops a running
+ * turn, starts a group and watches it run to the end without a reload, opens a run from the
+ * group's rows, pages the task list with "Show more", reads why a failed turn failed, checks
+ * every page with axe-core, and uses it all 390 pixels wide. Every control is found by its role
+ * and accessible name, so unlabelled controls fail here.
  *
  * Skipped when there is no Chromium (QUARRY_CHROMIUM, default /usr/bin/chromium), except in CI,
  * where it fails; `.ci/run` installs it.
@@ -18,11 +20,29 @@ import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITL
 import { quarryBuild } from '../kit/process.js';
 import type { LoopbackServer } from '../kit/loopback-server.js';
 import { skipUnlessAvailable } from '../kit/require-tool.js';
+import type { FakeReply } from '../kit/fake-openai-server.js';
+import { until } from '../kit/bounded-waits.js';
+import { createRequire } from 'node:module';
 
 const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
 const noBrowser = skipUnlessAvailable('Chromium', !fs.existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: apt-get install chromium (or set QUARRY_CHROMIUM)`);
 /** Long enough for a turn on a loaded CI machine; every wait is for something the page shows. */
 const SHOWN_MS = 15_000;
+const PROMPT = 'List the EU plants making Li-ion cells, with country and capacity in GWh.';
+/** axe-core's script, run in the page to check it as a screen reader or keyboard user meets it. */
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical findings on the page as it is now: rule, and the elements it found. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated by the browser's debugger, not the page's own scripts: the console's CSP stays as it is.
+  await page.evaluate(AXE_SOURCE);
+  const found = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; impact: string | null; nodes: { target: string[] }[] }[] }> } }).axe;
+    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] } });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  return found;
+}
 
 describe('the console in a real browser', { skip: noBrowser }, () => {
   let h: Harness;
@@ -52,6 +72,14 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       if (message.type() === 'error' && !message.text().startsWith('Failed to load resource: the server responded with a status of')) problems.push(`console error: ${message.text()}`);
     });
   });
+
+  /** Waits until the task's turn has failed (the API says so). */
+  async function waitForFailure(id: string): Promise<void> {
+    await until(`task ${id} failed`, async () => {
+      const state = await h.request('GET', `/task/${id}/state`);
+      return !state.body.active && state.body.last_error;
+    }, { timeoutMs: SHOWN_MS, pollMs: 100 });
+  }
 
   after(async () => {
     await browser?.close();
@@ -98,7 +126,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       if (/\/task\/[^/]+\/stream/.test(request.url())) streams.push(request.url());
     });
     await page.getByRole('link', { name: 'New task' }).first().click();
-    await page.getByLabel('Prompt', { exact: true }).fill('List the EU plants making Li-ion cells, with country and capacity in GWh.');
+    await page.getByLabel('Prompt', { exact: true }).fill(PROMPT);
     await page.getByRole('button', { name: 'Start task' }).click();
     await page.waitForURL(/\/console\/tasks\/tsk_/);
     taskId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
@@ -112,7 +140,14 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.equal(await fetchCall.evaluate((d) => (d as HTMLDetailsElement).open), false, 'folded');
     await fetchCall.locator('summary').click();
     await fetchCall.getByText('/northvolt-ett').first().waitFor();
-    await page.getByText('Turn completed').waitFor();
+    await page.getByText(/^Turn completed in /).waitFor();
+    // What was asked stays on the page: the prompt opens the timeline, the spec the agent wrote beside it.
+    const activity = page.getByRole('list', { name: 'Events, oldest first' });
+    await activity.locator('.log-said').getByText(PROMPT).waitFor();
+    await page.getByText('Spec: 1 output, citations flag').click();
+    await page.getByRole('region', { name: 'Output plants' }).getByText('capacity_gwh').waitFor();
+    await page.getByText('Last turn completed').waitFor();
+    assert.match(await page.title(), /^completed · EU battery plants · Quarry$/, 'the tab says how the task stands');
   });
 
   it('shows the rows with a verified mark per cell and the quote behind it, by click or by keyboard', async () => {
@@ -148,6 +183,39 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.match(lines[2]!, /^2,ACC,FR,13\.4,/);
   });
 
+  it('follows a long turn\'s log as it grows, stays where the reader scrolled up, and shows the message that started it', async () => {
+    const pageUrl = `${pages.url}/northvolt-ett`;
+    const paragraph = (i: number) => `Reading pass ${i}: the page lists the plant's lines, their start dates and the cells they make, and I compare each with what the table holds so far.`;
+    const replies: FakeReply[] = Array.from({ length: 14 }, (_, i) => ({ text: paragraph(i + 1), toolCalls: [{ name: 'fetch_url', arguments: { url: pageUrl } }], delayMs: 250 }));
+    h.model!.script(...replies, { text: 'Every pass agrees with the table.' });
+    await page.getByLabel('Message').fill('Read the plant page again, line by line.');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    // The focus stays in the message box, ready for the next message.
+    await page.waitForFunction(() => document.activeElement?.id === 'message');
+    const log = page.getByRole('list', { name: 'Events, oldest first' });
+    await log.getByText('Read the plant page again, line by line.').waitFor();
+    const atEnd = () => log.evaluate((el) => el.scrollHeight > el.clientHeight + 40 && el.scrollHeight - el.scrollTop - el.clientHeight <= 2);
+    await log.getByText(paragraph(6)).waitFor();
+    assert.equal(await atEnd(), true, 'the log scrolled itself to the newest event');
+    await log.getByText(paragraph(8)).waitFor();
+    assert.equal(await atEnd(), true, 'and again as more came');
+
+    // Scrolled up, the reader stays put while events arrive, and is offered the way down.
+    await log.evaluate((el) => el.scrollTo({ top: 0 }));
+    await page.getByRole('button', { name: 'Newer events below: follow' }).waitFor();
+    await log.getByText(paragraph(12)).waitFor({ state: 'attached' });
+    assert.equal(await log.evaluate((el) => el.scrollTop), 0, 'still where the reader scrolled');
+    await page.getByRole('button', { name: 'Newer events below: follow' }).click();
+    await page.getByText('Every pass agrees with the table.').waitFor();
+    await page.waitForFunction(() => {
+      const el = document.querySelector('ol.log')!;
+      return el.scrollHeight - el.scrollTop - el.clientHeight <= 2;
+    });
+    // Each event has its time, and the turn's end says how long it took.
+    await log.locator('.log-completed').getByText(/Turn completed in \d+ (ms|s)/).last().waitFor();
+    assert.ok(await log.locator('li time').count() > 10, 'events carry their times');
+  });
+
   it('stops a running turn', async () => {
     // Streams a few words, then never finishes: only a stop ends the turn.
     h.model!.script({ text: 'Still reading the ACC page, which is long.', hangAfterEvents: 4 });
@@ -157,9 +225,10 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     const stop = page.getByRole('button', { name: 'Stop', exact: true });
     await page.waitForFunction(() => [...document.querySelectorAll('button')].some((b) => b.textContent === 'Stop' && !b.disabled));
     await stop.click();
-    await page.getByText('Turn stopped').waitFor();
+    await page.getByText(/^Turn stopped in /).waitFor();
     // Idle again: nothing left to stop, and the task can run again.
-    await page.waitForFunction(() => document.querySelector('.badge')?.textContent === 'idle');
+    await page.waitForFunction(() => document.querySelector('.badge')?.textContent === 'stopped');
+    await page.getByText('Last turn stopped').waitFor();
     assert.equal(await stop.isDisabled(), true);
     assert.equal(await page.getByRole('button', { name: 'Execute again' }).isDisabled(), false);
   });
@@ -198,12 +267,12 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.waitForURL(/\/console\/groups\/grp_/);
     groupId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
     await page.getByRole('heading', { name: 'Plants by company' }).waitFor();
-    await page.getByText('0 completed · 1 running · 2 pending').waitFor();
+    await page.getByText('0 completed · 0 failed · 0 stopped · 1 running · 2 pending').waitFor();
 
     // A reload would lose this mark.
     await page.evaluate(() => Object.assign(window, { sameDocument: true }));
     release();
-    await page.getByText('3 completed · 0 running · 0 pending').waitFor();
+    await page.getByText('3 completed · 0 failed · 0 stopped · 0 running · 0 pending').waitFor();
     assert.equal(await page.getByLabel('3 of 3 runs done').evaluate((p) => (p as HTMLProgressElement).value), 3);
     assert.equal(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument), true, 'the same page, never reloaded');
     assert.ok(streams.some((url) => url.includes(`/group/${groupId}/stream`)), 'the progress came over the group\'s stream');
@@ -257,6 +326,56 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.equal(await tasks.getByRole('listitem').count(), 51);
   });
 
+  it('shows why a turn failed on its task\'s page, apart from a completed or stopped one', async () => {
+    h.model!.script({ status: 400, errorMessage: 'This model does not accept the request.' });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Which plants opened in 2025?' } });
+    assert.equal(created.status, 200, created.text);
+    const failedId = created.body.task_id as string;
+    await waitForFailure(failedId);
+    const events = await h.request('GET', `/task/${failedId}/events`);
+    const reason = (events.body.events as { type: string; message?: string }[]).find((e) => e.type === 'error')!.message!;
+
+    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(failedId)}`);
+    const outcome = page.getByRole('alert').filter({ hasText: 'Last turn failed' });
+    await outcome.getByText(reason).waitFor();
+    assert.equal(await page.locator('.card-meta .badge').textContent(), 'failed');
+    await page.getByRole('list', { name: 'Events, oldest first' }).getByText('Which plants opened in 2025?').waitFor();
+  });
+
+  it('says plainly when a task does not exist, with nothing to press', async () => {
+    await page.goto(`${h.url}/console/tasks/tsk_NOSUCHTASK`);
+    await page.getByRole('heading', { name: 'No such task' }).waitFor();
+    await page.getByRole('alert').waitFor();
+    assert.equal(await page.getByRole('button', { name: /Stop|Continue|Execute/ }).count(), 0);
+    assert.equal(await page.locator('.badge').count(), 0, 'no state for a task that is not there');
+  });
+
+  it('passes axe-core with no serious violation on every page', async () => {
+    const hook = await h.request('POST', '/webhooks', { body: { url: 'https://example.com/quarry-hook', events: ['task.turn_failed'] } });
+    assert.equal(hook.status, 201, hook.text);
+    const views: [string, string][] = [
+      ['/console', 'EU battery plants'],
+      [`/console/tasks/${encodeURIComponent(taskId)}`, 'Last turn stopped'],
+      ['/console/new', 'Start from'],
+      ['/console/groups', 'Plants by company'],
+      ['/console/groups/new', 'Inputs, one per line'],
+      [`/console/groups/${encodeURIComponent(groupId)}`, 'Northvolt Ett'],
+      ['/console/webhooks', 'Register an endpoint'],
+      [`/console/webhooks/${encodeURIComponent(hook.body.webhook_id as string)}`, 'Deliveries'],
+      ['/console/tasks/tsk_NOSUCHTASK', 'No such task'],
+    ];
+    for (const [path, shown] of views) {
+      await page.goto(h.url + path);
+      await page.getByText(shown).first().waitFor();
+      assert.deepEqual(await seriousViolations(page), [], path);
+    }
+    // The sources panel open, too.
+    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(taskId)}`);
+    await page.getByRole('button', { name: 'capacity_gwh: 1 source, verified' }).click();
+    await page.getByRole('group', { name: 'Sources of capacity_gwh' }).waitFor();
+    assert.deepEqual(await seriousViolations(page), [], 'the sources panel');
+  });
+
   it('fits 390 pixels wide: nothing runs off the side', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     // Each page with what it loads, so the widths are measured with the content in place.
@@ -278,7 +397,9 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.goto(`${h.url}/console/tasks/${encodeURIComponent(taskId)}`);
     await page.getByRole('button', { name: 'capacity_gwh: 1 source, verified' }).click();
     const box = await page.getByRole('group', { name: 'Sources of capacity_gwh' }).boundingBox();
-    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, 'the sources panel stays inside the window');
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, 'the sources panel stays inside the window, across');
+    assert.ok(box.y >= 0 && box.y + box.height <= 844, `and down: ${box.y} to ${box.y + box.height} in 844 px`);
+    assert.deepEqual(await seriousViolations(page), [], 'the task at 390 px, its sources open');
   });
 
   it('reported no script error and no refused resource (CSP)', () => {
