@@ -11,7 +11,7 @@ import { Link, navigate } from './router.js';
 import { RowsTable, type ColumnGroup, type SourcedRow } from './rows-table.js';
 import { useSession } from './session.js';
 import { columnsOf, ColumnsEditor, newColumn, newOutput, OutputEditor, outputOf, type ColumnDraft, type OutputDraft } from './spec-editor.js';
-import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time, type Tone } from './ui.js';
+import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time, toneOf, type Tone } from './ui.js';
 
 /** How often the list is read again: the progress of its running groups. */
 const LIST_REFRESH_MS = 4000;
@@ -331,7 +331,7 @@ function useLiveGroup(groupId: string): LiveGroup {
 function RunLink(props: { row: GroupRow }) {
   const { _input, _run } = props.row;
   return (
-    <Link to={`/tasks/${encodeURIComponent(_run.task_id)}`} class={`run run-${_run.status}`} aria-label={`Run of input ${_input}: ${_run.status}`}>
+    <Link to={`/tasks/${encodeURIComponent(_run.task_id)}`} class={`run tone-${toneOf(_run.status)}`} aria-label={`Run of input ${_input}: ${_run.status}`}>
       {_run.status}
     </Link>
   );
