@@ -83,6 +83,7 @@ export function entriesOf(events: readonly TaskEvent[]): Entry[] {
       }
       case 'task':
         if (event.reason === 'created') entries.push({ kind: 'note', key, at: event.at, text: 'Task created', tone: 'info' });
+        else if (event.reason === 'deleted') entries.push({ kind: 'note', key, at: event.at, text: 'Task deleted', tone: 'stopped' });
         else if (event.reason === 'message_queued') {
           if (event.turn_id) said.add(event.turn_id);
           entries.push({ kind: 'said', key, at: event.at, text: event.message ?? '', queued: true });

@@ -74,6 +74,11 @@ function useLiveTask(taskId: string): Live {
       }
       setTask(detail);
       setSpec(detail.spec);
+      // A deleted task's history is read from its detail (its last 100 events): its event pages are gone.
+      if (detail.status === 'deleted') {
+        take(detail.events);
+        return;
+      }
       const history: TaskEvent[] = [];
       for await (const event of client.tasks.events(taskId, { limit: 1000 }, { signal })) history.push(event);
       take(history);
@@ -81,8 +86,6 @@ function useLiveTask(taskId: string): Live {
         try {
           const state = await client.tasks.state(taskId, {}, { signal });
           setError(undefined);
-          // A deleted task runs no more turns: nothing to follow.
-          if (state.status === 'deleted') return;
           if (!state.active) {
             await sleeper.sleep(IDLE_POLL_MS);
             continue;
@@ -282,7 +285,7 @@ export function TaskPage(props: { taskId: string }) {
       </p>
       <ErrorNote message={live.error} />
       {!task && !live.error && <p class="hint">Loading the task…</p>}
-      {deleted && <p class="outcome tone-stopped">This task was deleted: its history is kept, and nothing more can be done to it.</p>}
+      {deleted && <p class="outcome tone-stopped">This task was deleted: its last events are shown, and nothing more can be done to it.</p>}
       {task && !deleted && task.status !== 'execute' && <LastTurn events={events} />}
       {task && !deleted && <Actions task={task} planned={planned} onStarted={live.wake} />}
       {task && (

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startHarness, type Harness } from '../kit/harness.js';
+import { startHarness, waitIdle, type Harness } from '../kit/harness.js';
 import { CLOSING_TEXT, GROUP_PLANTS, GROUP_TASK, groupResponder, PLANT_PAGE_TITLE, researchTurn, startPlantPages, VERIFIED_QUOTE } from '../kit/console-demo.js';
 import { quarryBuild } from '../kit/process.js';
 import type { LoopbackServer } from '../kit/loopback-server.js';
@@ -348,6 +348,38 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.getByRole('alert').waitFor();
     assert.equal(await page.getByRole('button', { name: /Stop|Continue|Execute/ }).count(), 0);
     assert.equal(await page.locator('.badge').count(), 0, 'no state for a task that is not there');
+  });
+
+  it('shows a plan-only task\'s plan, and offers to execute it', async () => {
+    h.model!.script(
+      { toolCalls: [{ name: 'update_spec', arguments: { name: 'Cathode makers', outputs: [{ id: 'makers', kind: 'table', columns: [{ name: 'maker', type: 'string', required: true }, { name: 'site', type: 'url' }] }] } }] },
+      { text: 'The plan: one table of makers and their sites.' },
+    );
+    const created = await h.request('POST', '/task', { body: { prompt: 'Who makes cathode material in Europe?', plan_only: true } });
+    assert.equal(created.status, 200, created.text);
+    await waitIdle(h, created.body.task_id as string);
+    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(created.body.task_id as string)}`);
+    const plan = page.getByRole('region', { name: 'Output makers' });
+    await plan.getByText('maker', { exact: true }).waitFor();
+    assert.equal(await plan.isVisible(), true, 'the plan is open, not folded away');
+    assert.equal(await page.locator('.card-meta .badge').textContent(), 'planned');
+    await page.getByRole('button', { name: 'Execute the plan' }).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Execute again' }).count(), 0);
+    // An output with no rows yet still shows its columns.
+    await page.getByRole('region', { name: 'Rows of makers' }).getByRole('columnheader', { name: 'site' }).waitFor();
+    await page.getByText('No rows yet.').waitFor();
+  });
+
+  it('shows a deleted task\'s history, and nothing to do to it', async () => {
+    h.model!.script({ text: 'Nothing found.' });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Which plants closed in 2024?' } });
+    const id = created.body.task_id as string;
+    await waitIdle(h, id);
+    assert.equal((await h.request('DELETE', `/task/${id}`)).status, 200);
+    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(id)}`);
+    await page.getByText('This task was deleted').waitFor();
+    await page.getByText('Nothing found.').waitFor();
+    assert.equal(await page.getByRole('button', { name: /Stop|Continue|Execute/ }).count(), 0);
   });
 
   it('passes axe-core with no serious violation on every page', async () => {
