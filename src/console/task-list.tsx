@@ -42,6 +42,7 @@ export function TaskList() {
             </div>
             <div class="card-meta">
               {task.name && <span class="mono">{task.task_id}</span>}
+              <span>created <Time at={task.created_at} /></span>
               <span>updated <Time at={task.updated_at} /></span>
               <span>{task.output_count} output{task.output_count === 1 ? '' : 's'}</span>
               <span>{credits(task.credits_used)} credits</span>
