@@ -408,7 +408,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.deepEqual(await seriousViolations(page), [], 'the sources panel');
   });
 
-  it('fits 390 pixels wide: nothing runs off the side', async () => {
+  it('fits 390 pixels wide: nothing runs off the side, and axe-core finds nothing serious there either', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     // Each page with what it loads, so the widths are measured with the content in place.
     const views: [string, string][] = [
@@ -424,6 +424,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       await page.getByText(shown).first().waitFor();
       const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth }));
       assert.ok(widths.page <= widths.view, `${path} is ${widths.page} px wide in a ${widths.view} px window`);
+      assert.deepEqual(await seriousViolations(page), [], `${path} at 390 px`);
     }
     // The rows table scrolls sideways inside its own region, never the page.
     await page.goto(`${h.url}/console/tasks/${encodeURIComponent(taskId)}`);
