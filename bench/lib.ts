@@ -82,6 +82,13 @@ export async function startBaseline(apiKey: string): Promise<{ url: string; chil
   return { url, child };
 }
 
+/** The framework floor (bench/fastify-floor-server.ts): the state route on a bare Fastify app. */
+export async function startFastifyFloor(apiKey: string): Promise<{ url: string; child: Child }> {
+  const child = spawnNode('bench/fastify-floor-server.ts', [apiKey], { name: 'fastify-floor', raiseFdLimit: true });
+  const url = (await child.waitForLine(/^fastify floor listening on (http:\/\/\S+)/, 30_000))[1]!;
+  return { url, child };
+}
+
 /**
  * The `turns` benchmark's model (bench/instant-model.ts) in its own process: every
  * chat-completions call is answered at once with a final answer. `url` is its base URL;

@@ -9,7 +9,9 @@
  *   1. state   GET /task/{id}/state requests/s (autocannon) vs the baseline serializing the same
  *              state from memory.
  *   1a. state-pinned  the same with each server pinned to one core (taskset) and wrk pinned to
- *              another: requests/s one core serves, Quarry against the baseline.
+ *              another: requests/s one core serves, Quarry against the baseline; the same
+ *              route on a bare Fastify app (bench/fastify-floor-server.ts) runs in the same
+ *              rounds, to tell the framework's own cost from Quarry's request path.
  *   1b. list  GET /task?limit=50 requests/s over 200 tasks (32 connections) vs a bare server
  *              serializing the same 50 tasks from memory per request.
  *   2. creates POST /task creates/s, each stored before it is answered and its turn ended (no
@@ -46,7 +48,7 @@ import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/kit/fake-openai-server.js';
 import {
   OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
-  percentile, pinnedLoad, pinToCpu, PINNED_LOAD_TOOL, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startInstantModel, startQuarry, startWatchdog, table,
+  percentile, pinnedLoad, pinToCpu, PINNED_LOAD_TOOL, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startFastifyFloor, startInstantModel, startQuarry, startWatchdog, table,
   timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type PinnedLoad, type QuarryProcess, type SseClientResult,
 } from './lib.js';
 import { within } from '../test/kit/bounded-waits.js';
@@ -283,57 +285,79 @@ const PINNED_CONNECTIONS = Number(process.env.BENCH_PINNED_CONNECTIONS ?? 32);
  */
 async function benchStatePinned(): Promise<void> {
   await withStateServers('state-pinned', async (q, b, { statePath, stateBody }) => {
-    const servers = { quarry: { url: q.url, pid: q.child.proc.pid! }, baseline: { url: b.url, pid: b.child.proc.pid! } };
-    for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
-    const load = (url: string, seconds: number) =>
-      pinnedLoad({ url: url + statePath, headers: { 'x-api-key': q.key }, connections: PINNED_CONNECTIONS, seconds, cpu: LOAD_CPU });
-    log(`state-pinned: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
-    await load(q.url, WARMUP_S);
-    await load(b.url, WARMUP_S);
-    const rounds = { quarry: [] as (PinnedLoad & { server_cpu_s: number; cpu: CpuUse })[], baseline: [] as (PinnedLoad & { server_cpu_s: number; cpu: CpuUse })[] };
-    for (let i = 0; i < ROUNDS; i++) {
-      for (const side of ['quarry', 'baseline'] as const) {
-        const cpu = cpuWindow();
-        const server = processCpu(servers[side].pid);
-        const r = await load(servers[side].url, ROUND_S);
-        rounds[side].push({ ...r, server_cpu_s: server.stop(), cpu: cpu.stop() });
+    const floor = await startFastifyFloor(q.key);
+    try {
+      await expectOk('POST', `${floor.url}/_bench/config`, { body: { statePath, stateBody } });
+      const servers = {
+        quarry: { url: q.url, pid: q.child.proc.pid! },
+        baseline: { url: b.url, pid: b.child.proc.pid! },
+        fastify_floor: { url: floor.url, pid: floor.child.proc.pid! },
+      };
+      const sides = Object.keys(servers) as (keyof typeof servers)[];
+      for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
+      const load = (url: string, seconds: number) =>
+        pinnedLoad({ url: url + statePath, headers: { 'x-api-key': q.key }, connections: PINNED_CONNECTIONS, seconds, cpu: LOAD_CPU });
+      log(`state-pinned: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
+      for (const side of sides) await load(servers[side].url, WARMUP_S);
+      type Round = PinnedLoad & { server_cpu_s: number; cpu: CpuUse };
+      const rounds = Object.fromEntries(sides.map((side) => [side, [] as Round[]])) as Record<keyof typeof servers, Round[]>;
+      for (let i = 0; i < ROUNDS; i++) {
+        for (const side of sides) {
+          const cpu = cpuWindow();
+          const server = processCpu(servers[side].pid);
+          const r = await load(servers[side].url, ROUND_S);
+          rounds[side].push({ ...r, server_cpu_s: server.stop(), cpu: cpu.stop() });
+        }
       }
+      const rateOf = (rs: PinnedLoad[]) => rs.reduce((n, r) => n + r.ok, 0) / rs.reduce((n, r) => n + r.seconds, 0);
+      const cpuPerRequest = (rs: Round[]) => (rs.reduce((n, r) => n + r.server_cpu_s, 0) * 1e6) / rs.reduce((n, r) => n + r.ok, 0);
+      const summary = (rs: Round[]) => ({
+        requests_per_s: round(rateOf(rs)),
+        per_round_per_s: rs.map((r) => round(r.ok / r.seconds)),
+        server_cpu_us_per_request: round(cpuPerRequest(rs)),
+        server_core_share_per_round: rs.map((r) => round(r.server_cpu_s / r.seconds, 2)),
+        ok_2xx: rs.reduce((n, r) => n + r.ok, 0),
+        non_2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+        errors: rs.reduce((n, r) => n + r.errors, 0),
+        latency_ms: { p50_median_of_rounds: percentile(rs.map((r) => r.latency_ms.p50), 50), p99_worst_round: Math.max(...rs.map((r) => r.latency_ms.p99)) },
+        cpu_per_round: rs.map((r) => r.cpu),
+      });
+      const perRoundRatio = (a: Round[], over: Round[]) => a.map((r, i) => round(r.ok / r.seconds / (over[i]!.ok / over[i]!.seconds), 3));
+      const quarry = rateOf(rounds.quarry);
+      const baseline = rateOf(rounds.baseline);
+      const fastifyFloor = rateOf(rounds.fastify_floor);
+      const clean = rounds.quarry.every((r) => r.non2xx === 0 && r.errors === 0);
+      results.push({
+        bench: 'state-pinned',
+        metric: `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
+        unit: 'req/s',
+        quarry,
+        baseline,
+        ratio: quarry / baseline,
+        target: '≥ 80% of baseline',
+        met: quarry / baseline >= 0.8 && clean,
+        details: {
+          load_generator: PINNED_LOAD_TOOL,
+          server_cpu: SERVER_CPU,
+          load_cpu: LOAD_CPU,
+          connections: PINNED_CONNECTIONS,
+          body_bytes: Buffer.byteLength(stateBody),
+          per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
+          // The same route on bare Fastify: what the framework alone keeps of the bare server,
+          // and what Quarry's own request path keeps of the framework's ceiling.
+          fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
+          quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
+          per_round_fastify_floor_vs_baseline: perRoundRatio(rounds.fastify_floor, rounds.baseline),
+          per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
+          cpu_us_per_request: { quarry: round(cpuPerRequest(rounds.quarry)), fastify_floor: round(cpuPerRequest(rounds.fastify_floor)), baseline: round(cpuPerRequest(rounds.baseline)) },
+          quarry: summary(rounds.quarry),
+          baseline: summary(rounds.baseline),
+          fastify_floor: summary(rounds.fastify_floor),
+        },
+      });
+    } finally {
+      await floor.child.stop('SIGTERM');
     }
-    const rateOf = (rs: PinnedLoad[]) => rs.reduce((n, r) => n + r.ok, 0) / rs.reduce((n, r) => n + r.seconds, 0);
-    const summary = (rs: (typeof rounds)['quarry']) => ({
-      requests_per_s: round(rateOf(rs)),
-      per_round_per_s: rs.map((r) => round(r.ok / r.seconds)),
-      server_cpu_us_per_request: round((rs.reduce((n, r) => n + r.server_cpu_s, 0) * 1e6) / rs.reduce((n, r) => n + r.ok, 0)),
-      server_core_share_per_round: rs.map((r) => round(r.server_cpu_s / r.seconds, 2)),
-      ok_2xx: rs.reduce((n, r) => n + r.ok, 0),
-      non_2xx: rs.reduce((n, r) => n + r.non2xx, 0),
-      errors: rs.reduce((n, r) => n + r.errors, 0),
-      latency_ms: { p50_median_of_rounds: percentile(rs.map((r) => r.latency_ms.p50), 50), p99_worst_round: Math.max(...rs.map((r) => r.latency_ms.p99)) },
-      cpu_per_round: rs.map((r) => r.cpu),
-    });
-    const quarry = rateOf(rounds.quarry);
-    const baseline = rateOf(rounds.baseline);
-    const clean = rounds.quarry.every((r) => r.non2xx === 0 && r.errors === 0);
-    results.push({
-      bench: 'state-pinned',
-      metric: `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
-      unit: 'req/s',
-      quarry,
-      baseline,
-      ratio: quarry / baseline,
-      target: '≥ 80% of baseline',
-      met: quarry / baseline >= 0.8 && clean,
-      details: {
-        load_generator: PINNED_LOAD_TOOL,
-        server_cpu: SERVER_CPU,
-        load_cpu: LOAD_CPU,
-        connections: PINNED_CONNECTIONS,
-        body_bytes: Buffer.byteLength(stateBody),
-        per_round_ratio: rounds.quarry.map((r, i) => round(r.ok / r.seconds / (rounds.baseline[i]!.ok / rounds.baseline[i]!.seconds), 3)),
-        quarry: summary(rounds.quarry),
-        baseline: summary(rounds.baseline),
-      },
-    });
   });
 }
 
@@ -966,8 +990,10 @@ function printTable(): void {
     }
     if (r.bench === 'state-pinned') {
       type Pinned = { server_cpu_us_per_request: number; server_core_share_per_round: number[] };
-      const d = r.details as { load_generator: string; per_round_ratio: number[]; quarry: Pinned; baseline: Pinned };
-      process.stdout.write(`state-pinned: ${d.load_generator}; ratio per round ${d.per_round_ratio.map((x) => `${round(x * 100, 0)}%`).join(', ')}; server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs; share of the core per round: Quarry ${d.quarry.server_core_share_per_round.join(', ')}, baseline ${d.baseline.server_core_share_per_round.join(', ')}\n`);
+      const d = r.details as { load_generator: string; per_round_ratio: number[]; fastify_floor_vs_baseline: number; quarry_vs_fastify_floor: number; quarry: Pinned; baseline: Pinned; fastify_floor: Pinned };
+      const pct = (x: number) => `${round(x * 100, 0)}%`;
+      process.stdout.write(`state-pinned: ${d.load_generator}; ratio per round ${d.per_round_ratio.map(pct).join(', ')}; server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, bare Fastify ${d.fastify_floor.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs; share of the core per round: Quarry ${d.quarry.server_core_share_per_round.join(', ')}, baseline ${d.baseline.server_core_share_per_round.join(', ')}\n`);
+      process.stdout.write(`state-pinned: bare Fastify serves ${pct(d.fastify_floor_vs_baseline)} of the baseline; Quarry serves ${pct(d.quarry_vs_fastify_floor)} of bare Fastify\n`);
     }
     if (r.bench === 'creates') {
       const d = r.details.durability as { acknowledged: number; checked_after_kill_9: number; missing: number };

@@ -28,6 +28,7 @@ import { registerOpenApi } from './http/openapi.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
 import { requestLoggerFactory } from './http/request-logger.js';
 import { MemoryRateLimiter, StoreRateLimiter, type RateWindows } from './http/rate-limiter.js';
+import { accountRoutes } from './http/routes/account.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { healthRoutes, metaRoutes } from './http/routes/meta.js';
@@ -219,6 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // A worker node runs turns and cron only; it answers nothing but its health probes and metrics.
   if (deps.config.role !== 'worker') {
     await app.register(metaRoutes);
+    await app.register(accountRoutes);
     await app.register(taskRoutes);
     await app.register(outputRoutes);
     await app.register(uploadRoutes);

@@ -27,6 +27,13 @@ export const Account = component('Account', Type.Object({
   created_at: Timestamp(),
 }));
 
+export const OwnAccount = component('OwnAccount', Type.Object({
+  account_id: Type.String(),
+  name: Type.String(),
+  balance: Credits('Credits left'),
+  credits_used: Credits('Credits used so far'),
+}, { description: 'The account the API key belongs to.' }));
+
 export const Balance = component('Balance', Type.Object({ account_id: Type.String(), balance: Credits('Credits left') }));
 
 export const CreatedKey = component('CreatedKey', Type.Object({ key_id: Type.String(), api_key: Type.String({ description: 'Shown once.' }) }));

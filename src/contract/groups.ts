@@ -76,6 +76,8 @@ export const GroupParams = Type.Object({ group_id: Str({ minLength: 1, maxLength
 export const GroupListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(IdCursor('grp')),
+  q: Type.Optional(Str({ minLength: 1, maxLength: 200, description: 'Only groups whose name holds this text (case-insensitive).' })),
+  status: Type.Optional(StringEnum([...GROUP_STATUSES], { description: 'Only groups with this status.' })),
 });
 
 export const GroupRowsQuery = Type.Object({

@@ -1,6 +1,7 @@
 /** Bodies, queries and path parameters of the task routes (interface §4, decisions §2, §4, §6, §8). */
 import { Type, type Static } from 'typebox';
-import { CLIENT_ID_PATTERN, MAX_EVENT_SEQ, Nullable, Str, Text } from './common.js';
+import { CLIENT_ID_PATTERN, MAX_EVENT_SEQ, Nullable, Str, StringEnum, Text, Timestamp } from './common.js';
+import { TURN_OUTCOMES } from './task.js';
 import { ScheduleInput, TaskSpecInput } from './spec.js';
 
 const ClientTaskId = Type.String({ pattern: CLIENT_ID_PATTERN, description: '1-64 chars of A-Z a-z 0-9 _ . : -' });
@@ -50,7 +51,13 @@ export const ListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Str({ maxLength: 1000, description: 'X-Next-Cursor of the previous page.' })),
   group_id: Type.Optional(Str({ minLength: 1, maxLength: 200, description: 'List this group\'s runs (they are left out otherwise).' })),
+  q: Type.Optional(Str({ minLength: 1, maxLength: 200, description: 'Only tasks whose name or prompt holds this text (case-insensitive).' })),
+  state: Type.Optional(StringEnum(['running', 'idle'], { description: 'running: a turn runs or waits for a worker; idle: none does.' })),
+  outcome: Type.Optional(StringEnum([...TURN_OUTCOMES], { description: 'Only tasks whose last ended turn had this outcome.' })),
+  created_after: Type.Optional(Timestamp('Only tasks created after this time (ISO 8601).')),
+  created_before: Type.Optional(Timestamp('Only tasks created before this time (ISO 8601).')),
 });
+export type ListQuery = Static<typeof ListQuery>;
 
 export const WaitQuery = Type.Object({ wait: Type.Optional(Type.Integer({ minimum: 0, maximum: 60, description: 'Seconds to wait for the running turn to end.' })) });
 

@@ -6,7 +6,7 @@
  */
 import { Type, type TSchema } from 'typebox';
 import { ERROR_CATALOGUE } from '../errors.js';
-import { Account, AccountBody, AccountParams, Balance, CreatedAccount, CreatedKey, CreditsBody, KeyInfo, KeyList, KeyParams, Usage } from './admin.js';
+import { Account, AccountBody, AccountParams, Balance, OwnAccount, CreatedAccount, CreatedKey, CreditsBody, KeyInfo, KeyList, KeyParams, Usage } from './admin.js';
 import { ErrorBody } from './errors.js';
 import { Metaprompt, Workflow } from './meta.js';
 import { EventPage, TaskDetail } from './events.js';
@@ -94,7 +94,7 @@ export const OPTIONAL_BODY = 'x-optional-body';
 
 // ---- the table -------------------------------------------------------------------------------
 
-const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], groups: ['groups'], webhooks: ['webhooks'], admin: ['admin'] };
+const tags = { health: ['health'], meta: ['meta'], tasks: ['tasks'], outputs: ['outputs'], uploads: ['uploads'], groups: ['groups'], webhooks: ['webhooks'], account: ['account'], admin: ['admin'] };
 const noKey = { security: [] as Record<string, string[]>[] };
 const taskAnswers = (description: string) => ({
   200: json(description, Task, REPLAYED),
@@ -347,6 +347,11 @@ export const ROUTES = {
     method: 'POST', url: '/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', auth: 'key', optionalBody: true,
     schema: { operationId: 'redeliverWebhook', summary: 'Send a delivery again, with the same webhook-id', tags: tags.webhooks, headers: Plain, params: DeliveryParams, body: Type.Object({}),
       response: { 202: json('The delivery, due now.', Delivery), ...errors(...KEYED, ...ON_WEBHOOK, ...WITH_BODY) } },
+  },
+  getOwnAccount: {
+    method: 'GET', url: '/account', auth: 'key',
+    schema: { operationId: 'getAccount', summary: 'The account of the API key: its balance and the credits it has used', tags: tags.account, headers: Plain,
+      response: { 200: json('The account.', OwnAccount), ...errors(...KEYED) } },
   },
   createAccount: {
     method: 'POST', url: '/admin/accounts', auth: 'admin',

@@ -18,6 +18,21 @@ export const TaskPhaseSchema = StringEnum([...TASK_PHASES]);
 export const TaskActivitySchema = StringEnum([...TASK_ACTIVITIES], { description: 'idle when no turn runs.' });
 export const TurnKindSchema = StringEnum([...TURN_KINDS], { description: 'plan: a prompt create; execute: a spec create, execute or cron tick; continue: a message.' });
 
+export const TURN_OUTCOMES = ['completed', 'failed', 'stopped'] as const;
+export type TurnOutcome = (typeof TURN_OUTCOMES)[number];
+export const TurnOutcomeSchema = StringEnum([...TURN_OUTCOMES]);
+
+export const LastTurn = component('LastTurn', Type.Object({
+  turn_id: Type.String(),
+  kind: TurnKindSchema,
+  outcome: TurnOutcomeSchema,
+  started_at: Nullable(Timestamp()),
+  ended_at: Timestamp(),
+  credits_used: Type.Number({ minimum: 0, description: 'Credits the turn used (at most 6 decimal places).' }),
+  error: Type.Union([Type.Object({ error: ErrorCode, message: Type.String() }), Type.Null()], { description: 'What the turn failed with; null when it completed or was stopped.' }),
+}, { description: 'The last turn that ended.' }));
+export type LastTurn = Static<typeof LastTurn>;
+
 export const Task = component('Task', Type.Object({
   task_id: Type.String(),
   name: Nullable(Type.String()),
@@ -37,6 +52,7 @@ export const Task = component('Task', Type.Object({
   queued_messages: Type.Integer({ minimum: 0 }),
   credits_used: Type.Number({ minimum: 0, description: 'Credits this task has used (at most 6 decimal places).' }),
   active_output: Nullable(Type.String()),
+  last_turn: Type.Union([LastTurn, Type.Null()], { description: 'The last turn that ended, or null before the first ends.' }),
   group_id: Type.Optional(Type.String({ description: 'A group\'s run only: its group.' })),
   input_index: Type.Optional(Type.Integer({ minimum: 0, description: 'A group\'s run only: its input\'s index in the group (`_input`).' })),
   input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'A group\'s run only: the input it runs on.' })),

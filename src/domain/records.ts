@@ -54,6 +54,39 @@ export interface TaskRecord {
   deletedAt: string | null;
   /** A group's run: the group, and the input it runs on (its index and its JSON). Absent or null for a single task. */
   group?: { id: string; inputIndex: number; input: string } | null;
+  /** The last turn that ended, kept on the task so its body reads no turn; null before the first ends (absent: a new task). */
+  lastTurn?: LastTurnRecord | null;
+}
+
+/**
+ * Which tasks a page of the list holds (decisions §20): single tasks, or the runs of `groupId`;
+ * `q` in the name or prompt (case-insensitive); `state` (running: a turn runs or waits); the last
+ * turn's `outcome`; created after / before (ISO 8601 as stored: `Date.toISOString()`).
+ */
+export interface TaskListFilter {
+  groupId?: string;
+  q?: string;
+  state?: 'running' | 'idle';
+  outcome?: LastTurnRecord['outcome'];
+  createdAfter?: string;
+  createdBefore?: string;
+}
+
+/** Which groups a page of the group list holds (decisions §20): by status, `q` in the name (case-insensitive). */
+export interface GroupListFilter {
+  q?: string;
+  status?: GroupStatus;
+}
+
+/** A turn that ended, as its task keeps it (decisions §20). */
+export interface LastTurnRecord {
+  turnId: string;
+  kind: TurnKind;
+  outcome: 'completed' | 'failed' | 'stopped';
+  startedAt: string | null;
+  endedAt: string;
+  creditsUsedMicros: number;
+  error: Pick<TurnError, 'error' | 'message'> | null;
 }
 
 /** What the /state poll shows: a task's state fields and its current turn. */

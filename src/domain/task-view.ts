@@ -3,8 +3,8 @@
  * built from a stored task alone so it costs no extra read.
  */
 import { fromMicros } from './credits.js';
-import type { TaskRecord } from './records.js';
-import type { Task } from '../contract/index.js';
+import type { LastTurnRecord, TaskRecord } from './records.js';
+import type { LastTurn, Task } from '../contract/index.js';
 
 const POLL_BUSY_S = 2;
 const POLL_IDLE_S = 30;
@@ -27,6 +27,18 @@ export function viewChangesWithTime(task: TaskRecord): boolean {
 export function activeOutputOf(task: TaskRecord): string | null {
   if (task.activeOutput && task.spec.outputs.some((o) => o.id === task.activeOutput)) return task.activeOutput;
   return task.spec.outputs[0]?.id ?? null;
+}
+
+function lastTurnView(turn: LastTurnRecord): LastTurn {
+  return {
+    turn_id: turn.turnId,
+    kind: turn.kind,
+    outcome: turn.outcome,
+    started_at: turn.startedAt,
+    ended_at: turn.endedAt,
+    credits_used: fromMicros(turn.creditsUsedMicros),
+    error: turn.error,
+  };
 }
 
 export function toTaskView(task: TaskRecord, now = Date.now()): Task {
@@ -52,6 +64,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     queued_messages: task.queuedCount,
     credits_used: fromMicros(task.creditsUsedMicros),
     active_output: activeOutputOf(task),
+    last_turn: task.lastTurn ? lastTurnView(task.lastTurn) : null,
     ...(task.group ? { group_id: task.group.id, input_index: task.group.inputIndex, input: JSON.parse(task.group.input) as Record<string, unknown> } : {}),
   };
 }

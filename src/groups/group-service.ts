@@ -26,7 +26,7 @@ import {
 } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { GroupInputRecord, GroupPatch, GroupRecord } from '../domain/records.js';
+import type { GroupInputRecord, GroupListFilter, GroupPatch, GroupRecord } from '../domain/records.js';
 import type { Repositories, Store } from '../store/store.js';
 import { invalid } from '../domain/spec.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
@@ -140,8 +140,8 @@ export class GroupService {
   }
 
   /** One page, newest first; `nextCursor` when more remain (the last group's id). */
-  async list(accountId: string, limit: number, cursor?: string): Promise<{ groups: Group[]; nextCursor?: string }> {
-    const rows = await this.store.groups.list(accountId, limit + 1, cursor);
+  async list(accountId: string, limit: number, cursor?: string, filter: GroupListFilter = {}): Promise<{ groups: Group[]; nextCursor?: string }> {
+    const rows = await this.store.groups.list(accountId, limit + 1, cursor, filter);
     const groups = rows.slice(0, limit);
     return { groups: groups.map(toGroupView), ...(rows.length > limit ? { nextCursor: groups.at(-1)!.id } : {}) };
   }

@@ -59,6 +59,11 @@ export interface TasksTable {
   purged_at: ColumnType<string | null, string | null | undefined, string | null>;
   /** The event retention dropped the task's events up to this seq. */
   events_pruned_seq: ColumnType<number, number | undefined, number>;
+  /** The last ended turn (records.ts LastTurnRecord as JSON) and its outcome; null before the first ends. */
+  last_turn: ColumnType<string | null, string | null | undefined, string | null>;
+  last_outcome: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The spec's prompt, for the list's text search: written with every spec. */
+  prompt: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GroupsTable {

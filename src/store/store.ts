@@ -12,7 +12,7 @@
 import type {
   AccountRecord, ApiKeyRecord, AttemptResult, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
   GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
-  TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
+  GroupListFilter, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
 } from '../domain/records.js';
 import type { RunStatus } from '../contract/index.js';
 import type { TurnError } from '../errors.js';
@@ -65,9 +65,10 @@ export interface TasksRepository {
   /**
    * One page of the list in its order (pinned first, then newest update), starting after
    * `after`: each task's id and row version, read from the list's index alone. Deleted tasks
-   * are left out; so are groups' runs, unless `groupId` names the group whose runs to list.
+   * are left out; so are groups' runs, unless `filter.groupId` names the group whose runs to
+   * list. The filter's other members narrow the page; it pages in the same order.
    */
-  listPage(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListPage>;
+  listPage(accountId: string, limit: number, after?: TaskListCursor, filter?: TaskListFilter): Promise<TaskListPage>;
   /** How many tasks the list holds (as listPage sees them, group runs left out), those updated at or after `updatedSince` when given. */
   countListed(accountId: string, updatedSince?: string): Promise<number>;
   /** The tasks with these ids that exist, in no particular order. */
@@ -252,7 +253,8 @@ export interface GroupsRepository {
   get(id: string, opts?: { lock?: boolean }): Promise<GroupRecord | undefined>;
   update(id: string, patch: GroupPatch): Promise<void>;
   /** The account's groups, newest first, after (older than) the group id `before`. */
-  list(accountId: string, limit: number, before?: string): Promise<GroupRecord[]>;
+  /** A page of the account's groups, newest first, before the group id `before`; `filter` narrows it (its status, `q` in its name). */
+  list(accountId: string, limit: number, before?: string, filter?: GroupListFilter): Promise<GroupRecord[]>;
   /** Stores inputs, skipping those whose key the group has already; returns the indexes stored. */
   insertInputs(inputs: GroupInputRecord[]): Promise<number[]>;
   getInput(groupId: string, index: number): Promise<GroupInputRecord | undefined>;

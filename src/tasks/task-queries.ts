@@ -5,7 +5,7 @@
 import type { OutputDecl, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import type { EventFollower } from '../events/event-follower.js';
-import type { EventRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskRecord, TaskStateRecord, TurnRecord } from '../domain/records.js';
+import type { EventRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnRecord } from '../domain/records.js';
 import type { Store, TaskListCursor, TaskListPage } from '../store/store.js';
 import { activeOutputOf, isVisibleTo } from '../domain/task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
@@ -29,6 +29,27 @@ function decodeCursor(raw: string): TaskListCursor {
   throw QuarryError.validation('cursor', 'cursor is not a value this server issued: pass X-Next-Cursor from the previous page', [
     { type: 'value_error', loc: ['query', 'cursor'], msg: 'is not a cursor this server issued' },
   ]);
+}
+
+/**
+ * The filter with its times as the store keeps them (`toISOString()`, which compare as text);
+ * the contract has checked they are ISO 8601 date-times.
+ */
+function storedFilter(filter: TaskListFilter): TaskListFilter {
+  const stored = { ...filter };
+  if (filter.createdAfter !== undefined) stored.createdAfter = storedTime('created_after', filter.createdAfter);
+  if (filter.createdBefore !== undefined) stored.createdBefore = storedTime('created_before', filter.createdBefore);
+  return stored;
+}
+
+function storedTime(param: string, value: string): string {
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) {
+    throw QuarryError.validation(param, `${param} must be an ISO 8601 date-time, such as 2025-03-01T07:00:00Z`, [
+      { type: 'value_error', loc: ['query', param], msg: 'is not an ISO 8601 date-time' },
+    ]);
+  }
+  return new Date(ms).toISOString();
 }
 
 /** How many of its last events `GET /task/{task_id}` shows; the pruner keeps them (src/pruner.ts). */
@@ -130,9 +151,9 @@ export class TaskQueries {
     return view;
   }
 
-  /** One page in list order (single tasks, or the runs of group `groupId`), as records; `nextCursor` when more remain. */
-  async list(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
-    const { tasks, next } = await this.listPage(accountId, limit, cursor, groupId);
+  /** One page in list order (single tasks, or the runs of group `filter.groupId`), as records; `nextCursor` when more remain. */
+  async list(accountId: string, limit: number, cursor?: string, filter: TaskListFilter = {}): Promise<{ tasks: TaskRecord[]; nextCursor?: string }> {
+    const { tasks, next } = await this.listPage(accountId, limit, cursor, filter);
     const byId = new Map((await this.store.tasks.getMany(tasks.map((t) => t.id))).map((t) => [t.id, t]));
     return { tasks: tasks.flatMap((t) => byId.get(t.id) ?? []), ...(next ? { nextCursor: encodeCursor(next) } : {}) };
   }
@@ -146,15 +167,15 @@ export class TaskQueries {
    * The same page as the body of GET /task: each task's view is built once per version of its
    * row, and only the tasks whose view is not held are read in full (task-view-cache.ts).
    */
-  async listBody(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<{ body: Buffer; nextCursor?: string }> {
-    const { tasks, next } = await this.listPage(accountId, limit, cursor, groupId);
-    const request = `${accountId} ${limit} ${cursor ?? ''} ${groupId ?? ''}`;
+  async listBody(accountId: string, limit: number, cursor?: string, filter: TaskListFilter = {}): Promise<{ body: Buffer; nextCursor?: string }> {
+    const { tasks, next } = await this.listPage(accountId, limit, cursor, filter);
+    const request = JSON.stringify([accountId, limit, cursor ?? '', filter]);
     const body = await this.views.pageBody(request, tasks, (ids) => this.store.tasks.getMany(ids));
     return { body, ...(next ? { nextCursor: encodeCursor(next) } : {}) };
   }
 
-  private listPage(accountId: string, limit: number, cursor?: string, groupId?: string): Promise<TaskListPage> {
-    return this.store.tasks.listPage(accountId, limit, cursor ? decodeCursor(cursor) : undefined, groupId);
+  private listPage(accountId: string, limit: number, cursor: string | undefined, filter: TaskListFilter): Promise<TaskListPage> {
+    return this.store.tasks.listPage(accountId, limit, cursor ? decodeCursor(cursor) : undefined, storedFilter(filter));
   }
 
   /**

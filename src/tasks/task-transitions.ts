@@ -6,7 +6,7 @@
  */
 import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
 import { fromMicros } from '../domain/credits.js';
-import type { TaskRecord, TurnRecord } from '../domain/records.js';
+import type { LastTurnRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import type { TurnError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Admission } from './admission.js';
@@ -71,6 +71,19 @@ export async function beginTurn(unit: TaskUnit, admission: Admission, kind: Turn
   return turn.id;
 }
 
+/** The turn that just ended, as its task keeps it (the Task body's `last_turn`). */
+function lastTurnOf(turnId: string, turn: TurnRecord | undefined, outcome: TurnOutcome, error: TurnError | null, now: string, creditsUsedMicros: number): LastTurnRecord {
+  return {
+    turnId,
+    kind: turn?.kind ?? 'execute',
+    outcome,
+    startedAt: turn?.startedAt ?? null,
+    endedAt: turn?.endedAt ?? now,
+    creditsUsedMicros,
+    error: error && { error: error.error, message: error.message },
+  };
+}
+
 /**
  * Ends the task's current turn with `outcome`, records error/task/done events, and hands the
  * task to the next queued message (as any turn's end does); the unit's `turn_ended` handlers
@@ -81,6 +94,8 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
   if (error) unit.event('error', turnId, { ...error });
   // The /state poll and an idle task's stream show this turn's error until the next turn ends.
   if (error || unit.task.lastErrorSeq != null) unit.set({ lastErrorSeq: error ? unit.task.lastEventSeq : null });
+  const usage = await unit.tx.turns.get(turnId);
+  unit.set({ lastTurn: lastTurnOf(turnId, usage, outcome, error, unit.now, creditsUsedMicros) });
   let next: TurnRecord | undefined;
   if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.turns.nextQueued(unit.task.id);
   if (next) {
@@ -92,7 +107,6 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
   }
   unit.taskEvent('turn_ended', turnId);
   const outputCount = unit.task.spec.outputs.length;
-  const usage = await unit.tx.turns.get(turnId);
   unit.event('done', turnId, {
     outcome,
     output_count: outputCount,

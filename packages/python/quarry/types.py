@@ -165,6 +165,8 @@ class _TaskRequired(TypedDict):
     credits_used: float
     """Credits this task has used (at most 6 decimal places)."""
     active_output: Optional[str]
+    last_turn: Optional[LastTurn]
+    """The last turn that ended, or null before the first ends."""
 
 
 class Task(_TaskRequired, total=False):
@@ -180,6 +182,26 @@ class TaskCron(TypedDict):
     expression: str
     timezone: str
     next_run_at: Optional[str]
+
+
+class LastTurn(TypedDict):
+    """The last turn that ended."""
+    turn_id: str
+    kind: Literal["plan", "execute", "continue"]
+    """plan: a prompt create; execute: a spec create, execute or cron tick; continue: a message."""
+    outcome: Literal["completed", "failed", "stopped"]
+    started_at: Optional[str]
+    ended_at: str
+    credits_used: float
+    """Credits the turn used (at most 6 decimal places)."""
+    error: Optional[LastTurnError]
+    """What the turn failed with; null when it completed or was stopped."""
+
+
+class LastTurnError(TypedDict):
+    error: Literal["invalid_request", "unauthorized", "out_of_credits", "origin_not_allowed", "task_not_found", "source_not_found", "group_not_found", "webhook_not_found", "delivery_not_found", "not_found", "method_not_allowed", "request_timeout", "task_executing", "task_in_cron_mode", "task_exists", "webhook_limit_reached", "payload_too_large", "unsupported_media_type", "rate_limited", "internal_error", "bad_gateway", "service_unavailable", "at_capacity", "auth_unavailable", "limit_reached"]
+    """Stable snake_case code: branch on it."""
+    message: str
 
 
 class _ToolEventRequired(TypedDict):

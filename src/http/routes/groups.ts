@@ -26,11 +26,12 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
   app.route({
     ...contractRoute(ROUTES.listGroups),
     handler: async (request, reply) => {
-      const limit = request.query.limit ?? 50;
-      const page = await groups.list(request.accountId, limit, request.query.cursor);
+      const { limit = 50, cursor, q, status } = request.query;
+      const page = await groups.list(request.accountId, limit, cursor, { q, status });
       if (page.nextCursor) {
         reply.header('X-Next-Cursor', page.nextCursor);
-        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/group?limit=${limit}&cursor=${page.nextCursor}>; rel="next"`);
+        const next = new URLSearchParams({ limit: String(limit), ...(q === undefined ? {} : { q }), ...(status === undefined ? {} : { status }), cursor: page.nextCursor });
+        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/group?${next.toString()}>; rel="next"`);
       }
       return page.groups;
     },

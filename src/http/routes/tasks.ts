@@ -90,13 +90,17 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   app.route({
     ...contractRoute(ROUTES.listTasks),
     handler: async (request, reply) => {
-      const limit = request.query.limit ?? 50;
-      const { group_id: groupId } = request.query;
-      const page = await queries.listBody(request.accountId, limit, request.query.cursor, groupId);
+      const { limit = 50, cursor, group_id: groupId, q, state, outcome, created_after: createdAfter, created_before: createdBefore } = request.query;
+      const page = await queries.listBody(request.accountId, limit, cursor, { groupId, q, state, outcome, createdAfter, createdBefore });
       if (page.nextCursor) {
         reply.header('X-Next-Cursor', page.nextCursor);
-        const group = groupId === undefined ? '' : `&group_id=${encodeURIComponent(groupId)}`;
-        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/task?limit=${limit}&cursor=${page.nextCursor}${group}>; rel="next"`);
+        // The next page keeps the filters: every query value but the cursor, then the new cursor.
+        const next = new URLSearchParams({ limit: String(limit) });
+        for (const [name, value] of Object.entries({ group_id: groupId, q, state, outcome, created_after: createdAfter, created_before: createdBefore })) {
+          if (value !== undefined) next.set(name, value);
+        }
+        next.set('cursor', page.nextCursor);
+        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/task?${next.toString()}>; rel="next"`);
       }
       return reply.type('application/json; charset=utf-8').send(page.body);
     },

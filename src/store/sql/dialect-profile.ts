@@ -21,9 +21,11 @@ export interface DialectProfile {
    * by: neither database deletes with LIMIT, and picking by address needs no key of the table.
    */
   rowAddress: 'rowid' | 'ctid';
+  /** The LIKE that ignores case: SQLite's own LIKE does (for ASCII letters); PostgreSQL's ILIKE. */
+  caseInsensitiveLike: 'like' | 'ilike';
 }
 
 export const DIALECT_PROFILES = {
-  sqlite: { kind: 'sqlite', rowLocks: false, skipLocked: false, shared: false, groupCommit: true, rowAddress: 'rowid' },
-  postgres: { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true, groupCommit: false, rowAddress: 'ctid' },
+  sqlite: { kind: 'sqlite', rowLocks: false, skipLocked: false, shared: false, groupCommit: true, rowAddress: 'rowid', caseInsensitiveLike: 'like' },
+  postgres: { kind: 'postgres', rowLocks: true, skipLocked: true, shared: true, groupCommit: false, rowAddress: 'ctid', caseInsensitiveLike: 'ilike' },
 } as const satisfies Record<DialectProfile['kind'], DialectProfile>;

@@ -6,7 +6,8 @@ import type { Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import { storedSpec } from '../../domain/spec.js';
 import type { GroupInputsTable, GroupsTable } from '../database.js';
-import type { GroupInputRecord, GroupPatch, GroupRecord, GroupRowRecord } from '../../domain/records.js';
+import type { GroupInputRecord, GroupListFilter, GroupPatch, GroupRecord, GroupRowRecord } from '../../domain/records.js';
+import { containsText } from './contains-text.js';
 import type { RunStatus } from '../../contract/index.js';
 import type { GroupsRepository } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
@@ -72,8 +73,10 @@ export class SqlGroups extends SqlRepository implements GroupsRepository {
     if (Object.keys(row).length > 0) await this.db.updateTable('groups').set(row).where('id', '=', id).execute();
   }
 
-  async list(accountId: string, limit: number, before?: string): Promise<GroupRecord[]> {
+  async list(accountId: string, limit: number, before?: string, filter: GroupListFilter = {}): Promise<GroupRecord[]> {
     let q = this.db.selectFrom('groups').selectAll().where('account_id', '=', accountId);
+    if (filter.status) q = q.where('status', '=', filter.status);
+    if (filter.q) q = q.where(containsText(this.profile, ['name'], filter.q));
     if (before !== undefined) q = q.where('id', '<', before);
     const rows = await q.orderBy('id', 'desc').limit(limit).execute();
     return rows.map(toGroup);

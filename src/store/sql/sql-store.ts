@@ -17,6 +17,7 @@ import * as m000008 from '../migrations/000008_task_version.js';
 import * as m000009 from '../migrations/000009_pruning.js';
 import * as m000010 from '../migrations/000010_turn_cache_usage.js';
 import * as m000011 from '../migrations/000011_turn_rows.js';
+import * as m000017 from '../migrations/000017_finding_work.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink, type Notice } from './cluster.js';
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000009_pruning': m000009,
   '000010_turn_cache_usage': m000010,
   '000011_turn_rows': m000011,
+  '000017_finding_work': m000017,
 };
 
 class StaticMigrations implements MigrationProvider {

@@ -1,9 +1,11 @@
 /** Tasks: the rows the task service locks, changes and reads, and the /state poll. */
 import type { Compilable, Insertable, Selectable, Updateable } from 'kysely';
+import { containsPattern, containsText } from './contains-text.js';
 import { fromStoredMicros } from '../../domain/credits.js';
 import { storedSpec } from '../../domain/spec.js';
 import type { TasksTable } from '../database.js';
-import type { TaskPatch, TaskRecord, TaskStateRecord } from '../../domain/records.js';
+import type { LastTurnRecord, TaskListFilter, TaskPatch, TaskRecord, TaskStateRecord } from '../../domain/records.js';
+import type { DialectProfile } from './dialect-profile.js';
 import type { TurnKind } from '../../contract/index.js';
 import type { TurnError } from '../../errors.js';
 import type { TaskListCursor, TaskListPage, TasksRepository } from '../store.js';
@@ -33,6 +35,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     updatedAt: r.updated_at,
     deletedAt: r.deleted_at,
     group: r.group_id === null ? null : { id: r.group_id, inputIndex: Number(r.group_input_idx), input: r.group_input ?? '{}' },
+    lastTurn: r.last_turn === null ? null : JSON.parse(r.last_turn) as LastTurnRecord,
   };
 }
 
@@ -40,7 +43,7 @@ const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
   name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
   cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
   activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq', lastErrorSeq: 'last_error_seq',
-  currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at',
+  currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at', lastTurn: 'last_turn',
 };
 
 function taskRow(patch: TaskPatch): Updateable<TasksTable> {
@@ -48,8 +51,14 @@ function taskRow(patch: TaskPatch): Updateable<TasksTable> {
   for (const [key, value] of Object.entries(patch)) {
     if (value === undefined) continue;
     const column = TASK_COLUMNS[key as keyof TaskPatch];
-    if (key === 'spec') row[column] = JSON.stringify(value);
-    else if (key === 'pinned') row[column] = value ? 1 : 0;
+    if (key === 'spec') {
+      row[column] = JSON.stringify(value);
+      row.prompt = (value as TaskRecord['spec']).prompt ?? null;
+    } else if (key === 'lastTurn') {
+      const lastTurn = value as LastTurnRecord | null;
+      row[column] = lastTurn === null ? null : JSON.stringify(lastTurn);
+      row.last_outcome = lastTurn?.outcome ?? null;
+    } else if (key === 'pinned') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
   return row as Updateable<TasksTable>;
@@ -135,8 +144,8 @@ function toTaskListPage(rows: TaskListRow[], limit: number): TaskListPage {
  * cursor" is one row comparison, which both databases turn into a range of the list index
  * (inside an OR neither would start the scan at the cursor).
  */
-export function taskListQuery(db: SqlHandle, accountId: string, limit: number, after?: TaskListCursor, groupId?: string) {
-  let q = listedTasks(db, accountId, groupId);
+export function taskListQuery(db: SqlHandle, profile: DialectProfile, accountId: string, limit: number, after?: TaskListCursor, filter: TaskListFilter = {}) {
+  let q = filteredTasks(listedTasks(db, accountId, filter.groupId), profile, filter);
   if (after) q = q.where((eb) => eb(eb.refTuple('pinned', 'updated_at', 'id'), '<', eb.tuple(after.pinned ? 1 : 0, after.updatedAt, after.id)));
   return q.orderBy('pinned', 'desc').orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(limit);
 }
@@ -149,11 +158,37 @@ function listedTasks(db: SqlHandle, accountId: string, groupId?: string) {
     .where('deleted_at', 'is', null);
 }
 
+/**
+ * The list's filters, each a condition the list indexes hold (state, outcome, creation time:
+ * tasks_list_single, _state, _outcome of migration 000017), but the text: it reads the name and
+ * prompt of the rows the index walk reaches, in list order, until the page is full.
+ */
+function filteredTasks<Q extends ReturnType<typeof listedTasks>>(q: Q, profile: DialectProfile, filter: TaskListFilter): Q {
+  let filtered = q as ReturnType<typeof listedTasks>;
+  if (filter.state) filtered = filtered.where('status', '=', filter.state === 'running' ? 'execute' : 'plan');
+  if (filter.outcome) filtered = filtered.where('last_outcome', '=', filter.outcome);
+  if (filter.createdAfter) filtered = filtered.where('created_at', '>', filter.createdAfter);
+  if (filter.createdBefore) filtered = filtered.where('created_at', '<', filter.createdBefore);
+  if (filter.q) filtered = filtered.where(containsText(profile, TEXT_COLUMNS, filter.q));
+  return filtered as Q;
+}
+
+/** What `q` searches: the task's name and its spec's prompt. */
+const TEXT_COLUMNS = ['name', 'prompt'];
+
 /** taskListQuery's statement name and the values it binds, in their order. */
-export function taskListShape(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): { shape: string; parameters: unknown[] } {
+export function taskListShape(accountId: string, limit: number, after?: TaskListCursor, filter: TaskListFilter = {}): { shape: string; parameters: unknown[] } {
+  const { groupId, state, outcome, createdAfter, createdBefore, q } = filter;
+  const filters = [state && 'state', outcome && 'outcome', createdAfter && 'after', createdBefore && 'before', q && 'q'].filter(Boolean).join(',');
   return {
-    shape: `tasks.list:${groupId === undefined ? 'single' : 'group'}:${after ? 'after' : 'first'}`,
-    parameters: [accountId, ...(groupId === undefined ? [] : [groupId]), ...(after ? [after.pinned ? 1 : 0, after.updatedAt, after.id] : []), limit],
+    shape: `tasks.list:${groupId === undefined ? 'single' : 'group'}:${after ? 'after' : 'first'}:${filters}`,
+    parameters: [
+      accountId, ...(groupId === undefined ? [] : [groupId]),
+      ...(state ? [state === 'running' ? 'execute' : 'plan'] : []), ...(outcome ? [outcome] : []),
+      ...(createdAfter ? [createdAfter] : []), ...(createdBefore ? [createdBefore] : []),
+      ...(q ? TEXT_COLUMNS.map(() => containsPattern(q)) : []),
+      ...(after ? [after.pinned ? 1 : 0, after.updatedAt, after.id] : []), limit,
+    ],
   };
 }
 
@@ -185,10 +220,10 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     return r && toTaskState(r);
   }
 
-  async listPage(accountId: string, limit: number, after?: TaskListCursor, groupId?: string): Promise<TaskListPage> {
-    const { shape, parameters } = taskListShape(accountId, limit + 1, after, groupId);
+  async listPage(accountId: string, limit: number, after?: TaskListCursor, filter: TaskListFilter = {}): Promise<TaskListPage> {
+    const { shape, parameters } = taskListShape(accountId, limit + 1, after, filter);
     const { rows } = await this.runCompiled(shape, parameters, () =>
-      taskListQuery(this.db, accountId, limit + 1, after, groupId).select(['id', 'version', 'pinned', 'updated_at']));
+      taskListQuery(this.db, this.profile, accountId, limit + 1, after, filter).select(['id', 'version', 'pinned', 'updated_at']));
     return toTaskListPage(rows, limit);
   }
 

@@ -935,6 +935,31 @@ export type components = {
         KeyList: {
             keys: components["schemas"]["KeyInfo"][];
         };
+        /** @description The last turn that ended. */
+        LastTurn: {
+            turn_id: string;
+            /**
+             * @description plan: a prompt create; execute: a spec create, execute or cron tick; continue: a message.
+             * @enum {string}
+             */
+            kind: "plan" | "execute" | "continue";
+            /** @enum {string} */
+            outcome: "completed" | "failed" | "stopped";
+            started_at: string | null;
+            /** Format: date-time */
+            ended_at: string;
+            /** @description Credits the turn used (at most 6 decimal places). */
+            credits_used: number;
+            /** @description What the turn failed with; null when it completed or was stopped. */
+            error: {
+                /**
+                 * @description Stable snake_case code: branch on it.
+                 * @enum {string}
+                 */
+                error: "invalid_request" | "unauthorized" | "out_of_credits" | "origin_not_allowed" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
+                message: string;
+            } | null;
+        };
         Metaprompt: {
             version: string;
             /** @description The JSON Schema of a task spec (TaskSpecInput). */
@@ -1097,6 +1122,8 @@ export type components = {
             /** @description Credits this task has used (at most 6 decimal places). */
             credits_used: number;
             active_output: string | null;
+            /** @description The last turn that ended, or null before the first ends. */
+            last_turn: components["schemas"]["LastTurn"] | null;
             /** @description A group's run only: its group. */
             group_id?: string;
             /** @description A group's run only: its input's index in the group (`_input`). */
