@@ -618,6 +618,16 @@ class OutputRef(TypedDict):
     path: str
 
 
+class OwnAccount(TypedDict):
+    """The account the API key belongs to."""
+    account_id: str
+    name: str
+    balance: float
+    """Credits left (at most 6 decimal places)."""
+    credits_used: float
+    """Credits used so far (at most 6 decimal places)."""
+
+
 class SourceDetail(TypedDict):
     source_id: str
     url: str

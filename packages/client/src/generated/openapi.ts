@@ -622,6 +622,23 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account of the API key: its balance and the credits it has used */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/accounts": {
         parameters: {
             query?: never;
@@ -1027,6 +1044,15 @@ export type components = {
              */
             kind: "table" | "report" | "records";
             path: string;
+        };
+        /** @description The account the API key belongs to. */
+        OwnAccount: {
+            account_id: string;
+            name: string;
+            /** @description Credits left (at most 6 decimal places). */
+            balance: number;
+            /** @description Credits used so far (at most 6 decimal places). */
+            credits_used: number;
         };
         /** @description One row: the output's columns (or report/records fields) plus _row, _sources and, when given, _basis. */
         Row: {
@@ -1779,6 +1805,16 @@ export interface operations {
                 cursor?: string;
                 /** @description List this group's runs (they are left out otherwise). */
                 group_id?: string;
+                /** @description Only tasks whose name or prompt holds this text (case-insensitive). */
+                q?: string;
+                /** @description running: a turn runs or waits for a worker; idle: none does. */
+                state?: "running" | "idle";
+                /** @description Only tasks whose last ended turn had this outcome. */
+                outcome?: "completed" | "failed" | "stopped";
+                /** @description Only tasks created after this time (ISO 8601). */
+                created_after?: string;
+                /** @description Only tasks created before this time (ISO 8601). */
+                created_before?: string;
             };
             header?: {
                 /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
@@ -2826,6 +2862,10 @@ export interface operations {
                 limit?: number;
                 /** @description X-Next-Cursor of the previous page. */
                 cursor?: string;
+                /** @description Only groups whose name holds this text (case-insensitive). */
+                q?: string;
+                /** @description Only groups with this status. */
+                status?: "running" | "finished" | "stopped";
             };
             header?: {
                 /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
@@ -3425,6 +3465,35 @@ export interface operations {
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnAccount"];
+                };
+            };
+            401: components["responses"]["Error401"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
             503: components["responses"]["Error503"];
