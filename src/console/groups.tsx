@@ -11,7 +11,7 @@ import { Link, navigate } from './router.js';
 import { RowsTable, type ColumnGroup, type SourcedRow } from './rows-table.js';
 import { useSession } from './session.js';
 import { columnsOf, ColumnsEditor, newColumn, newOutput, OutputEditor, outputOf, type ColumnDraft, type OutputDraft } from './spec-editor.js';
-import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time, toneOf, type Tone } from './ui.js';
+import { cellText, credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, taskActivity, taskState, Time, toneOf, type Tone } from './ui.js';
 
 /** How often the list is read again: the progress of its running groups. */
 const LIST_REFRESH_MS = 4000;
@@ -379,6 +379,66 @@ function GroupRows(props: { group: GroupDetail; version: number }) {
   );
 }
 
+const RUNS_PER_PAGE = 50;
+const RUN_FILTERS = { all: 'all', failed: 'failed', stopped: 'stopped', completed: 'completed', running: 'running or waiting' } as const;
+type RunFilter = keyof typeof RUN_FILTERS;
+
+/**
+ * Every run that has a task, rows or not (`GET /task?group_id=`): its input, how it stands and,
+ * when it failed, why; each linked to its task's page. Failed and stopped runs are one choice
+ * away, and read again as the group's runs end (`version`).
+ */
+function GroupRuns(props: { groupId: string; version: number }) {
+  const { client } = useSession();
+  const [filter, setFilter] = useState<RunFilter>('all');
+  const list = usePagedList(
+    (limit, cursor) => client.tasks.list({
+      limit, cursor, group_id: props.groupId,
+      ...(filter === 'running' ? { state: 'running' as const } : filter === 'all' ? {} : { outcome: filter, state: 'idle' as const }),
+    }),
+    (run) => run.task_id,
+    [client, props.groupId, filter, props.version],
+    { pageSize: RUNS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
+  );
+  const cards = useRef<HTMLUListElement>(null);
+  return (
+    <section aria-labelledby="runs-title">
+      <h2 id="runs-title">Runs</h2>
+      <fieldset class="choice inline">
+        <legend>Show</legend>
+        {(Object.keys(RUN_FILTERS) as RunFilter[]).map((f) => (
+          <label class="check" key={f}>
+            <input type="radio" name="run-filter" checked={filter === f} onChange={() => setFilter(f)} /> {RUN_FILTERS[f]}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorNote message={list.error} />
+      {list.items && list.items.length === 0 && <p class="hint">No {filter === 'all' ? '' : `${RUN_FILTERS[filter]} `}runs.</p>}
+      <ul class="cards" aria-label="Runs" ref={cards}>
+        {list.items?.map((run) => {
+          const state = taskState(run);
+          return (
+            <li key={run.task_id} class={`card tone-${toneOf(state)}`}>
+              <div class="card-head">
+                <Link to={`/tasks/${encodeURIComponent(run.task_id)}`} class="card-title">Input {run.input_index}</Link>
+                <StatusBadge status={state} />
+                <span class="mono">{cellText(run.input)}</span>
+              </div>
+              {run.last_turn?.error && !taskActivity(run) && <p class="card-reason">{run.last_turn.error.message}</p>}
+              <div class="card-meta">
+                <span class="mono">{run.task_id}</span>
+                {run.last_turn && <span>ended <Time at={run.last_turn.ended_at} /></span>}
+                <span>{credits(run.credits_used)} credits</span>
+              </div>
+            </li>
+          );
+        })}
+      </ul>
+      <ShowMore list={list} cards={cards} noun="runs" />
+    </section>
+  );
+}
+
 export function GroupPage(props: { groupId: string }) {
   const { client } = useSession();
   const live = useLiveGroup(props.groupId);
@@ -417,6 +477,7 @@ export function GroupPage(props: { groupId: string }) {
         </>
       )}
       <ErrorNote message={action.error} />
+      {data && <GroupRuns groupId={props.groupId} version={live.rowsVersion} />}
       <h2>Rows</h2>
       {data && <GroupRows group={data} version={live.rowsVersion} />}
     </article>

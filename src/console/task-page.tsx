@@ -5,7 +5,7 @@
  * execute, export).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { messageOf, QuarryError, type DoneEvent, type ErrorEvent, type OutputInfo, type Task, type TaskEvent, type TaskSpec } from './api.js';
+import { messageOf, QuarryError, type DoneEvent, type OutputInfo, type Task, type TaskEvent, type TaskSpec } from './api.js';
 import { saveFile, EXPORT_TYPES } from './download.js';
 import { EventLog } from './event-log.js';
 import { Sleeper, useAction, useLoad } from './hooks.js';
@@ -13,7 +13,7 @@ import { Link } from './router.js';
 import { plainColumns, RowsTable } from './rows-table.js';
 import { useSession } from './session.js';
 import { SpecView } from './spec-view.js';
-import { credits, duration, ErrorNote, PageTitle, Pager, StatusBadge, taskActivity, Time } from './ui.js';
+import { credits, duration, ErrorNote, PageTitle, Pager, StatusBadge, taskState, Time, toneOf } from './ui.js';
 
 /** How often an idle task is asked whether a turn started (a cron tick, another client). */
 const IDLE_POLL_MS = 3000;
@@ -159,33 +159,20 @@ function Actions(props: { task: Task; planned: boolean; onStarted: () => void })
   );
 }
 
-/** The last ended turn: its `done`, and its `error` when it failed. */
-function lastTurnOf(events: readonly TaskEvent[]): { done: DoneEvent; error: ErrorEvent | undefined; startedAt: string | undefined } | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const done = events[i]!;
-    if (done.type !== 'done' || done.outcome === 'idle') continue;
-    const mine = events.filter((e) => e.turn_id === done.turn_id);
-    const error = mine.find((e): e is ErrorEvent => e.type === 'error');
-    const started = mine.find((e) => e.type === 'task' && e.reason === 'turn_started');
-    return { done, error, startedAt: started?.at };
-  }
-  return undefined;
-}
-
 /** How the last turn ended, and why when it failed: the first thing a reader of an idle task needs. */
-function LastTurn(props: { events: readonly TaskEvent[] }) {
-  const last = lastTurnOf(props.events);
+function LastTurn(props: { task: Task; events: readonly TaskEvent[] }) {
+  const last = props.task.last_turn;
   if (!last) return null;
-  const { done, error, startedAt } = last;
-  const took = startedAt ? ` after ${duration(Date.parse(done.at) - Date.parse(startedAt))}` : '';
-  const rows = done.rows_written !== undefined ? `; ${done.rows_written} row${done.rows_written === 1 ? '' : 's'} written, ${done.verified_rows ?? 0} verified` : '';
-  const tone = done.outcome === 'completed' || done.outcome === 'failed' || done.outcome === 'stopped' ? done.outcome : 'failed';
+  // The turn's `done` tells the rows it wrote, when it is among the events read.
+  const done = props.events.find((e): e is DoneEvent => e.type === 'done' && e.turn_id === last.turn_id);
+  const took = last.started_at ? ` after ${duration(Date.parse(last.ended_at) - Date.parse(last.started_at))}` : '';
+  const rows = done?.rows_written !== undefined ? `; ${done.rows_written} row${done.rows_written === 1 ? '' : 's'} written, ${done.verified_rows ?? 0} verified` : '';
   return (
-    <div class={`outcome tone-${tone}`} role={done.outcome === 'failed' ? 'alert' : undefined}>
+    <div class={`outcome tone-${toneOf(last.outcome)}`} role={last.outcome === 'failed' ? 'alert' : undefined}>
       <p>
-        <strong>Last turn {done.outcome}</strong> at <Time at={done.at} />{took} · {credits(done.credits_used)} credits{rows}
+        <strong>Last turn {last.outcome}</strong> at <Time at={last.ended_at} />{took} · {credits(last.credits_used)} credits{rows}
       </p>
-      {error && <p>{error.message}</p>}
+      {last.error && <p>{last.error.message}</p>}
     </div>
   );
 }
@@ -237,24 +224,12 @@ function Rows(props: { taskId: string; version: number }) {
   );
 }
 
-/**
- * A task's word for where it stands: what its turn is doing while one runs, else how its last
- * turn ended (`planned` for a plan that was never executed), `deleted`, or `new`.
- */
-function stateOf(task: Task, events: readonly TaskEvent[], planned: boolean): string {
-  const activity = taskActivity(task);
-  if (activity) return activity;
-  const outcome = lastTurnOf(events)?.done.outcome;
-  if (planned && outcome === 'completed') return 'planned';
-  return outcome ?? 'new';
-}
-
 export function TaskPage(props: { taskId: string }) {
   const live = useLiveTask(props.taskId);
   const { task, spec, events } = live;
   // A task that never entered the execute phase has only planned: its plan waits for Execute.
   const planned = events.length > 0 && !events.some((e) => e.type === 'task' && e.task.phase === 'execute');
-  const state = task ? stateOf(task, events, planned) : undefined;
+  const state = task ? taskState(task, planned) : undefined;
   const tabTitle = `${state ? `${state} · ` : ''}${task?.name ?? props.taskId}`;
   if (live.missing) {
     return (
@@ -286,7 +261,7 @@ export function TaskPage(props: { taskId: string }) {
       <ErrorNote message={live.error} />
       {!task && !live.error && <p class="hint">Loading the task…</p>}
       {deleted && <p class="outcome tone-stopped">This task was deleted: its last events are shown, and nothing more can be done to it.</p>}
-      {task && !deleted && task.status !== 'execute' && <LastTurn events={events} />}
+      {task && !deleted && task.status !== 'execute' && <LastTurn task={task} events={events} />}
       {task && !deleted && <Actions task={task} planned={planned} onStarted={live.wake} />}
       {task && (
         <div class="task-grid">

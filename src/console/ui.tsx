@@ -37,6 +37,18 @@ export function taskActivity(task: Pick<Task, 'status' | 'activity'>): string | 
   return task.activity && task.activity !== 'idle' ? task.activity : 'waiting';
 }
 
+/**
+ * A task's word: what its turn is doing while one runs, else how its last turn ended (`planned`
+ * for a plan never executed, `new` before any turn ended).
+ */
+export function taskState(task: Task, planned = false): string {
+  const activity = taskActivity(task);
+  if (activity) return activity;
+  const outcome = task.last_turn?.outcome;
+  if (planned && outcome === 'completed') return 'planned';
+  return outcome ?? 'new';
+}
+
 /** A word's colour: outcomes as they are, activities as running, the rest as waiting or neutral. */
 export function toneOf(word: string): Tone {
   if (word === 'completed' || word === 'finished' || word === 'delivered') return 'completed';

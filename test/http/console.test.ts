@@ -326,7 +326,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.equal(await tasks.getByRole('listitem').count(), 51);
   });
 
-  it('shows why a turn failed on its task\'s page, apart from a completed or stopped one', async () => {
+  it('finds a failed task by the list\'s filter and shows why it failed, on its card and on its page', async () => {
     h.model!.script({ status: 400, errorMessage: 'This model does not accept the request.' });
     const created = await h.request('POST', '/task', { body: { prompt: 'Which plants opened in 2025?' } });
     assert.equal(created.status, 200, created.text);
@@ -335,11 +335,38 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     const events = await h.request('GET', `/task/${failedId}/events`);
     const reason = (events.body.events as { type: string; message?: string }[]).find((e) => e.type === 'error')!.message!;
 
-    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(failedId)}`);
+    await page.getByRole('link', { name: 'Tasks', exact: true }).click();
+    await page.getByText('tasks shown').waitFor();
+    const search = page.getByRole('search', { name: 'Tasks' });
+    await search.getByLabel('Last turn').selectOption('failed');
+    await search.getByRole('button', { name: 'Search' }).click();
+    const matching = page.getByRole('list', { name: 'Matching tasks' });
+    await matching.getByText(reason).waitFor();
+    assert.equal(await matching.getByRole('listitem').count(), 1, 'only the failed task');
+    await matching.locator('.badge', { hasText: 'failed' }).waitFor();
+    // The prompt's words find it too.
+    await search.getByLabel('Last turn').selectOption('');
+    await search.getByLabel('Search').fill('opened in 2025');
+    await search.getByRole('button', { name: 'Search' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('ul[aria-label="Matching tasks"] > li').length === 1);
+    await matching.getByRole('link', { name: failedId }).click();
+
+    await page.waitForURL(`**/console/tasks/${encodeURIComponent(failedId)}`);
     const outcome = page.getByRole('alert').filter({ hasText: 'Last turn failed' });
     await outcome.getByText(reason).waitFor();
     assert.equal(await page.locator('.card-meta .badge').textContent(), 'failed');
+    assert.match(await page.title(), /^failed · /);
     await page.getByRole('list', { name: 'Events, oldest first' }).getByText('Which plants opened in 2025?').waitFor();
+  });
+
+  it('shows the account\'s balance on every page', async () => {
+    const account = await h.request('GET', '/account');
+    assert.equal(account.status, 200, account.text);
+    // Nothing runs now: the balance read on opening a page is the API's.
+    await page.goto(`${h.url}/console/groups`);
+    await page.getByText(/^Balance/).waitFor();
+    const shown = await page.locator('header .balance strong').textContent();
+    assert.equal(Number(shown!.replace(/[^\d.]/g, '')), Number(account.body.balance.toFixed(4)));
   });
 
   it('says plainly when a task does not exist, with nothing to press', async () => {

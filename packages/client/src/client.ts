@@ -2,6 +2,7 @@
  * The client object: configuration (with defaults from the environment), the resources
  * (`tasks`, `groups`, `uploads`, `webhooks`, `admin`) and the service's self-description routes.
  */
+import { AccountResource } from './resources/account.js';
 import { Admin } from './resources/admin.js';
 import { Groups } from './resources/groups.js';
 import { Tasks } from './resources/tasks.js';
@@ -72,6 +73,7 @@ export class QuarryClient {
   readonly groups: Groups;
   readonly uploads: Uploads;
   readonly webhooks: Webhooks;
+  readonly account: AccountResource;
   readonly admin: Admin;
   private readonly transport: Transport;
 
@@ -94,6 +96,7 @@ export class QuarryClient {
     this.uploads = new Uploads(this.transport);
     this.groups = new Groups({ transport: this.transport, uploads: this.uploads, ...streams });
     this.webhooks = new Webhooks(this.transport);
+    this.account = new AccountResource(this.transport);
     this.admin = new Admin(this.transport);
   }
 

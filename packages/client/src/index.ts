@@ -74,5 +74,6 @@ export {
 } from './resources/groups.js';
 export { Uploads, type CreateUploadParams, type UploadParams, type UploadData } from './resources/uploads.js';
 export { Webhooks, type CreateWebhookParams, type DeliveriesParams } from './resources/webhooks.js';
+export { AccountResource } from './resources/account.js';
 export { Admin, AdminAccounts, AdminKeys } from './resources/admin.js';
 export type * from './types.js';

@@ -580,6 +580,8 @@ export type CreatedAccount = Schemas['CreatedAccount'];
  * ```
  */
 export type Account = Schemas['Account'];
+/** The API key's own account (`GET /account`). */
+export type OwnAccount = Schemas['OwnAccount'];
 
 /**
  * An account's balance after a change.

@@ -415,7 +415,7 @@ export class Tasks {
   /**
    * Lists tasks, pinned first, then most recently updated. `await` it for one page; `for await`
    * over it for every task, following `X-Next-Cursor` page by page. A group's runs are listed
-   * only with `group_id`.
+   * only with `group_id`. `q`, `state`, `outcome`, `created_after` and `created_before` filter it.
    *
    * @example
    * ```ts
@@ -425,7 +425,7 @@ export class Tasks {
    */
   list(params: ListTasksParams = {}, opts?: RequestOptions): PagePromise<TaskPage<Task>, Task> {
     return cursorPages(async (cursor) => {
-      const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor, group_id: params.group_id }, auth: 'key', resendable: true }, opts);
+      const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor, group_id: params.group_id, q: params.q, state: params.state, outcome: params.outcome, created_after: params.created_after, created_before: params.created_before }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Task[], nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
