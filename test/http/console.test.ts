@@ -302,6 +302,35 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.getByText('3 of 3 runs done').waitFor();
   });
 
+  it('shows a group whose run failed as failed, and opens the failed run from the group\'s page', async (t) => {
+    const plants = groupResponder(pages.url);
+    h.model!.setResponder(async (body) => {
+      const asked = JSON.stringify(body.messages ?? []);
+      return asked.includes('Failvolt') ? { status: 400, errorMessage: 'This model does not accept the request.' } : plants(body);
+    });
+    t.after(() => h.model!.setResponder(null));
+    const created = await h.request('POST', '/group', { body: { name: 'Plants, one failing', task: GROUP_TASK, inputs: [{ company: 'Northvolt' }, { company: 'Failvolt' }] } });
+    assert.equal(created.status, 200, created.text);
+    const failingGroup = created.body.group_id as string;
+    await until('the group to finish', async () => (await h.request('GET', `/group/${failingGroup}`)).body.status === 'finished', { timeoutMs: SHOWN_MS, pollMs: 100 });
+
+    await page.goto(`${h.url}/console/groups/${encodeURIComponent(failingGroup)}`);
+    // Not green: one run of two failed, and the bar and counts say so.
+    await page.locator('.card-meta .badge', { hasText: 'finished, 1 failed' }).waitFor();
+    assert.match(await page.locator('.card-meta .badge').getAttribute('class') ?? '', /tone-failed/);
+    await page.getByText('1 completed · 1 failed · 0 stopped · 0 running · 0 pending').waitFor();
+    const runs = page.getByRole('list', { name: 'Runs' });
+    await page.getByRole('group', { name: 'Show' }).getByLabel('failed').check();
+    await page.waitForFunction(() => document.querySelectorAll('ul[aria-label="Runs"] > li').length === 1);
+    const failedRuns = await h.request('GET', `/task?group_id=${failingGroup}&outcome=failed`);
+    assert.equal(failedRuns.body.length, 1, failedRuns.text);
+    await runs.getByText(failedRuns.body[0].last_turn.error.message).waitFor();
+    await runs.getByRole('link', { name: 'Input 1' }).click();
+    await page.waitForURL(/\/console\/tasks\/tsk_/);
+    await page.getByRole('alert').filter({ hasText: 'Last turn failed' }).waitFor();
+    await page.getByRole('link', { name: failingGroup }).waitFor();
+  });
+
   it('pages the task list with "Show more", pinned tasks first', async () => {
     // A page is 50 tasks: these push the research task to the second.
     const made = await Promise.all(Array.from({ length: 50 }, (_, i) => h.request('POST', '/task', { body: { prompt: `Filler task ${i + 1}` } })));
