@@ -219,7 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxBodyBytes: int(env, 'QUARRY_MAX_BODY_BYTES', 1024 * 1024, 1),
     maxUploadBytes: int(env, 'QUARRY_MAX_UPLOAD_BYTES', 100 * 1024 * 1024, 1),
     maxQueuedMessages: int(env, 'QUARRY_MAX_QUEUED_MESSAGES', 16, 0),
-    maxConcurrentTurns: int(env, 'QUARRY_MAX_CONCURRENT_TURNS', 32, 1),
+    maxConcurrentTurns: int(env, 'QUARRY_MAX_CONCURRENT_TURNS', 256, 1),
     toolConcurrency: int(env, 'QUARRY_TOOL_CONCURRENCY', 8, 1),
     subagentConcurrency: int(env, 'QUARRY_SUBAGENT_CONCURRENCY', 4, 1),
     maxPendingTurns: int(env, 'QUARRY_MAX_PENDING_TURNS', 10_000, 1),

@@ -152,7 +152,7 @@ export class Agent {
     const log = new StepLog(port);
     const { result } = await this.runAgent(provider, {
       port, lead: true, phase, planOnly: port.planOnly,
-      system: systemPrompt(spec, { phase, planOnly: port.planOnly }),
+      system: systemPrompt(spec, { phase, planOnly: port.planOnly, offline: port.offline }),
       tools: this.toolsFor(port, provider, log, deadline),
       userMessages: port.userMessages,
       steps: port.steps.flatMap((data, i) => (data.type === 'sub' || data.type === 'sub_end' ? [] : [{ step: i + 1, data }])),
@@ -329,7 +329,8 @@ export class Agent {
   private toolsFor(port: TurnPort, provider: ModelProvider, log: StepLog, deadline: number): AgentTool<unknown>[] {
     if (port.planOnly) return [this.tools.get('update_spec')!];
     const spec = port.spec();
-    const specTools = spec.tools as ToolName[];
+    // Offline (decisions §17.2), decided here once for the turn: nothing may search.
+    const specTools = (spec.tools as ToolName[]).filter((t) => !(port.offline && t === 'web_search'));
     // read_source reads back what fetch_url and read_input stored: offered with them.
     const readsSources = specTools.some((t) => SOURCE_TOOLS.has(t));
     const allowed = new Set<string>(['update_spec', 'write_rows', ...specTools, ...(readsSources ? ['read_source'] : [])]);
@@ -344,8 +345,8 @@ export class Agent {
   }
 
   /** The tools a sub-researcher gets: the spec's research tools, read_source and write_rows. */
-  private subResearcherTools(spec: TaskSpec): AgentTool<unknown>[] {
-    const allowed = new Set<string>(['write_rows', 'read_source', ...spec.tools.filter((t) => RESEARCH_TOOLS.has(t))]);
+  private subResearcherTools(spec: TaskSpec, offline: boolean): AgentTool<unknown>[] {
+    const allowed = new Set<string>(['write_rows', 'read_source', ...spec.tools.filter((t) => RESEARCH_TOOLS.has(t) && !(offline && t === 'web_search'))]);
     return [...this.tools.values()].filter((t) => allowed.has(t.name));
   }
 
@@ -388,8 +389,8 @@ export class Agent {
     const spec = sub.spec();
     const { result, answer } = await this.runAgent(provider, {
       port: sub, lead: false, phase: 'execute', planOnly: false,
-      system: subResearcherPrompt(spec, task.objective),
-      tools: this.subResearcherTools(spec),
+      system: subResearcherPrompt(spec, task.objective, port.offline),
+      tools: this.subResearcherTools(spec, port.offline),
       userMessages: [subResearcherMessage(task.objective, task.context)],
       steps,
       store: (data, usage) => log.store({ type: 'sub', agent, step: data, tally: sub.tally() }, usage),

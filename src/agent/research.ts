@@ -69,6 +69,7 @@ export type AgentPort = Omit<TurnPort, 'checkpoint' | 'steps' | 'userMessages' |
 export class SubResearcherPort implements AgentPort {
   readonly turnId: string;
   readonly taskId: string;
+  readonly offline: boolean;
   readonly signal: AbortSignal;
   private rows: number;
   private verified: number;
@@ -79,6 +80,7 @@ export class SubResearcherPort implements AgentPort {
     // Row writes are keyed by turn, step and call: the agent in the turn id keeps its keys its own.
     this.turnId = `${lead.turnId}/${agent}`;
     this.taskId = lead.taskId;
+    this.offline = lead.offline;
     this.signal = lead.signal;
     this.rows = tally?.rows_written ?? 0;
     this.verified = tally?.verified_rows ?? 0;

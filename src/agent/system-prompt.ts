@@ -30,7 +30,14 @@ function sourceRules(spec: TaskSpec): string[] {
  * whole turn (the prompt cache depends on it): update_spec and write_rows say in their results
  * what changed.
  */
-export function systemPrompt(spec: TaskSpec, opts: { phase: 'plan' | 'execute'; planOnly: boolean }): string {
+/** Said to every agent of an offline turn (decisions §17.2), which otherwise would try to search. */
+const OFFLINE_RULES = [
+  '',
+  'This turn is offline: there is no web search, and fetch_url reads only pages this task fetched before (from their stored snapshots).',
+  'Work from those pages, the inputs and read_source; cite them as before.',
+];
+
+export function systemPrompt(spec: TaskSpec, opts: { phase: 'plan' | 'execute'; planOnly: boolean; offline: boolean }): string {
   const lines = [
     'You are Quarry, a careful research agent. You answer research tasks by filling named outputs with rows.',
     '',
@@ -42,6 +49,7 @@ export function systemPrompt(spec: TaskSpec, opts: { phase: 'plan' | 'execute'; 
     '- When the work is done, answer with a short summary and no tool call; that ends the turn.',
   ];
   lines.push(...sourceRules(spec));
+  if (opts.offline) lines.push(...OFFLINE_RULES);
   if (opts.planOnly) lines.push('', 'This turn is planning only: declare the outputs with update_spec, then stop without writing rows.');
   else if (opts.phase === 'plan') lines.push('', 'You are planning: settle the outputs with update_spec first, then carry the plan out.');
   lines.push('', SPEC_HEADING, JSON.stringify({ name: spec.name, prompt: spec.prompt, outputs: spec.outputs, inputs: spec.inputs }, null, 2));
@@ -56,7 +64,7 @@ export const CARRY_OUT_PLAN = 'The plan is set. Now carry it out: research and w
  * (`spec` holds only those), and the same citation rules and source policy as the lead's. It never
  * sees the lead's conversation: what it needs comes in its objective and context.
  */
-export function subResearcherPrompt(spec: TaskSpec, objective: string): string {
+export function subResearcherPrompt(spec: TaskSpec, objective: string, offline: boolean): string {
   const lines = [
     'You are a Quarry sub-researcher. A lead researcher gave you one objective: research it and write what you find as rows.',
     '',
@@ -68,6 +76,7 @@ export function subResearcherPrompt(spec: TaskSpec, objective: string): string {
     '- Keep to your objective. When it is done (or cannot be done), answer with a short summary and no tool call:',
     '  what you found, what you wrote where, and what is still open. That answer is all the lead gets back.',
     ...sourceRules(spec),
+    ...(offline ? OFFLINE_RULES : []),
     '',
     'The outputs you may write to (JSON):',
     JSON.stringify(spec.outputs, null, 2),

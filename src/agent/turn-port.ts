@@ -100,6 +100,8 @@ export interface TurnPort {
   readonly kind: TurnKind;
   /** The request asked for a plan only: the turn ends when planning does. */
   readonly planOnly: boolean;
+  /** Offline (decisions §17.2): web_search is not offered and fetch_url reads only the task's snapshots. */
+  readonly offline: boolean;
   /** Fires when the turn is stopped, times out or is lost; every model call and tool honours it. */
   readonly signal: AbortSignal;
   /** Earlier steps of this turn (non-empty when the turn is taken up again). */

@@ -18,9 +18,12 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
   task show ID [--events N]               a task, its outputs and its last events
   task follow ID [--after SEQ]            follow a task's events until no turn runs
   task wait ID [--timeout SECONDS]        wait until no turn runs
-  task continue ID MESSAGE [--follow]     send a message (queued while a turn runs)
-  task execute ID [INSTRUCTION] [--follow]
+  task continue ID MESSAGE [--follow] [--offline]
+                                          send a message (queued while a turn runs)
+  task execute ID [INSTRUCTION] [--follow] [--offline]
                                           run the spec again
+                                          --offline: no web search; fetch_url reads only
+                                          pages the task fetched before
   task stop ID [--clear-queue]            stop the running turn
   task rm ID                              delete a task
   task outputs ID                         a task's outputs with row counts
@@ -28,6 +31,11 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
                                           read rows; --csv/--jsonl export the whole output
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
+  eval FILE [--limit N] [--concurrency N] [--out DIR] [--grader exact|model]
+                                          run a question set (JSON Lines or CSV), one task
+                                          per question, and grade the answers; writes
+                                          results.jsonl, results.csv and summary.json to
+                                          DIR (docs/eval.md)
 
 Task groups: one spec over many inputs, each input a run (QUARRY_URL, QUARRY_API_KEY):
   group create --spec FILE --inputs FILE [--format csv|jsonl] [--name NAME]

@@ -7,6 +7,7 @@ import { ACCOUNT_COMMANDS, CREDIT_COMMANDS, KEY_COMMANDS } from './commands/admi
 import { GROUP_COMMANDS } from './commands/group-commands.js';
 import { TASK_COMMANDS } from './commands/task-commands.js';
 import { uploadCommand } from './commands/upload-command.js';
+import { evalCommand } from './commands/eval-command.js';
 import { WEBHOOK_COMMANDS } from './commands/webhook-commands.js';
 import { CliContext, MissingCredentials, type CliIo, type Command } from './context.js';
 import { ExitCode, HelpRequested, UsageError, exitCodeFor, type ExitCodeValue } from './exit-codes.js';
@@ -80,7 +81,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCodeValue> 
   }
   if (group === 'help' || ((group === '--help' || group === '-h') && rest.length === 0)) return help(io);
   try {
-    const found = group === 'upload' ? { command: uploadCommand, args: rest } : findCommand(group, rest);
+    const found = group === 'upload' ? { command: uploadCommand, args: rest } : group === 'eval' ? { command: evalCommand, args: rest } : findCommand(group, rest);
     if (!found || wantsHelp(found.args)) return help(io);
     return await found.command(ctx, found.args);
   } catch (err) {

@@ -461,3 +461,63 @@ export class GroupProgressView {
     this.write(`${how === 'interrupted' ? 'stopped following (the group keeps running)' : this.progress.summary()}\n`);
   }
 }
+
+/** The counts an eval run shows as it goes: items ended, by verdict. */
+export interface EvalCounts {
+  total: number;
+  correct: number;
+  incorrect: number;
+  notAttempted: number;
+  running: number;
+}
+
+/**
+ * `quarry eval`'s progress. On a terminal: a bar over the items with the verdicts so far, redrawn
+ * in place. Elsewhere: one line per item as it ends. With `--json`: nothing (stdout holds the
+ * summary alone).
+ */
+export class EvalProgressView {
+  private readonly status: StatusLine | undefined;
+  private counts: EvalCounts;
+  private readonly startedAt = Date.now();
+
+  constructor(private readonly write: Write, private readonly mode: GroupViewMode, total: number, opts: { color?: boolean; columns?: number } = {}) {
+    this.counts = { total, correct: 0, incorrect: 0, notAttempted: 0, running: 0 };
+    if (mode === 'live') this.status = new StatusLine(write, () => this.line(), { color: opts.color ?? false, columns: opts.columns });
+  }
+
+  private ended(): number {
+    return this.counts.correct + this.counts.incorrect + this.counts.notAttempted;
+  }
+
+  private line(): string {
+    const c = this.counts;
+    const filled = c.total ? Math.round((this.ended() / c.total) * 20) : 0;
+    return [
+      `[${'█'.repeat(filled)}${'░'.repeat(20 - filled)}] ${this.ended()}/${c.total}`,
+      `${c.correct} correct`, `${c.incorrect} incorrect`, `${c.notAttempted} not attempted`, `${c.running} running`,
+      duration((Date.now() - this.startedAt) / 1000),
+    ].join(' · ');
+  }
+
+  started(): void {
+    this.counts.running += 1;
+    this.status?.redraw();
+  }
+
+  /** An item ended with its verdict; `note` (its id, verdict, time) is logged above the bar or printed. */
+  finished(verdict: 'correct' | 'incorrect' | 'not_attempted', note: string): void {
+    const c = this.counts;
+    c.running -= 1;
+    if (verdict === 'correct') c.correct += 1;
+    else if (verdict === 'incorrect') c.incorrect += 1;
+    else c.notAttempted += 1;
+    if (this.mode === 'json') return;
+    if (this.status) this.status.log(verdict === 'correct' ? note : this.status.paint(verdict === 'incorrect' ? '31' : '33', note));
+    else this.write(`[${this.ended()}/${c.total}] ${note}\n`);
+  }
+
+  close(): void {
+    this.status?.close();
+  }
+}

@@ -23,7 +23,7 @@ export const ReadRowsArgs = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),
 });
-export const ContinueTaskArgs = Type.Object({ ...TaskIdParams.properties, message: ContinueBody.properties.message });
+export const ContinueTaskArgs = Type.Object({ ...TaskIdParams.properties, message: ContinueBody.properties.message, offline: ContinueBody.properties.offline });
 export const StopTaskArgs = Type.Object({ ...TaskIdParams.properties, ...StopBody.properties });
 export const ListTasksArgs = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),

@@ -32,10 +32,15 @@ export type StartBody = Static<typeof StartBody>;
 
 const WaitFlag = Type.Optional(Type.Union([Type.Boolean(), Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })], { description: 'true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS).' }));
 
-export const ContinueBody = Type.Object({ message: Text('What to change, add or continue.'), wait: WaitFlag });
+/** Decisions §17.2: the turn runs against the evidence the task already has, and reads nothing new. */
+const OfflineFlag = Type.Optional(Type.Boolean({
+  description: 'Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error.',
+}));
+
+export const ContinueBody = Type.Object({ message: Text('What to change, add or continue.'), offline: OfflineFlag, wait: WaitFlag });
 export type ContinueBody = Static<typeof ContinueBody>;
 
-export const ExecuteBody = Type.Object({ instruction: Type.Optional(Text('An instruction for this run.')), wait: WaitFlag });
+export const ExecuteBody = Type.Object({ instruction: Type.Optional(Text('An instruction for this run.')), offline: OfflineFlag, wait: WaitFlag });
 export type ExecuteBody = Static<typeof ExecuteBody>;
 
 export const StopBody = Type.Object({ clear_queue: Type.Optional(Type.Boolean({ description: 'Also cancel the queued messages.' })) });

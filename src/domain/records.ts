@@ -113,10 +113,17 @@ export interface TurnRecord {
   id: string;
   taskId: string;
   accountId: string;
+  /**
+   * The line the turn waits in for a worker (decisions §18): its group's id for a group's run,
+   * its account's id for a single task. Workers take turns between lines.
+   */
+  line: string;
   kind: TurnKind;
   status: TurnStatus;
   input: string | null;
   planOnly: boolean;
+  /** Decisions §17.2: no web_search, and fetch_url answers only from the task's snapshots. */
+  offline: boolean;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
@@ -137,7 +144,7 @@ export interface TurnRecord {
   verifiedRows: number;
 }
 
-export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'kind' | 'createdAt'>>;
+export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'line' | 'kind' | 'createdAt'>>;
 
 // ---- events -----------------------------------------------------------------------------------
 

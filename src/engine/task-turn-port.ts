@@ -43,6 +43,7 @@ export class TaskTurnPort implements TurnPort {
   readonly taskId: string;
   readonly kind: TurnKind;
   readonly planOnly: boolean;
+  readonly offline: boolean;
   readonly signal: AbortSignal;
   readonly steps: readonly StoredStep[];
   readonly userMessages: readonly string[];
@@ -70,6 +71,7 @@ export class TaskTurnPort implements TurnPort {
     this.taskId = turn.taskId;
     this.kind = turn.kind;
     this.planOnly = turn.planOnly;
+    this.offline = turn.offline;
     this.signal = opts.signal;
     this.steps = opts.steps;
     this.userMessages = opts.userMessages;

@@ -7,10 +7,10 @@
  * Scheduling. An input waits as a row (`pending`) until the group has a free slot: at most
  * `max_parallel` runs of a group are `running` (their turn pending or running) at once. A run
  * is started in the transaction that frees its slot (the previous run's end, a create, added
- * inputs, a retry), as a new turn in the one queue every turn waits in, taken oldest first. So a
- * single task created while a large group runs waits behind at most `max_parallel` turns of each
- * running group, never behind the group's backlog, and groups share the workers in proportion
- * to their max_parallel.
+ * inputs, a retry), as a new turn in the group's line of the one queue every turn waits in.
+ * Workers take turns between lines (src/store/sql/turns.ts, decisions §18), so a single task
+ * created while a large group runs waits for one turn to end on a busy worker, and groups with
+ * waiting runs share the workers equally, each within its max_parallel.
  *
  * Locks. A run's end holds its task's lock and then takes the group's (runEnded is the unit of
  * work's `turn_ended` handler, run inside that transaction). Nothing here takes a task's lock

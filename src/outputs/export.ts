@@ -104,7 +104,7 @@ function sourcesCell(sources: RowSource[] | undefined): string {
 }
 
 /** One CSV record (RFC 4180), CRLF-terminated. */
-function csvLine(values: unknown[]): string {
+export function csvLine(values: unknown[]): string {
   return `${values.map(csvField).join(',')}\r\n`;
 }
 

@@ -106,6 +106,7 @@ export interface TurnsTable {
   status: string;
   input: string | null;
   plan_only: number;
+  offline: number;
   created_at: string;
   started_at: string | null;
   ended_at: string | null;
@@ -120,6 +121,10 @@ export interface TurnsTable {
   error: string | null;
   rows_written: ColumnType<number, number | undefined, number>;
   verified_rows: ColumnType<number, number | undefined, number>;
+  /** The line the turn waits in (migration 000014): its group's id, or its account's for a single task. */
+  line: ColumnType<string, string | undefined, never>;
+  /** The turn's place among waiting turns, given when it becomes pending (bigint: PostgreSQL reads it as a string). */
+  fair_key: ColumnType<number | string, number | undefined, number>;
 }
 
 export interface TurnStepsTable {

@@ -58,13 +58,13 @@ export class TaskCommands {
 
   /** A message: runs now when the task is idle, queued while a turn runs. */
   async continue(accountId: string, taskId: string, body: ContinueBody, opts: CommandOptions = {}): Promise<TaskReply> {
-    return this.opts.tasks.message(accountId, taskId, checkedText(body.message, 'message'), { guard: opts.guard });
+    return this.opts.tasks.message(accountId, taskId, checkedText(body.message, 'message'), { offline: body.offline, guard: opts.guard });
   }
 
   /** Runs the current spec again; never queued. */
   async execute(accountId: string, taskId: string, body: ExecuteBody, opts: CommandOptions = {}): Promise<TaskReply> {
     const instruction = body.instruction === undefined ? null : checkedText(body.instruction, 'instruction');
-    return this.opts.tasks.execute(accountId, taskId, instruction, opts.guard);
+    return this.opts.tasks.execute(accountId, taskId, instruction, { offline: body.offline, guard: opts.guard });
   }
 
   /**

@@ -80,7 +80,7 @@ export class TaskService {
       await this.admission.requireCredits(uow.tx, accountId, { task_created: false });
       await this.admission.requireCapacity(uow.tx);
       // The prompt lives in the spec; the first turn carries no message of its own.
-      const turn = newTurn(taskId, accountId, input.kind, null, uow.now, 'pending', input.planOnly ?? false);
+      const turn = newTurn({ id: taskId, accountId }, input.kind, null, uow.now, 'pending', { planOnly: input.planOnly });
       const unit = await insertTask(uow, { id: taskId, accountId, spec: input.spec, group: null, cronNextRunAt: this.nextRun(input.spec.schedule) }, turn);
       await guard?.made(uow, target, { queued: false });
       return { task: toTaskView(unit.task), queued: false, turnId: turn.id, fromSeq: 0 };
@@ -95,8 +95,8 @@ export class TaskService {
    */
   async startRun(uow: UnitOfWork, run: NewRun): Promise<{ taskId: string; turnId: string }> {
     const taskId = newId('tsk');
-    const turn = newTurn(taskId, run.accountId, 'execute', run.message, uow.now, 'pending', false);
     const group = { id: run.groupId, inputIndex: run.inputIndex, input: run.input };
+    const turn = newTurn({ id: taskId, accountId: run.accountId, group }, 'execute', run.message, uow.now, 'pending');
     await insertTask(uow, { id: taskId, accountId: run.accountId, spec: run.spec, group, cronNextRunAt: this.nextRun(run.spec.schedule) }, turn);
     return { taskId, turnId: turn.id };
   }
@@ -105,31 +105,31 @@ export class TaskService {
    * A message to an existing task (continue, or a prompt sent with a task_id): starts a turn
    * when the task is idle, queues it while a turn runs.
    */
-  async message(accountId: string, taskId: string, text: string, opts: { viaPrompt?: boolean; guard?: ChangeGuard } = {}): Promise<TaskReply> {
+  async message(accountId: string, taskId: string, text: string, opts: { viaPrompt?: boolean; offline?: boolean; guard?: ChangeGuard } = {}): Promise<TaskReply> {
     return this.changeTask(accountId, taskId, { notFoundExtras: opts.viaPrompt ? { task_created: false } : {}, guard: opts.guard }, async (unit) => {
       this.refuseCron(unit.task);
       if (unit.task.currentTurnId) {
         if (unit.task.queuedCount >= this.config.maxQueuedMessages) {
           throw new QuarryError('task_executing', `A turn is running and ${unit.task.queuedCount} messages are already queued (the most a task holds): poll /state until active is false, then resend.`, { task_id: taskId });
         }
-        const turn = newTurn(taskId, accountId, 'continue', text, unit.now, 'queued', false);
+        const turn = newTurn(unit.task, 'continue', text, unit.now, 'queued', { offline: opts.offline });
         await unit.tx.turns.insert(turn);
         unit.set({ queuedCount: unit.task.queuedCount + 1 });
         unit.taskEvent('message_queued', turn.id, text);
         return { queued: true, turnId: turn.id };
       }
-      return { queued: false, turnId: await beginTurn(unit, this.admission, 'continue', text) };
+      return { queued: false, turnId: await beginTurn(unit, this.admission, 'continue', text, { offline: opts.offline }) };
     });
   }
 
   /** Runs the current spec again. Never queued: refused while a turn runs. */
-  async execute(accountId: string, taskId: string, instruction: string | null, guard?: ChangeGuard): Promise<TaskReply> {
-    return this.changeTask(accountId, taskId, { guard }, async (unit) => {
+  async execute(accountId: string, taskId: string, instruction: string | null, opts: { offline?: boolean; guard?: ChangeGuard } = {}): Promise<TaskReply> {
+    return this.changeTask(accountId, taskId, { guard: opts.guard }, async (unit) => {
       this.refuseCron(unit.task);
       if (unit.task.currentTurnId) {
         throw new QuarryError('task_executing', 'A turn is running and execute is never queued: poll /state until active is false, then resend.', { task_id: taskId });
       }
-      return { queued: false, turnId: await beginTurn(unit, this.admission, 'execute', instruction) };
+      return { queued: false, turnId: await beginTurn(unit, this.admission, 'execute', instruction, { offline: opts.offline }) };
     });
   }
 

@@ -18,9 +18,19 @@ export function startingState(kind: TurnKind): { phase: TaskPhase; activity: Tas
   return kind === 'plan' ? { phase: 'plan', activity: 'planning' } : { phase: 'execute', activity: 'executing' };
 }
 
-export function newTurn(taskId: string, accountId: string, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', planOnly: boolean): TurnRecord {
+/** How a turn was asked to run: plan only (a prompt's plan_only), offline (decisions §17.2). */
+export interface TurnFlags {
+  planOnly?: boolean;
+  offline?: boolean;
+}
+
+/**
+ * A new turn of `task`. It waits in its group's line for a group's run, else in its account's
+ * line of single tasks (decisions §18: workers take turns between lines).
+ */
+export function newTurn(task: Pick<TaskRecord, 'id' | 'accountId' | 'group'>, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', flags: TurnFlags = {}): TurnRecord {
   return {
-    id: newId('turn'), taskId, accountId, kind, status, input, planOnly, createdAt: now, startedAt: null, endedAt: null,
+    id: newId('turn'), taskId: task.id, accountId: task.accountId, line: task.group?.id ?? task.accountId, kind, status, input, planOnly: flags.planOnly ?? false, offline: flags.offline ?? false, createdAt: now, startedAt: null, endedAt: null,
     leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0,
   };
 }
@@ -61,10 +71,10 @@ export async function insertTask(
 }
 
 /** Starts a turn on an idle task: credits and capacity checked, the turn pending for a worker. */
-export async function beginTurn(unit: TaskUnit, admission: Admission, kind: TurnKind, input: string | null): Promise<string> {
+export async function beginTurn(unit: TaskUnit, admission: Admission, kind: TurnKind, input: string | null, flags: TurnFlags = {}): Promise<string> {
   await admission.requireCredits(unit.tx, unit.task.accountId, { task_id: unit.task.id });
   await admission.requireCapacity(unit.tx);
-  const turn = newTurn(unit.task.id, unit.task.accountId, kind, input, unit.now, 'pending', false);
+  const turn = newTurn(unit.task, kind, input, unit.now, 'pending', flags);
   await unit.tx.turns.insert(turn);
   unit.set({ status: 'execute', ...startingState(kind), currentTurnId: turn.id });
   unit.uow.turnReady();

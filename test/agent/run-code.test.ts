@@ -61,6 +61,7 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
   const written = new Map<string, string[]>();
   const ctx: ToolContext = {
     signal: opts.signal ?? new AbortController().signal,
+    offline: false,
     writeKey: `turn:${seq}:call`,
     callId: 'call',
     spec: () => SPEC,

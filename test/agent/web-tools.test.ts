@@ -32,7 +32,7 @@ function toolCtx(signal: AbortSignal = new AbortController().signal): ToolContex
     throw new Error('not used by web tools');
   };
   return {
-    signal, writeKey: 'test', callId: 'call_1', spec: () => normalizeSpec({}), updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused, workspaceDir: unused,
+    signal, offline: false, writeKey: 'test', callId: 'call_1', spec: () => normalizeSpec({}), updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused, workspaceDir: unused,
     recordSource: async () => 'src_test', citedSources: unused, source: unused,
   };
 }

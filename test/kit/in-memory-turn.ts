@@ -117,6 +117,7 @@ export interface InMemoryTurnOptions {
   turnId?: string;
   kind?: TurnKind;
   planOnly?: boolean;
+  offline?: boolean;
   /** The task's spec; default: the first user message as its prompt. */
   spec?: SpecRequest;
   /** Steps this turn checkpointed before (a resumed turn). */
@@ -135,6 +136,7 @@ export class InMemoryTurn implements TurnPort {
   readonly taskId = 'tsk_memory';
   readonly kind: TurnKind;
   readonly planOnly: boolean;
+  readonly offline: boolean;
   readonly steps: readonly StoredStep[];
   readonly userMessages: readonly string[];
   readonly journal: TurnJournalEntry[] = [];
@@ -157,6 +159,7 @@ export class InMemoryTurn implements TurnPort {
     this.turnId = opts.turnId ?? 'turn_1';
     this.kind = opts.kind ?? 'execute';
     this.planOnly = opts.planOnly ?? false;
+    this.offline = opts.offline ?? false;
     this.steps = opts.steps ?? [];
     this.steps.forEach((s, i) => this.stored.set(i + 1, s));
     this.userMessages = opts.userMessages ?? ['Find the oldest granite quarries.'];

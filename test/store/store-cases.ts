@@ -26,7 +26,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
 
 export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
-    id: uid('turn'), taskId, accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, createdAt: new Date().toISOString(),
+    id: uid('turn'), taskId, accountId, line: accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, offline: false, createdAt: new Date().toISOString(),
     startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0, ...overrides,
   };
 }
@@ -270,6 +270,18 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal(await store.turns.renewLease(a.id, 'someone-else', '2999-01-02T00:00:00.000Z'), false);
       assert.ok((await store.turns.releaseLeases('me')) >= 3);
       assert.equal((await store.turns.get(a.id))!.status, 'pending');
+    });
+
+    it('keeps an offline turn offline when its expired lease is taken over', async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const crashed = turn(t.id, accountId, { offline: true, status: 'running', leaseOwner: 'dead', leaseExpiresAt: '2000-01-01T00:00:00.000Z', startedAt: '2000-01-01T00:00:00.000Z' });
+      const online = turn(t.id, accountId);
+      for (const x of [crashed, online]) await store.turns.insert(x);
+      const claimed = await store.transaction((tx) => tx.turns.claim('me', 100, new Date().toISOString(), '2999-01-01T00:00:00.000Z'));
+      assert.equal(claimed.find((c) => c.id === crashed.id)?.offline, true);
+      assert.equal(claimed.find((c) => c.id === online.id)?.offline, false);
+      await store.turns.releaseLeases('me');
     });
 
     it('keeps the queue FIFO and cancels it', async () => {

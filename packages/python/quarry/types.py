@@ -920,6 +920,8 @@ class _ContinueTaskBodyRequired(TypedDict):
 
 
 class ContinueTaskBody(_ContinueTaskBodyRequired, total=False):
+    offline: bool
+    """Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error."""
     wait: Union[bool, int]
     """true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS)."""
 
@@ -930,6 +932,8 @@ class _ContinueTaskStreamBodyRequired(TypedDict):
 
 
 class ContinueTaskStreamBody(_ContinueTaskStreamBodyRequired, total=False):
+    offline: bool
+    """Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error."""
     wait: Union[bool, int]
     """true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS)."""
 
@@ -937,6 +941,8 @@ class ContinueTaskStreamBody(_ContinueTaskStreamBodyRequired, total=False):
 class ExecuteTaskBody(TypedDict, total=False):
     instruction: str
     """An instruction for this run."""
+    offline: bool
+    """Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error."""
     wait: Union[bool, int]
     """true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS)."""
 
@@ -944,6 +950,8 @@ class ExecuteTaskBody(TypedDict, total=False):
 class ExecuteTaskStreamBody(TypedDict, total=False):
     instruction: str
     """An instruction for this run."""
+    offline: bool
+    """Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error."""
     wait: Union[bool, int]
     """true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS)."""
 

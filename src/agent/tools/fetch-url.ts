@@ -8,7 +8,7 @@ import { Type } from 'typebox';
 import { cutText, extractText, UnsupportedContentError, type ExtractedText } from '../web/extract.js';
 import { domainPolicy } from '../../net/domain-policy.js';
 import { safeFetch, WebFetchError, type FetchedResource, type SafeFetchOptions } from '../../net/safe-fetch.js';
-import type { AgentTool } from './tool.js';
+import type { AgentTool, ToolContext, ToolResult } from './tool.js';
 
 export interface FetchUrlToolOptions extends Omit<SafeFetchOptions, 'signal'> {
   /** Characters of text returned to the model. Default 100,000. */
@@ -38,6 +38,7 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
       'The text is kept as a snapshot: a row citing this URL is verified only if its quote appears in this text, so copy quotes from it exactly.',
     parameters,
     async run(args, ctx) {
+      if (ctx.offline) return fromSnapshot(args.url, ctx);
       let res: FetchedResource;
       try {
         const policy = domainPolicy(ctx.spec().sources);
@@ -91,6 +92,30 @@ export function createFetchUrlTool(opts: FetchUrlToolOptions = {}): AgentTool<Fe
         summary: `fetched ${short(res.url)} (${extracted.kind}, ${count(text.length)} chars)`,
       };
     },
+  };
+}
+
+/**
+ * An offline turn's fetch_url (decisions §17.2): the task's latest snapshot of the URL (asked for
+ * or arrived at), as fetch_url gave it then; nothing goes out to the web.
+ */
+async function fromSnapshot(url: string, ctx: ToolContext): Promise<ToolResult> {
+  const snapshot = (await ctx.citedSources([url], [])).filter((s) => s.uploadId === null).at(-1);
+  if (!snapshot) {
+    return {
+      isError: true,
+      content: `This turn is offline: ${url} was never fetched by this task, so there is no stored copy to read. Use a page this task fetched before, or read_source.`,
+      summary: `offline, never fetched: ${short(url)}`,
+    };
+  }
+  const head = [`URL: ${snapshot.finalUrl}`];
+  if (snapshot.finalUrl !== snapshot.url) head.push(`Redirected from: ${snapshot.url}`);
+  head.push(`Source: ${snapshot.id}`, `Read at: ${snapshot.fetchedAt} (offline: the stored snapshot)`);
+  if (snapshot.title) head.push(`Title: ${snapshot.title}`);
+  head.push(`Length: ${count(snapshot.text.length)} characters`);
+  return {
+    content: `${head.join('\n')}\n\n${snapshot.text || '(The page has no readable text.)'}`,
+    summary: `snapshot ${snapshot.id} of ${short(snapshot.finalUrl)} (${count(snapshot.text.length)} chars)`,
   };
 }
 

@@ -12,7 +12,7 @@ type ToolMethod = (typeof TOOL_METHODS)[number];
 type KeyBound<F> = F extends (writeKey: string, ...rest: infer Args) => infer R ? (...rest: Args) => R : never;
 
 /** What a tool call sees of its turn: a view of the TurnPort, with row writes bound to the call's write key. */
-export type ToolContext = Pick<TurnPort, 'signal' | ToolMethod> & {
+export type ToolContext = Pick<TurnPort, 'signal' | 'offline' | ToolMethod> & {
   /** Unique per (turn, step, call): row writes under it happen once however often a turn is replayed. */
   readonly writeKey: string;
   /** The model's id of the call. */
@@ -21,9 +21,9 @@ export type ToolContext = Pick<TurnPort, 'signal' | ToolMethod> & {
 };
 
 /** The view of `port` one tool call gets. */
-export function toolContext(port: Pick<TurnPort, 'signal' | 'appendRows' | ToolMethod>, writeKey: string, callId: string): ToolContext {
+export function toolContext(port: Pick<TurnPort, 'signal' | 'offline' | 'appendRows' | ToolMethod>, writeKey: string, callId: string): ToolContext {
   const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
-  return { ...methods, signal: port.signal, writeKey, callId, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
+  return { ...methods, signal: port.signal, offline: port.offline, writeKey, callId, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
 }
 
 export interface ToolResult {

@@ -116,20 +116,22 @@ const wait: Command = async (ctx, args) => {
 };
 
 const continueTask: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, { follow: { type: 'boolean', short: 'f' } }, { min: 2, max: 2, names: 'ID and MESSAGE' });
+  const { values, positionals } = parseCommand(args, { follow: { type: 'boolean', short: 'f' }, offline: { type: 'boolean' } }, { min: 2, max: 2, names: 'ID and MESSAGE' });
   const [taskId, message] = positionals as [string, string];
+  const params = { message, offline: values.offline };
   const client = ctx.client();
-  if (values.follow) return followStream(ctx, client.tasks.continueAndStream(taskId, { message }));
-  printTaskAnswer(ctx, await client.tasks.continue(taskId, { message }), 'turn started');
+  if (values.follow) return followStream(ctx, client.tasks.continueAndStream(taskId, params));
+  printTaskAnswer(ctx, await client.tasks.continue(taskId, params), 'turn started');
   return ExitCode.ok;
 };
 
 const execute: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, { follow: { type: 'boolean', short: 'f' } }, { min: 1, max: 2, names: 'ID' });
+  const { values, positionals } = parseCommand(args, { follow: { type: 'boolean', short: 'f' }, offline: { type: 'boolean' } }, { min: 1, max: 2, names: 'ID' });
   const [taskId, instruction] = positionals as [string, string | undefined];
+  const params = { instruction, offline: values.offline };
   const client = ctx.client();
-  if (values.follow) return followStream(ctx, client.tasks.executeAndStream(taskId, { instruction }));
-  printTaskAnswer(ctx, await client.tasks.execute(taskId, { instruction }), 'turn started');
+  if (values.follow) return followStream(ctx, client.tasks.executeAndStream(taskId, params));
+  printTaskAnswer(ctx, await client.tasks.execute(taskId, params), 'turn started');
   return ExitCode.ok;
 };
 

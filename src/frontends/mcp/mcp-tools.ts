@@ -129,7 +129,7 @@ export function createMcpTools(deps: McpToolDeps) {
       return { result: page, text };
     },
     async continue_task(args, call) {
-      const reply = await commands.continue(call.accountId, args.task_id, { message: args.message });
+      const reply = await commands.continue(call.accountId, args.task_id, { message: args.message, offline: args.offline });
       return { result: reply.task, text: reply.queued ? `Queued behind the running turn. ${describeTask(reply.task)}` : describeTask(reply.task) };
     },
     async stop_task(args, call) {

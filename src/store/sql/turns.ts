@@ -7,7 +7,7 @@
  * between two workers, and the loser's UPDATE matches nothing. SQLite writes one transaction at a
  * time, so there the write itself is the lock.
  */
-import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
+import { sql, type ExpressionOrFactory, type RawBuilder, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import type { Database, TurnsTable } from '../database.js';
 import type { TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
@@ -20,10 +20,12 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     id: r.id,
     taskId: r.task_id,
     accountId: r.account_id,
+    line: r.line,
     kind: r.kind as TurnRecord['kind'],
     status: r.status as TurnRecord['status'],
     input: r.input,
     planOnly: Number(r.plan_only) === 1,
+    offline: Number(r.offline) === 1,
     createdAt: r.created_at,
     startedAt: r.started_at,
     endedAt: r.ended_at,
@@ -42,7 +44,7 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
 }
 
 const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
-  status: 'status', input: 'input', planOnly: 'plan_only', startedAt: 'started_at', endedAt: 'ended_at',
+  status: 'status', input: 'input', planOnly: 'plan_only', offline: 'offline', startedAt: 'started_at', endedAt: 'ended_at',
   leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
   tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error', rowsWritten: 'rows_written', verifiedRows: 'verified_rows',
 };
@@ -53,18 +55,51 @@ function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
     if (value === undefined) continue;
     const column = TURN_COLUMNS[key as keyof TurnPatch];
     if (key === 'error') row[column] = value === null ? null : JSON.stringify(value);
-    else if (key === 'planOnly') row[column] = value ? 1 : 0;
+    else if (key === 'planOnly' || key === 'offline') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
   return row as Updateable<TurnsTable>;
 }
 
+/**
+ * Fair scheduling (decisions §18). Workers claim pending turns by `fair_key`, smallest first, so
+ * the order is decided once, when a turn becomes pending, and a claim costs what it cost when
+ * turns were taken oldest first: one walk of an index that stops at the claim's limit.
+ *
+ * The keys are start-time fair queueing over lines (a group's runs are one line, an account's
+ * single tasks another). A line's next turn goes one round (FAIR_ROUND) after the line's last
+ * waiting turn; a line with nothing waiting starts half a round after the last turn claimed (the
+ * largest key running), ahead of every line's next round. So each line with waiting turns gets
+ * one turn per round, and a turn of a line that waited for nothing is claimed at the next free
+ * slot, behind only other lines that also just began to wait: a single task created behind a
+ * group of any size waits for one turn to end on a busy worker. Turns made in the same round tie
+ * and go oldest first. A turn whose lease is handed back keeps its key, so it goes first again.
+ */
+const FAIR_ROUND = 2;
+
+/**
+ * The key of a turn of `line` (a value, or the updated row's own column) that becomes pending
+ * now: one expression, evaluated inside the statement that makes the turn pending.
+ */
+function fairKey(line: string | RawBuilder<string>) {
+  return sql<number>`(select max(k) from (
+    select coalesce((select max(w.fair_key) from turns as w where w.status = 'running'), (select min(w.fair_key) from turns as w where w.status = 'pending') - 1, 0) + ${sql.lit(FAIR_ROUND / 2)} as k
+    union all
+    select max(w.fair_key) + ${sql.lit(FAIR_ROUND)} from turns as w where w.line = ${line} and w.status = 'pending'
+  ) as keys)`;
+}
+
 export class SqlTurns extends SqlRepository implements TurnsRepository {
-  /** No lock of its own: a new turn is added under its task's row lock (or with a new task). */
+  /** No lock of its own: a new turn is added under its task's row lock (or with a new task); a pending one gets its fair key. */
   async insert(t: TurnRecord): Promise<void> {
-    const { id, taskId, accountId, kind, createdAt, ...fields } = t;
-    const row = { id, task_id: taskId, account_id: accountId, kind, created_at: createdAt, ...turnRow(fields) } as Insertable<TurnsTable>;
-    await this.runCompiled(`turns.insert:${Object.keys(row)}`, Object.values(row), () => this.db.insertInto('turns').values(row));
+    const { id, taskId, accountId, line, kind, createdAt, ...fields } = t;
+    const row = { id, task_id: taskId, account_id: accountId, line, kind, created_at: createdAt, ...turnRow(fields) } as Insertable<TurnsTable>;
+    const values = Object.values(row);
+    if (t.status !== 'pending') {
+      await this.runCompiled(`turns.insert:${Object.keys(row)}`, values, () => this.db.insertInto('turns').values(row));
+      return;
+    }
+    await this.runCompiled(`turns.insertPending:${Object.keys(row)}`, [...values, line], () => this.db.insertInto('turns').values({ ...row, fair_key: fairKey(line) }));
   }
 
   async get(id: string): Promise<TurnRecord | undefined> {
@@ -72,9 +107,16 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     return r && toTurn(r);
   }
 
-  /** By id, under the task's row lock: the task service changes a turn only while it holds its task. */
+  /**
+   * By id, under the task's row lock: the task service changes a turn only while it holds its
+   * task. A turn made pending (a queued message promoted) gets its fair key in its line.
+   */
   async update(id: string, patch: TurnPatch): Promise<void> {
-    await this.updateById('turns', id, turnRow(patch));
+    if (patch.status !== 'pending') {
+      await this.updateById('turns', id, turnRow(patch));
+      return;
+    }
+    await this.db.updateTable('turns').set({ ...turnRow(patch), fair_key: fairKey(sql.ref<string>('turns.line')) }).where('id', '=', id).execute();
   }
 
   /** Under the task's row lock, like update. */
@@ -139,18 +181,20 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
 
   async claim(owner: string, limit: number, now: string, leaseUntil: string, opts: { takeOverExpired?: boolean } = {}): Promise<TurnRecord[]> {
     // Turns whose owner stopped renewing come first (they are the oldest), then pending turns
-    // oldest first. Two statements rather than one with OR: each walks the (status, id) index in
+    // in their fair order (fairKey). Two statements rather than one with OR: each walks the (status, id) index in
     // order and stops at `limit`, where an OR would sort the whole backlog on every claim.
     const expired = opts.takeOverExpired === false
       ? []
-      : await this.take(owner, limit, leaseUntil, (eb) => eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)]));
+      : await this.take(owner, limit, leaseUntil, (eb) => eb.and([eb('status', '=', 'running'), eb('lease_expires_at', '<', now)]), 'id');
     if (expired.length === limit) return expired;
-    const pending = await this.take(owner, limit - expired.length, leaseUntil, (eb) => eb('status', '=', 'pending'));
+    const pending = await this.take(owner, limit - expired.length, leaseUntil, (eb) => eb('status', '=', 'pending'), 'fair_key');
     return [...expired, ...pending];
   }
 
-  private async take(owner: string, limit: number, leaseUntil: string, which: ExpressionOrFactory<Database, 'turns', SqlBool>): Promise<TurnRecord[]> {
-    let ready = this.db.selectFrom('turns').select('id').where(which).orderBy('id').limit(limit);
+  /** `order`: expired leases oldest first (index turns_status), pending turns by their fair key (index turns_fair). */
+  private async take(owner: string, limit: number, leaseUntil: string, which: ExpressionOrFactory<Database, 'turns', SqlBool>, order: 'id' | 'fair_key'): Promise<TurnRecord[]> {
+    let ready = this.db.selectFrom('turns').select('id').where(which);
+    ready = (order === 'id' ? ready.orderBy('id') : ready.orderBy('fair_key').orderBy('id')).limit(limit);
     // SKIP LOCKED lets several workers claim at once without queueing behind each other's locks.
     if (this.profile.skipLocked) ready = ready.forUpdate().skipLocked();
     // The selection as a CTE, run once: inside `IN (…)` PostgreSQL may plan the locking sub-select

@@ -2335,6 +2335,8 @@ export interface operations {
                 "application/json": {
                     /** @description What to change, add or continue. */
                     message: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2399,6 +2401,8 @@ export interface operations {
                 "application/json": {
                     /** @description What to change, add or continue. */
                     message: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2447,6 +2451,8 @@ export interface operations {
                 "application/json": {
                     /** @description An instruction for this run. */
                     instruction?: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
@@ -2498,6 +2504,8 @@ export interface operations {
                 "application/json": {
                     /** @description An instruction for this run. */
                     instruction?: string;
+                    /** @description Run this turn offline: web_search is not offered, and fetch_url answers only from the pages this task already fetched (its snapshots); a URL never fetched before is a tool error. */
+                    offline?: boolean;
                     /** @description true or a positive integer: block until the turn ends (at most QUARRY_MAX_BLOCK_SECONDS). */
                     wait?: boolean | number;
                 };
