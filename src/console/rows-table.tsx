@@ -10,9 +10,14 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { RowSource } from './api.js';
 import { cellText } from './ui.js';
 
+/** Whether a cell's value is in a verified source's quote (decisions §17.1). */
+export type CellSupport = 'supported' | 'unsupported' | 'unchecked';
+
 /** A row as both task outputs and group rows give it. */
 export interface SourcedRow {
   _sources?: RowSource[];
+  /** Per non-null column: whether a verified source's quote holds the value. */
+  _support?: Record<string, CellSupport>;
   _basis?: Record<string, { confidence: string; reasoning?: string | null }>;
   [field: string]: unknown;
 }
@@ -39,6 +44,17 @@ export interface ColumnGroup {
 export function plainColumns(keys: string[]): ColumnGroup[] {
   return [{ columns: keys.map((key) => ({ key })) }];
 }
+
+/** What a source's quote says of one value: it holds it, it does not, or it was not checked. */
+function supportsOf(source: RowSource, column: string): boolean | null | undefined {
+  return (source as RowSource & { supports?: Record<string, boolean | null> }).supports?.[column];
+}
+
+const SUPPORT_WORDS: Record<CellSupport, string> = {
+  supported: 'value found in a quote',
+  unsupported: 'value in no quote',
+  unchecked: 'value not checked',
+};
 
 const CHECK_LABELS: Record<string, string> = {
   quote_found: 'quote found in the page read',
@@ -67,8 +83,8 @@ function panelPlace(mark: HTMLElement): { top?: string; bottom?: string; left: s
   return { bottom: `${window.innerHeight - box.top + 4}px`, left: `${left}px`, width: `${width}px`, maxHeight: `${above}px` };
 }
 
-function SourceMark(props: { column: string; sources: RowSource[]; basis: { confidence: string; reasoning?: string | null } | undefined }) {
-  const { column, sources, basis } = props;
+function SourceMark(props: { column: string; sources: RowSource[]; basis: { confidence: string; reasoning?: string | null } | undefined; support: CellSupport | undefined }) {
+  const { column, sources, basis, support } = props;
   const [place, setPlace] = useState<ReturnType<typeof panelPlace> | null>(null);
   const panel = useRef<HTMLDivElement>(null);
   const button = useRef<HTMLButtonElement>(null);
@@ -99,20 +115,23 @@ function SourceMark(props: { column: string; sources: RowSource[]; basis: { conf
   }, [open]);
   const verified = sources.filter((s) => s.verified).length;
   const allVerified = verified === sources.length;
-  const label = `${column}: ${sources.length} source${sources.length === 1 ? '' : 's'}, ${allVerified ? 'verified' : `${sources.length - verified} not verified`}`;
+  const supportWords = support && support !== 'unchecked' ? `, ${SUPPORT_WORDS[support]}` : '';
+  const label = `${column}: ${sources.length} source${sources.length === 1 ? '' : 's'}, ${allVerified ? 'verified' : `${sources.length - verified} not verified`}${supportWords}`;
+  // A verified source whose quote does not hold the value is not a ✓: the value is in doubt.
+  const look = !allVerified ? { mark: '!', tone: 'mark-unverified' } : support === 'unsupported' ? { mark: '≠', tone: 'mark-unsupported' } : { mark: '✓', tone: 'mark-verified' };
   const hover = sources.map((s) => (s.quote ? `“${s.quote}”` : (s.title ?? s.url ?? s.upload_id))).join('\n');
   return (
     <>
       <button
         ref={button}
         type="button"
-        class={`mark ${allVerified ? 'mark-verified' : 'mark-unverified'}`}
+        class={`mark ${look.tone}`}
         aria-label={label}
         aria-expanded={open}
         title={hover}
         onClick={() => setPlace(open ? null : panelPlace(button.current!))}
       >
-        {allVerified ? '✓' : '!'}
+        {look.mark}
       </button>
       {place && (
         <div ref={panel} class="sources" role="group" aria-label={`Sources of ${column}`} style={place}>
@@ -122,6 +141,8 @@ function SourceMark(props: { column: string; sources: RowSource[]; basis: { conf
               <li key={i}>
                 <span class={s.verified ? 'ok' : 'warn'}>{s.verified ? 'Verified' : 'Not verified'}</span>
                 {s.check && <span class="hint"> · {CHECK_LABELS[s.check] ?? s.check}</span>}
+                {supportsOf(s, column) === true && <span class="ok"> · holds this value</span>}
+                {supportsOf(s, column) === false && <span class="bad"> · does not hold this value</span>}
                 <div>
                   {s.url ? <a href={s.url} target="_blank" rel="noopener noreferrer">{s.title ?? s.url}</a> : <span>{s.title ?? `upload ${s.upload_id}`}</span>}
                 </div>
@@ -180,7 +201,7 @@ export function RowsTable(props: { groups: ColumnGroup[]; rows: SourcedRow[]; ca
                 return (
                   <td key={column.key} class={edge(column.starts)}>
                     <span class="cell">{column.render ? column.render(row) : <CellValue value={row[column.key]} />}</span>
-                    {sources.length > 0 && <SourceMark column={column.key} sources={sources} basis={row._basis?.[column.key]} />}
+                    {sources.length > 0 && <SourceMark column={column.key} sources={sources} basis={row._basis?.[column.key]} support={row._support?.[column.key]} />}
                   </td>
                 );
               })}
