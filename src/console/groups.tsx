@@ -379,7 +379,7 @@ function GroupRows(props: { group: GroupDetail; version: number }) {
   );
 }
 
-const RUNS_PER_PAGE = 50;
+const RUNS_PER_PAGE = 20;
 const RUN_FILTERS = { all: 'all', failed: 'failed', stopped: 'stopped', completed: 'completed', running: 'running or waiting' } as const;
 type RunFilter = keyof typeof RUN_FILTERS;
 
@@ -400,7 +400,7 @@ function GroupRuns(props: { groupId: string; version: number }) {
     [client, props.groupId, filter, props.version],
     { pageSize: RUNS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
   );
-  const cards = useRef<HTMLUListElement>(null);
+  const cards = useRef<HTMLTableSectionElement>(null);
   return (
     <section aria-labelledby="runs-title">
       <h2 id="runs-title">Runs</h2>
@@ -414,26 +414,31 @@ function GroupRuns(props: { groupId: string; version: number }) {
       </fieldset>
       <ErrorNote message={list.error} />
       {list.items && list.items.length === 0 && <p class="hint">No {filter === 'all' ? '' : `${RUN_FILTERS[filter]} `}runs.</p>}
-      <ul class="cards" aria-label="Runs" ref={cards}>
-        {list.items?.map((run) => {
-          const state = taskState(run);
-          return (
-            <li key={run.task_id} class={`card tone-${toneOf(state)}`}>
-              <div class="card-head">
-                <Link to={`/tasks/${encodeURIComponent(run.task_id)}`} class="card-title">Input {run.input_index}</Link>
-                <StatusBadge status={state} />
-                <span class="mono">{cellText(run.input)}</span>
-              </div>
-              {run.last_turn?.error && !taskActivity(run) && <p class="card-reason">{run.last_turn.error.message}</p>}
-              <div class="card-meta">
-                <span class="mono">{run.task_id}</span>
-                {run.last_turn && <span>ended <Time at={run.last_turn.ended_at} /></span>}
-                <span>{credits(run.credits_used)} credits</span>
-              </div>
-            </li>
-          );
-        })}
-      </ul>
+      {list.items && list.items.length > 0 && (
+        <div class="table-scroll" role="region" aria-label="Runs of the group" tabIndex={0}>
+          <table class="runs">
+            <caption class="visually-hidden">Runs of the group</caption>
+            <thead>
+              <tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Input</th><th scope="col">Why it failed</th><th scope="col">Ended</th><th scope="col">Credits</th></tr>
+            </thead>
+            <tbody ref={cards}>
+              {list.items.map((run) => {
+                const state = taskState(run);
+                return (
+                  <tr key={run.task_id}>
+                    <td><Link to={`/tasks/${encodeURIComponent(run.task_id)}`}>Input {run.input_index}</Link></td>
+                    <td><StatusBadge status={state} /></td>
+                    <td class="mono">{cellText(run.input)}</td>
+                    <td class="reason">{!taskActivity(run) && run.last_turn?.error?.message}</td>
+                    <td>{run.last_turn && !taskActivity(run) ? <Time at={run.last_turn.ended_at} /> : ''}</td>
+                    <td>{credits(run.credits_used)}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
       <ShowMore list={list} cards={cards} noun="runs" />
     </section>
   );

@@ -319,9 +319,9 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.locator('.card-meta .badge', { hasText: 'finished, 1 failed' }).waitFor();
     assert.match(await page.locator('.card-meta .badge').getAttribute('class') ?? '', /tone-failed/);
     await page.getByText('1 completed · 1 failed · 0 stopped · 0 running · 0 pending').waitFor();
-    const runs = page.getByRole('list', { name: 'Runs' });
+    const runs = page.getByRole('region', { name: 'Runs of the group' });
     await page.getByRole('group', { name: 'Show' }).getByLabel('failed').check();
-    await page.waitForFunction(() => document.querySelectorAll('ul[aria-label="Runs"] > li').length === 1);
+    await page.waitForFunction(() => document.querySelectorAll('table.runs tbody tr').length === 1);
     const failedRuns = await h.request('GET', `/task?group_id=${failingGroup}&outcome=failed`);
     assert.equal(failedRuns.body.length, 1, failedRuns.text);
     await runs.getByText(failedRuns.body[0].last_turn.error.message).waitFor();
