@@ -80,6 +80,35 @@ export const GroupListQuery = Type.Object({
   status: Type.Optional(StringEnum([...GROUP_STATUSES], { description: 'Only groups with this status.' })),
 });
 
+export const GroupRunsQuery = Type.Object({
+  status: Type.Optional(StringEnum([...RUN_STATUSES], { description: 'Only the runs with this status.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+  cursor: Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,15})$', description: 'X-Next-Cursor of the previous page.' })),
+});
+
+export const GroupRun = component('GroupRun', Type.Object({
+  task_id: Nullable(Type.String({ description: 'The run\'s task (its latest, after a retry); null before the run first started.' })),
+  input_index: Type.Integer({ minimum: 0, description: 'The input\'s 0-based index in the group (`_input` of its merged rows).' }),
+  input: Type.Record(Type.String(), Type.Unknown(), { description: 'The input it runs on.' }),
+  status: StringEnum([...RUN_STATUSES]),
+  error: Type.Union([Type.Object({ error: Type.String(), message: Type.String() }), Type.Null()], { description: 'A failed run: the error its turn failed with; null otherwise.' }),
+  credits_used: Type.Number({ minimum: 0, description: 'Credits the run\'s task has used (at most 6 decimal places).' }),
+  updated_at: Nullable(Timestamp('The last change to the run\'s task; null before the run first started.')),
+}, { description: 'One input of a group and the run that works on it, rows or not.' }));
+export type GroupRun = Static<typeof GroupRun>;
+
+export const GroupRunList = component('GroupRunList', Type.Object({ runs: Type.Array(GroupRun) }));
+
+export const RetryBody = Type.Object({
+  include: Type.Optional(Type.Array(StringEnum(['failed', 'stopped']), {
+    minItems: 1, maxItems: 2, uniqueItems: true, default: ['failed'], description: 'Which runs to run again: failed (the default), stopped (by POST /group/{id}/stop or max_credits), or both.',
+  })),
+  max_credits: Type.Optional(Nullable(Type.Number({
+    exclusiveMinimum: 0, maximum: MAX_CREDITS, description: 'A new cap for the group (null: none): runs stopped by max_credits would otherwise be stopped again at once.',
+  }))),
+});
+export type RetryBody = Static<typeof RetryBody>;
+
 export const GroupRowsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: 'Rows per page.' })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),

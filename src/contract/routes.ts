@@ -17,7 +17,7 @@ import {
 } from './requests.js';
 import { Task, TaskState } from './task.js';
 import { UploadParams, UploadPutQuery, UploadResult, UploadTicket, UploadUrlBody } from './uploads.js';
-import { Group, GroupBody, GroupDetail, GroupInputsBody, GroupListQuery, GroupParams, GroupRowsPage, GroupRowsQuery, GroupStreamQuery } from './groups.js';
+import { Group, GroupBody, GroupDetail, GroupInputsBody, GroupListQuery, GroupParams, GroupRowsPage, GroupRowsQuery, GroupRunList, GroupRunsQuery, GroupStreamQuery, RetryBody } from './groups.js';
 import { Delivery, DeliveryList, DeliveryParams, DeliveriesQuery, Webhook, WebhookBody, WebhookList, WebhookParams, WebhookWithSecret } from './webhooks.js';
 
 // ---- answers ---------------------------------------------------------------------------------
@@ -310,8 +310,13 @@ export const ROUTES = {
   },
   retryGroup: {
     method: 'POST', url: '/group/:group_id/retry', auth: 'key', optionalBody: true,
-    schema: { operationId: 'retryGroup', summary: 'Run the failed inputs again, each as a new run', tags: tags.groups, headers: Plain, params: GroupParams, body: Type.Object({}),
-      response: { 200: json('The group with its failed inputs pending again.', GroupDetail), ...errors(...KEYED, ...ON_GROUP, ...WITH_BODY, 402) } },
+    schema: { operationId: 'retryGroup', summary: 'Run the failed (or also the stopped) inputs again, each as a new run', tags: tags.groups, headers: Plain, params: GroupParams, body: RetryBody,
+      response: { 200: json('The group with those inputs pending again.', GroupDetail), ...errors(...KEYED, ...ON_GROUP, ...WITH_BODY, 402) } },
+  },
+  listGroupRuns: {
+    method: 'GET', url: '/group/:group_id/runs', auth: 'key',
+    schema: { operationId: 'listGroupRuns', summary: 'Every run of the group in input order, rows or not', tags: tags.groups, headers: Plain, params: GroupParams, querystring: GroupRunsQuery,
+      response: { 200: json('One page of runs. Without X-Next-Cursor and Link this is the last page.', GroupRunList, NEXT_PAGE), ...errors(...KEYED, ...ON_GROUP) } },
   },
   createWebhook: {
     method: 'POST', url: '/webhooks', auth: 'key',

@@ -278,7 +278,15 @@ export interface GroupRecord {
   finishedAt: string | null;
 }
 
-export type GroupPatch = Partial<Pick<GroupRecord, 'status' | 'inputs' | 'duplicates' | 'counts' | 'creditsUsedMicros' | 'lastEventSeq' | 'updatedAt' | 'finishedAt'>>;
+export type GroupPatch = Partial<Pick<GroupRecord, 'status' | 'inputs' | 'duplicates' | 'counts' | 'creditsUsedMicros' | 'maxCreditsMicros' | 'lastEventSeq' | 'updatedAt' | 'finishedAt'>>;
+
+/** A group's input with what its run's task shows (GET /group/{id}/runs): none before the run first started. */
+export interface GroupRunRecord {
+  index: number;
+  data: string;
+  status: RunStatus;
+  task: { id: string; creditsUsedMicros: number; updatedAt: string; lastTurn: LastTurnRecord | null } | null;
+}
 
 export interface GroupInputRecord {
   groupId: string;

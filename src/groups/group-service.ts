@@ -21,7 +21,7 @@ import { hasCredits, requireCredits } from '../accounts/accounts.js';
 import { toMicros } from '../domain/credits.js';
 import type { Config } from '../config.js';
 import {
-  DEFAULT_MAX_PARALLEL, type Group, type GroupBody, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
+  DEFAULT_MAX_PARALLEL, type Group, type GroupBody, type GroupRun, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
   type GroupSnapshotReason, type RunStatus, type TaskSpec,
 } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
@@ -34,7 +34,10 @@ import type { TaskService } from '../tasks/task-service.js';
 import { RecordChange, type ChangeGuard, type ChangeTarget, type TurnEnd, type UnitOfWork, type UnitsOfWork } from '../tasks/unit-of-work.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { checkInlineInputs, inputFileFormat, readInputFile, type CheckedInput } from './group-inputs.js';
-import { mergedRow, tableOutput, toGroupDetail, toGroupView } from './group-view.js';
+import { mergedRow, tableOutput, toGroupDetail, toGroupView, toRunView } from './group-view.js';
+
+/** The ended runs a retry may run again. */
+export type RetriedStatus = 'failed' | 'stopped';
 import { runMessage } from '../domain/run-message.js';
 
 export interface GroupServiceOptions {
@@ -239,12 +242,26 @@ export class GroupService {
   }
 
   /** Runs the failed inputs again, each as a new run (a new task), within the group's max_parallel. */
-  async retry(accountId: string, groupId: string): Promise<GroupDetail> {
+  /** A page of the group's runs in input order (of one status when given); `nextCursor` (the last input index) when more remain. */
+  async runs(accountId: string, groupId: string, limit: number, opts: { status?: RunStatus; cursor?: string } = {}): Promise<{ runs: GroupRun[]; nextCursor?: string }> {
+    const group = await this.find(accountId, groupId);
+    const rows = await this.store.groups.listRuns(group.id, limit + 1, { status: opts.status, after: opts.cursor === undefined ? undefined : Number(opts.cursor) });
+    const page = rows.slice(0, limit);
+    return { runs: page.map(toRunView), ...(rows.length > limit ? { nextCursor: String(page.at(-1)!.index) } : {}) };
+  }
+
+  /** Runs the inputs whose runs ended with a status in `include` (default: failed) again, each as a new run. */
+  async retry(accountId: string, groupId: string, include: readonly RetriedStatus[] = ['failed'], maxCredits?: number | null): Promise<GroupDetail> {
     return this.change(accountId, groupId, async (u) => {
-      const retried = await u.tx.groups.moveInputs(u.group.id, 'failed', 'pending');
+      if (maxCredits !== undefined) u.set({ maxCreditsMicros: maxCredits === null ? null : toMicros(maxCredits) });
+      let retried = 0;
+      for (const status of new Set(include)) {
+        const moved = await u.tx.groups.moveInputs(u.group.id, status, 'pending');
+        if (moved > 0) u.count(status, 'pending', moved);
+        retried += moved;
+      }
       if (retried === 0) return;
       await this.requireCredits(u.tx, accountId);
-      u.count('failed', 'pending', retried);
       u.set({ status: 'running', finishedAt: null });
       u.snapshot('retried');
       await this.startRuns(u);

@@ -3,8 +3,8 @@
  * run with its input, spliced from the stored JSON of both without parsing either.
  */
 import { fromMicros } from '../domain/credits.js';
-import type { Group, GroupDetail, OutputDecl, TaskSpec } from '../contract/index.js';
-import type { GroupRecord, GroupRowRecord } from '../domain/records.js';
+import type { Group, GroupDetail, GroupRun, OutputDecl, TaskSpec } from '../contract/index.js';
+import type { GroupRecord, GroupRowRecord, GroupRunRecord } from '../domain/records.js';
 
 export function toGroupView(g: GroupRecord): Group {
   return {
@@ -20,6 +20,19 @@ export function toGroupView(g: GroupRecord): Group {
     created_at: g.createdAt,
     updated_at: g.updatedAt,
     finished_at: g.finishedAt,
+  };
+}
+
+/** A run as GET /group/{id}/runs shows it: a failed run carries its task's last error. */
+export function toRunView(r: GroupRunRecord): GroupRun {
+  return {
+    task_id: r.task?.id ?? null,
+    input_index: r.index,
+    input: JSON.parse(r.data) as Record<string, unknown>,
+    status: r.status,
+    error: r.status === 'failed' ? r.task?.lastTurn?.error ?? null : null,
+    credits_used: fromMicros(r.task?.creditsUsedMicros ?? 0),
+    updated_at: r.task?.updatedAt ?? null,
   };
 }
 

@@ -12,7 +12,7 @@
 import type {
   AccountRecord, ApiKeyRecord, AttemptResult, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
   GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
-  GroupListFilter, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
+  GroupListFilter, GroupRunRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
 } from '../domain/records.js';
 import type { RunStatus } from '../contract/index.js';
 import type { TurnError } from '../errors.js';
@@ -263,6 +263,8 @@ export interface GroupsRepository {
   setInput(groupId: string, index: number, patch: { status: RunStatus; taskId?: string; turnId?: string }): Promise<void>;
   /** Moves every input in status `from` to `to`; returns how many moved. */
   moveInputs(groupId: string, from: RunStatus, to: RunStatus): Promise<number>;
+  /** A page of the group's inputs in index order, after index `after`, with their runs' tasks; only those of `status` when given. */
+  listRuns(groupId: string, limit: number, opts?: { status?: RunStatus; after?: number }): Promise<GroupRunRecord[]>;
   /** How many rows the group's runs wrote to `outputId`. */
   rowCount(groupId: string, outputId: string): Promise<number>;
   /** Merged rows in (input, row) order: a page at `offset`, or the rows after `after`. */

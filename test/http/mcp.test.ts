@@ -12,7 +12,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../kit/fake-openai-server.js';
 import { until } from '../kit/bounded-waits.js';
 import { fetchJson } from '../kit/http.js';
-import { startHarness, type Harness } from '../kit/harness.js';
+import { startHarness, waitIdle, type Harness } from '../kit/harness.js';
 import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from '../kit/postgres.js';
 import { killAll, makeDataDir, removeDataDir, startServer } from '../kit/process.js';
 
@@ -147,6 +147,19 @@ describe('MCP server at /mcp', () => {
     const events = (await h.request('GET', `/task/${task.task_id}/events?limit=1000`)).body.events;
     assert.ok(events.some((e: Json) => e.type === 'done' && e.outcome === 'stopped'), 'the turn ended stopped');
     h.model!.setResponder(null);
+  });
+
+  it('continues a task offline: that turn is offered no web_search', async () => {
+    h.model!.setResponder(() => ({ text: 'Done.' }));
+    const task = (await client.callTool({ name: 'start_task', arguments: { task: { prompt: 'An offline one.' } } })).structuredContent as Json;
+    await waitIdle(h, task.task_id);
+    const asked = h.model!.requests.length;
+    const answer = await client.callTool({ name: 'continue_task', arguments: { task_id: task.task_id, message: 'Again, from what you read.', offline: true } });
+    assert.ok(!answer.isError, JSON.stringify(answer));
+    await waitIdle(h, task.task_id);
+    h.model!.setResponder(null);
+    const tools = (h.model!.requests[asked]!.body.tools ?? []).map((t) => t.function.name);
+    assert.ok(tools.includes('fetch_url') && !tools.includes('web_search'), String(tools));
   });
 
   it('refuses with MCP tool errors that carry Quarry\'s code', async () => {

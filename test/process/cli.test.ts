@@ -176,6 +176,20 @@ describe('quarry CLI', () => {
     assert.match(gone.stdout, /status {4}deleted/);
   });
 
+  it('execute and continue --offline run a turn that is offered no web_search', async () => {
+    const prompt = 'a task run again offline';
+    const created = await quarry(['task', 'create', prompt, '--follow']);
+    assert.equal(created.code, 0, created.stderr);
+    const taskId = /tsk_[0-9A-Z]{26}/.exec(created.stdout)![0];
+    const offered = (request: number) => (model.requests[request]!.body.tools ?? []).map((t) => t.function.name);
+    for (const args of [['task', 'execute', taskId, '--offline', '--follow'], ['task', 'continue', taskId, 'From what you read.', '--offline', '--follow'], ['task', 'execute', taskId, '--follow']]) {
+      const asked = model.requests.length;
+      const run = await quarry(args);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(offered(asked).includes('web_search'), !args.includes('--offline'), `${args.join(' ')}: ${offered(asked)}`);
+    }
+  });
+
   it('exits with the documented code for each kind of failure', async () => {
     const made = await fetchJson('POST', `${server.url}/admin/accounts`, { key: ADMIN_KEY, body: { name: 'broke', credits: 0 } });
     assert.equal(made.status, 201, made.text);

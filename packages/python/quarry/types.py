@@ -429,6 +429,30 @@ class GroupRowsPageRowsItemRun(TypedDict):
     status: Literal["pending", "running", "completed", "failed", "stopped"]
 
 
+class GroupRun(TypedDict):
+    """One input of a group and the run that works on it, rows or not."""
+    task_id: Optional[str]
+    input_index: int
+    """The input's 0-based index in the group (`_input` of its merged rows)."""
+    input: Dict[str, Any]
+    """The input it runs on."""
+    status: Literal["pending", "running", "completed", "failed", "stopped"]
+    error: Optional[GroupRunError]
+    """A failed run: the error its turn failed with; null otherwise."""
+    credits_used: float
+    """Credits the run's task has used (at most 6 decimal places)."""
+    updated_at: Optional[str]
+
+
+class GroupRunError(TypedDict):
+    error: str
+    message: str
+
+
+class GroupRunList(TypedDict):
+    runs: List[GroupRun]
+
+
 class KeyInfo(TypedDict):
     key_id: str
     created_at: str
@@ -994,6 +1018,12 @@ class AddGroupInputsBody(TypedDict, total=False):
     """At most 1000 per request; more through an uploaded file."""
     input_upload_id: str
     """A finished upload: a CSV file (a header row naming the columns) or JSON Lines (one object per line)."""
+
+
+class RetryGroupBody(TypedDict, total=False):
+    include: List[Literal["failed", "stopped"]]
+    """Which runs to run again: failed (the default), stopped (by POST /group/{id}/stop or max_credits), or both."""
+    max_credits: Optional[float]
 
 
 class _CreateWebhookBodyRequired(TypedDict):

@@ -85,6 +85,20 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
 
   app.route({
     ...contractRoute(ROUTES.retryGroup),
-    handler: async (request) => groups.retry(request.accountId, request.params.group_id),
+    handler: async (request) => groups.retry(request.accountId, request.params.group_id, request.body?.include, request.body?.max_credits),
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.listGroupRuns),
+    handler: async (request, reply) => {
+      const { limit = 100, status, cursor } = request.query;
+      const page = await groups.runs(request.accountId, request.params.group_id, limit, { status, cursor });
+      if (page.nextCursor) {
+        reply.header('X-Next-Cursor', page.nextCursor);
+        const next = new URLSearchParams({ limit: String(limit), ...(status === undefined ? {} : { status }), cursor: page.nextCursor });
+        reply.header('Link', `<${publicBaseUrl(request, config.publicUrl)}/group/${encodeURIComponent(request.params.group_id)}/runs?${next.toString()}>; rel="next"`);
+      }
+      return { runs: page.runs };
+    },
   });
 }

@@ -6,7 +6,7 @@ import type { Insertable, Selectable, Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import { storedSpec } from '../../domain/spec.js';
 import type { GroupInputsTable, GroupsTable } from '../database.js';
-import type { GroupInputRecord, GroupListFilter, GroupPatch, GroupRecord, GroupRowRecord } from '../../domain/records.js';
+import type { GroupInputRecord, GroupListFilter, GroupPatch, GroupRecord, GroupRowRecord, GroupRunRecord, LastTurnRecord } from '../../domain/records.js';
 import { containsText } from './contains-text.js';
 import type { RunStatus } from '../../contract/index.js';
 import type { GroupsRepository } from '../store.js';
@@ -33,11 +33,12 @@ function toGroup(r: Selectable<GroupsTable>): GroupRecord {
 }
 
 function groupRow(patch: GroupPatch): Updateable<GroupsTable> {
-  const { counts, creditsUsedMicros, lastEventSeq, updatedAt, finishedAt, ...same } = patch;
+  const { counts, creditsUsedMicros, maxCreditsMicros, lastEventSeq, updatedAt, finishedAt, ...same } = patch;
   return {
     ...same,
     ...(counts ?? {}),
     ...(creditsUsedMicros === undefined ? {} : { credits_used_micros: creditsUsedMicros }),
+    ...(maxCreditsMicros === undefined ? {} : { max_credits_micros: maxCreditsMicros }),
     ...(lastEventSeq === undefined ? {} : { last_event_seq: lastEventSeq }),
     ...(updatedAt === undefined ? {} : { updated_at: updatedAt }),
     ...(finishedAt === undefined ? {} : { finished_at: finishedAt }),
@@ -111,6 +112,28 @@ export class SqlGroups extends SqlRepository implements GroupsRepository {
     await this.db.updateTable('group_inputs')
       .set({ status: patch.status, ...(patch.taskId === undefined ? {} : { task_id: patch.taskId }), ...(patch.turnId === undefined ? {} : { turn_id: patch.turnId }) })
       .where('group_id', '=', groupId).where('idx', '=', index).execute();
+  }
+
+  async listRuns(groupId: string, limit: number, opts: { status?: RunStatus; after?: number } = {}): Promise<GroupRunRecord[]> {
+    // group_inputs' primary key, or group_inputs_status with a status: a range in index order either way.
+    let q = this.db.selectFrom('group_inputs')
+      .leftJoin('tasks', 'tasks.id', 'group_inputs.task_id')
+      .select(['group_inputs.idx', 'group_inputs.data', 'group_inputs.status', 'tasks.id as task_id', 'tasks.credits_used_micros', 'tasks.updated_at', 'tasks.last_turn'])
+      .where('group_inputs.group_id', '=', groupId);
+    if (opts.status) q = q.where('group_inputs.status', '=', opts.status);
+    if (opts.after !== undefined) q = q.where('group_inputs.idx', '>', opts.after);
+    const rows = await q.orderBy('group_inputs.idx').limit(limit).execute();
+    return rows.map((r) => ({
+      index: Number(r.idx),
+      data: r.data,
+      status: r.status as RunStatus,
+      task: r.task_id === null ? null : {
+        id: r.task_id,
+        creditsUsedMicros: fromStoredMicros(r.credits_used_micros ?? 0),
+        updatedAt: r.updated_at ?? '',
+        lastTurn: r.last_turn ? JSON.parse(r.last_turn) as LastTurnRecord : null,
+      },
+    }));
   }
 
   async moveInputs(groupId: string, from: RunStatus, to: RunStatus): Promise<number> {

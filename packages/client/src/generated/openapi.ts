@@ -527,8 +527,25 @@ export type paths = {
         };
         get?: never;
         put?: never;
-        /** Run the failed inputs again, each as a new run */
+        /** Run the failed (or also the stopped) inputs again, each as a new run */
         post: operations["retryGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every run of the group in input order, rows or not */
+        get: operations["listGroupRuns"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -942,6 +959,29 @@ export type components = {
             } & {
                 [key: string]: unknown;
             })[];
+        };
+        /** @description One input of a group and the run that works on it, rows or not. */
+        GroupRun: {
+            task_id: string | null;
+            /** @description The input's 0-based index in the group (`_input` of its merged rows). */
+            input_index: number;
+            /** @description The input it runs on. */
+            input: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            status: "pending" | "running" | "completed" | "failed" | "stopped";
+            /** @description A failed run: the error its turn failed with; null otherwise. */
+            error: {
+                error: string;
+                message: string;
+            } | null;
+            /** @description Credits the run's task has used (at most 6 decimal places). */
+            credits_used: number;
+            updated_at: string | null;
+        };
+        GroupRunList: {
+            runs: components["schemas"]["GroupRun"][];
         };
         KeyInfo: {
             key_id: string;
@@ -3186,11 +3226,20 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": {
+                    /**
+                     * @description Which runs to run again: failed (the default), stopped (by POST /group/{id}/stop or max_credits), or both.
+                     * @default [
+                     *       "failed"
+                     *     ]
+                     */
+                    include?: ("failed" | "stopped")[];
+                    max_credits?: number | null;
+                };
             };
         };
         responses: {
-            /** @description The group with its failed inputs pending again. */
+            /** @description The group with those inputs pending again. */
             200: {
                 headers: {
                     /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
@@ -3207,6 +3256,49 @@ export interface operations {
             404: components["responses"]["Error404"];
             413: components["responses"]["Error413"];
             415: components["responses"]["Error415"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    listGroupRuns: {
+        parameters: {
+            query?: {
+                /** @description Only the runs with this status. */
+                status?: "pending" | "running" | "completed" | "failed" | "stopped";
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of runs. Without X-Next-Cursor and Link this is the last page. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description Pass as `cursor` for the next page. */
+                    "X-Next-Cursor"?: string;
+                    /** @description `<url>; rel="next"`: the next page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupRunList"];
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
             422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];
