@@ -11,7 +11,7 @@ import { Link, navigate } from './router.js';
 import { RowsTable, type ColumnGroup, type SourcedRow } from './rows-table.js';
 import { useSession } from './session.js';
 import { columnsOf, ColumnsEditor, newColumn, newOutput, OutputEditor, outputOf, type ColumnDraft, type OutputDraft } from './spec-editor.js';
-import { cellText, credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, taskActivity, taskState, Time, toneOf, type Tone } from './ui.js';
+import { cellText, credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time, toneOf, type Tone } from './ui.js';
 
 /** How often the list is read again: the progress of its running groups. */
 const LIST_REFRESH_MS = 4000;
@@ -380,23 +380,20 @@ function GroupRows(props: { group: GroupDetail; version: number }) {
 }
 
 const RUNS_PER_PAGE = 20;
-const RUN_FILTERS = { all: 'all', failed: 'failed', stopped: 'stopped', completed: 'completed', running: 'running or waiting' } as const;
+const RUN_FILTERS = { all: 'all', failed: 'failed', stopped: 'stopped', pending: 'pending', running: 'running', completed: 'completed' } as const;
 type RunFilter = keyof typeof RUN_FILTERS;
 
 /**
- * Every run that has a task, rows or not (`GET /task?group_id=`): its input, how it stands and,
- * when it failed, why; each linked to its task's page. Failed and stopped runs are one choice
- * away, and read again as the group's runs end (`version`).
+ * Every run of the group, rows or not (`GET /group/{id}/runs`), in input order: its input, its
+ * status and, when it failed, why; each that has started opens its task's page. Failed,
+ * stopped and pending runs are one choice away. Read again as the group's runs end (`version`).
  */
 function GroupRuns(props: { groupId: string; version: number }) {
   const { client } = useSession();
   const [filter, setFilter] = useState<RunFilter>('all');
   const list = usePagedList(
-    (limit, cursor) => client.tasks.list({
-      limit, cursor, group_id: props.groupId,
-      ...(filter === 'running' ? { state: 'running' as const } : filter === 'all' ? {} : { outcome: filter, state: 'idle' as const }),
-    }),
-    (run) => run.task_id,
+    (limit, cursor) => client.groups.runs(props.groupId, { limit, cursor, ...(filter === 'all' ? {} : { status: filter }) }),
+    (run) => String(run.input_index),
     [client, props.groupId, filter, props.version],
     { pageSize: RUNS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
   );
@@ -419,22 +416,22 @@ function GroupRuns(props: { groupId: string; version: number }) {
           <table class="runs">
             <caption class="visually-hidden">Runs of the group</caption>
             <thead>
-              <tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Input</th><th scope="col">Why it failed</th><th scope="col">Ended</th><th scope="col">Credits</th></tr>
+              <tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Input</th><th scope="col">Why it failed</th><th scope="col">Updated</th><th scope="col">Credits</th></tr>
             </thead>
             <tbody ref={cards}>
-              {list.items.map((run) => {
-                const state = taskState(run);
-                return (
-                  <tr key={run.task_id}>
-                    <td><Link to={`/tasks/${encodeURIComponent(run.task_id)}`}>Input {run.input_index}</Link></td>
-                    <td><StatusBadge status={state} /></td>
-                    <td class="mono">{cellText(run.input)}</td>
-                    <td class="reason">{!taskActivity(run) && run.last_turn?.error?.message}</td>
-                    <td>{run.last_turn && !taskActivity(run) ? <Time at={run.last_turn.ended_at} /> : ''}</td>
-                    <td>{credits(run.credits_used)}</td>
-                  </tr>
-                );
-              })}
+              {list.items.map((run) => (
+                <tr key={run.input_index}>
+                  <td>
+                    {/* A run that never started has no task to open. */}
+                    {run.task_id ? <Link to={`/tasks/${encodeURIComponent(run.task_id)}`}>Input {run.input_index}</Link> : <span>Input {run.input_index}</span>}
+                  </td>
+                  <td><StatusBadge status={run.status} /></td>
+                  <td class="mono">{cellText(run.input)}</td>
+                  <td class="reason">{run.error?.message}</td>
+                  <td><Time at={run.updated_at} /></td>
+                  <td>{credits(run.credits_used)}</td>
+                </tr>
+              ))}
             </tbody>
           </table>
         </div>
@@ -453,6 +450,12 @@ export function GroupPage(props: { groupId: string }) {
     saveFile(file.filename ?? `${props.groupId}.${format}`, await file.text(), EXPORT_TYPES[format]);
   });
 
+  const [newCap, setNewCap] = useState('');
+  const retry = (include: ('failed' | 'stopped')[]) => action.run(async () => {
+    const cap = include.includes('stopped') && newCap.trim() !== '' ? { max_credits: Number(newCap) } : {};
+    await client.groups.retry(props.groupId, { include, ...cap });
+    live.wake();
+  });
   const data = live.group;
   return (
     <article>
@@ -472,10 +475,14 @@ export function GroupPage(props: { groupId: string }) {
           <div class="buttons">
             {/* The stream brings what a stop does; a retry of a finished group is followed at once. */}
             <button type="button" class="danger" disabled={action.busy || data.status !== 'running'} onClick={() => action.run(() => client.groups.stop(props.groupId))}>Stop group</button>
-            <button type="button" class="secondary" disabled={action.busy || data.counts.failed === 0} onClick={() => action.run(async () => {
-              await client.groups.retry(props.groupId);
-              live.wake();
-            })}>Retry failed runs</button>
+            <button type="button" class="secondary" disabled={action.busy || data.counts.failed === 0} onClick={() => retry(['failed'])}>Retry failed runs</button>
+            {/* Runs stopped by the group's stop or its credit cap: run again, under a new cap when one is given. */}
+            <button type="button" class="secondary" disabled={action.busy || data.counts.stopped === 0} onClick={() => retry(['stopped'])}>Retry stopped runs</button>
+            {data.max_credits !== null && data.counts.stopped > 0 && (
+              <label class="inline-field">
+                New credit cap <input type="number" min={0} step="any" value={newCap} onInput={(e) => setNewCap(e.currentTarget.value)} placeholder={credits(data.max_credits)} />
+              </label>
+            )}
             <button type="button" class="secondary" disabled={action.busy} onClick={() => download('csv')}>Export CSV</button>
             <button type="button" class="secondary" disabled={action.busy} onClick={() => download('jsonl')}>Export JSONL</button>
           </div>

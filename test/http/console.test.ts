@@ -322,13 +322,19 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     const runs = page.getByRole('region', { name: 'Runs of the group' });
     await page.getByRole('group', { name: 'Show' }).getByLabel('failed').check();
     await page.waitForFunction(() => document.querySelectorAll('table.runs tbody tr').length === 1);
-    const failedRuns = await h.request('GET', `/task?group_id=${failingGroup}&outcome=failed`);
-    assert.equal(failedRuns.body.length, 1, failedRuns.text);
-    await runs.getByText(failedRuns.body[0].last_turn.error.message).waitFor();
+    const failedRuns = await h.request('GET', `/group/${failingGroup}/runs?status=failed`);
+    assert.equal(failedRuns.body.runs.length, 1, failedRuns.text);
+    await runs.getByText(failedRuns.body.runs[0].error.message).waitFor();
     await runs.getByRole('link', { name: 'Input 1' }).click();
     await page.waitForURL(/\/console\/tasks\/tsk_/);
     await page.getByRole('alert').filter({ hasText: 'Last turn failed' }).waitFor();
-    await page.getByRole('link', { name: failingGroup }).waitFor();
+    await page.getByRole('link', { name: failingGroup }).click();
+
+    // Retried (the model answers it now), the failed run runs again and the group turns green.
+    h.model!.setResponder(plants);
+    await page.getByRole('button', { name: 'Retry failed runs' }).click();
+    await page.getByText('2 completed · 0 failed · 0 stopped · 0 running · 0 pending').waitFor();
+    await page.locator('.card-meta .badge', { hasText: /^finished$/ }).waitFor();
   });
 
   it('pages the task list with "Show more", pinned tasks first', async () => {

@@ -68,6 +68,8 @@ export {
   type AddGroupInputsParams,
   type ListGroupsParams,
   type GroupRowsParams,
+  type GroupRunsParams,
+  type RetryGroupParams,
   type IterateGroupRowsParams,
   type GroupStreamParams,
   type GroupInputFormat,

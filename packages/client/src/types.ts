@@ -374,6 +374,9 @@ export type GroupCounts = Group['counts'];
  */
 export type GroupRow = Schemas['GroupRowsPage']['rows'][number];
 
+/** One input of a group and the run that works on it, rows or not (`GET /group/{id}/runs`). */
+export type GroupRun = Schemas['GroupRun'];
+
 /**
  * One page of a group's merged rows, and how many there are so far.
  *

@@ -8,7 +8,7 @@ import type { Transport } from '../internal/transport.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
 import { cursorPages, PagePromise, RowPage, type CursorPage } from '../pagination.js';
 import type { RequestOptions } from '../request-options.js';
-import type { Group, GroupDetail, GroupDoneEvent, GroupEvent, GroupRow, GroupRowsPage, QueryOf, RequestBody } from '../types.js';
+import type { Group, GroupDetail, GroupDoneEvent, GroupEvent, GroupRow, GroupRowsPage, GroupRun, QueryOf, RequestBody } from '../types.js';
 import type { Uploads } from './uploads.js';
 
 /**
@@ -60,6 +60,12 @@ export type ListGroupsParams = QueryOf<'listGroups'>;
  * ```
  */
 export type GroupRowsParams = Pick<QueryOf<'getGroupRows'>, 'limit' | 'offset'>;
+
+/** `status`, `limit`, `cursor` of `GET /group/{id}/runs`. */
+export type GroupRunsParams = QueryOf<'listGroupRuns'>;
+
+/** Which runs a retry runs again (`failed` by default; `stopped` too), and a new `max_credits`. */
+export type RetryGroupParams = RequestBody<'retryGroup'>;
 
 /**
  * Every merged row, page by page.
@@ -240,6 +246,23 @@ export class Groups {
   }
 
   /**
+   * Every run of the group in input order, rows or not (`GET /group/{id}/runs`): its input,
+   * status, error and credits; `status` keeps one kind. `await` it for one page; `for await`
+   * over it for every run.
+   *
+   * @example
+   * ```ts
+   * for await (const run of client.groups.runs(groupId, { status: 'failed' })) console.log(run.input_index, run.error?.message);
+   * ```
+   */
+  runs(groupId: string, params: GroupRunsParams = {}, opts?: RequestOptions): PagePromise<CursorPage<GroupRun>, GroupRun> {
+    return cursorPages(async (cursor) => {
+      const { response, text } = await this.transport.send({ method: 'GET', path: groupPath(groupId, '/runs'), query: { status: params.status, limit: params.limit, cursor }, auth: 'key', resendable: true }, opts);
+      return { data: (JSON.parse(text) as { runs: GroupRun[] }).runs, nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
+  }
+
+  /**
    * One page of the merged table (`GET /group/{id}/rows`), in input order, and `total`, the
    * merged rows so far.
    *
@@ -348,11 +371,12 @@ export class Groups {
    * @example
    * ```ts
    * const group = await client.groups.retry(groupId);
+   * await client.groups.retry(groupId, { include: ['failed', 'stopped'] });
    * if (group.status === 'running') await client.groups.stream(groupId).finalDone();
    * ```
    */
-  retry(groupId: string, opts?: RequestOptions): Promise<GroupDetail> {
-    return this.transport.json<GroupDetail>({ method: 'POST', path: groupPath(groupId, '/retry'), json: {}, auth: 'key', resendable: false }, opts);
+  retry(groupId: string, params: RetryGroupParams = {}, opts?: RequestOptions): Promise<GroupDetail> {
+    return this.transport.json<GroupDetail>({ method: 'POST', path: groupPath(groupId, '/retry'), json: params, auth: 'key', resendable: false }, opts);
   }
 
   /** Uploads an input file under its own name, with the content type of its format; answers the upload id. */
