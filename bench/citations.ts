@@ -25,7 +25,8 @@
  * Results: tables on stdout and .bench/citations.json.
  */
 import crypto from 'node:crypto';
-import { CitationChecker, normalizeQuoteText, type CheckedSource } from '../src/outputs/citations.js';
+import { CitationChecker, type CheckedSource } from '../src/outputs/citations.js';
+import { normalizeQuoteText } from '../src/domain/value-match.js';
 import { OPEN_POLICY } from '../src/net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../src/domain/records.js';
 import type { RowSource } from '../src/contract/index.js';

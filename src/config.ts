@@ -122,8 +122,25 @@ export interface Config {
   requestTimeoutSeconds: number;
   /** Webhook deliveries (docs/webhooks.md). */
   webhooks: WebhookConfig;
+  /** The model's and the search provider's limits, shared by the cluster (docs/deploy.md#provider-limits). */
+  providerLimits: ProviderLimitsConfig;
   /** What the pruner deletes, and when (docs/durability.md#what-is-pruned-and-when). */
   prune: PruneConfig;
+}
+
+/** A provider's fixed limits; each undefined when unset (no fixed limit: only what the provider says is kept to). */
+export interface ProviderLimits {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  /** Calls in flight at once. */
+  concurrency?: number;
+}
+
+export interface ProviderLimitsConfig {
+  /** QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY. */
+  model: ProviderLimits;
+  /** QUARRY_SEARCH_RPM. */
+  search: ProviderLimits;
 }
 
 export interface PruneConfig {
@@ -159,6 +176,13 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): n
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name} must be an integer >= ${min}, got "${raw}"`);
   return n;
+}
+
+/** A positive integer setting that may be left unset (undefined: no such limit). */
+function optionalLimit(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  return int(env, name, 0, 1);
 }
 
 function num(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -238,6 +262,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     corsOrigins: corsOrigins(env.QUARRY_CORS_ORIGINS),
     requestTimeoutSeconds: int(env, 'QUARRY_REQUEST_TIMEOUT_S', 300, 1),
     webhooks: webhookConfig(env),
+    providerLimits: {
+      model: {
+        requestsPerMinute: optionalLimit(env, 'QUARRY_MODEL_RPM'),
+        tokensPerMinute: optionalLimit(env, 'QUARRY_MODEL_TPM'),
+        concurrency: optionalLimit(env, 'QUARRY_MODEL_CONCURRENCY'),
+      },
+      search: { requestsPerMinute: optionalLimit(env, 'QUARRY_SEARCH_RPM') },
+    },
     // Rounded up: a tiny fraction must not become 0, which turns pruning or retention off.
     prune: {
       intervalMs: Math.ceil(num(env, 'QUARRY_PRUNE_INTERVAL_S', 300) * 1000),

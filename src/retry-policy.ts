@@ -13,6 +13,10 @@
  * - a `retry_after` the other side sent (HTTP `Retry-After`, `retry-after-ms`) takes precedence
  *   over the computed wait, unless it asks for longer than the use waits at all.
  *
+ * - a rate-limited answer (HTTP 429) is no failed try (`spendsATry`): the caller waits its place
+ *   under the provider's limits (agent/providers/provider-gate.ts) and tries again, its retries
+ *   untouched, however many 429s it meets before its deadline.
+ *
  * No clock and no sleeping here: callers wait the answer out themselves, and tests pass their own
  * random source.
  */
@@ -54,6 +58,11 @@ export class RetryPolicy {
     this.baseMs = opts.baseMs ?? 0;
     this.factor = opts.factor ?? 2;
     this.capMs = opts.capMs ?? Infinity;
+  }
+
+  /** Whether a failure with this HTTP status counts against the retries: a 429 does not (see above). */
+  static spendsATry(status: number | undefined): boolean {
+    return status !== 429;
   }
 
   /** The retries this policy allows after the first try (Infinity: no limit). */
@@ -117,4 +126,70 @@ export function retryAfterMs(header: (name: string) => string | undefined, now =
   const at = Date.parse(value);
   if (Number.isNaN(at)) return undefined;
   return Math.min(Math.max(0, at - now), RETRY_AFTER_READ_CAP_MS);
+}
+
+/**
+ * What a provider's answer says of its rate limits (decisions §18): the limits it states, and
+ * how long until it takes another call when one of them is spent. Read from every answer, a 429
+ * or a success alike, so that every caller can slow down before the provider refuses.
+ */
+export interface RateLimitReport {
+  /** Requests a minute the provider allows (`x-ratelimit-limit-requests`, `anthropic-ratelimit-requests-limit`). */
+  requestsPerMinute?: number;
+  /** Tokens a minute it allows (`x-ratelimit-limit-tokens`; Anthropic's `-tokens-limit` or `-input-tokens-limit`). */
+  tokensPerMinute?: number;
+  /** A limit is spent (its `remaining` is 0) until this many ms from now (its `reset`). */
+  spentForMs?: number;
+}
+
+/**
+ * Reads OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (resets as durations:
+ * "20ms", "1s", "6m0s") and Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,
+ * output-tokens}-{limit,remaining,reset}` (resets as RFC 3339 times). Values that do not read
+ * as numbers are ignored (Azure sends -1 for "none").
+ */
+export function rateLimitReport(header: (name: string) => string | undefined, now = Date.now()): RateLimitReport {
+  const report: RateLimitReport = {};
+  const count = (name: string) => {
+    const value = Number(header(name) ?? '');
+    return header(name) !== undefined && Number.isInteger(value) && value >= 0 ? value : undefined;
+  };
+  const spent = (remaining: string, reset: string, read: (value: string) => number | undefined) => {
+    if (count(remaining) !== 0) return;
+    const value = header(reset);
+    const ms = value === undefined ? undefined : read(value.trim());
+    if (ms !== undefined) report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
+  };
+  const positive = (n: number | undefined) => (n !== undefined && n > 0 ? n : undefined);
+  const minimum = (...values: (number | undefined)[]) => {
+    const known = values.filter((v): v is number => v !== undefined);
+    return known.length ? Math.min(...known) : undefined;
+  };
+
+  const requests = minimum(positive(count('x-ratelimit-limit-requests')), positive(count('anthropic-ratelimit-requests-limit')));
+  const tokens = minimum(positive(count('x-ratelimit-limit-tokens')), positive(count('anthropic-ratelimit-tokens-limit')), positive(count('anthropic-ratelimit-input-tokens-limit')));
+  if (requests !== undefined) report.requestsPerMinute = requests;
+  if (tokens !== undefined) report.tokensPerMinute = tokens;
+  for (const kind of ['requests', 'tokens']) spent(`x-ratelimit-remaining-${kind}`, `x-ratelimit-reset-${kind}`, durationMs);
+  const untilTime = (value: string) => {
+    const at = Date.parse(value);
+    return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  };
+  for (const kind of ['requests', 'tokens', 'input-tokens', 'output-tokens']) spent(`anthropic-ratelimit-${kind}-remaining`, `anthropic-ratelimit-${kind}-reset`, untilTime);
+  return report;
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, µs: 0.001, ns: 0.000001 };
+
+/** A Go-style duration as OpenAI writes its resets ("6m0s", "20ms", "1.5s"; a bare number is seconds), in ms rounded up. */
+export function durationMs(value: string): number | undefined {
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.ceil(Number(value) * 1000);
+  const parts = /^(?:\d+(?:\.\d+)?(?:h|ms|m|s|us|µs|ns))+$/.test(value) ? value.match(/\d+(?:\.\d+)?(?:h|ms|m|s|us|µs|ns)/g) : null;
+  if (!parts) return undefined;
+  let ms = 0;
+  for (const part of parts) {
+    const [, amount, unit] = /^(\d+(?:\.\d+)?)(.+)$/.exec(part)!;
+    ms += Number(amount) * DURATION_UNITS_MS[unit!]!;
+  }
+  return Math.ceil(ms);
 }

@@ -10,6 +10,7 @@ import type { ModelProvider } from './agent/providers/model-provider.js';
 import { createAnthropicProvider } from './agent/providers/anthropic.js';
 import { createDemoProvider } from './agent/providers/demo-model.js';
 import { createOpenAICompatibleProvider } from './agent/providers/openai-compatible.js';
+import { ProviderGate } from './agent/providers/provider-gate.js';
 import { createAgentTools } from './agent/tools/index.js';
 import type { Config } from './config.js';
 import { ClusterRelay } from './events/cluster-relay.js';
@@ -120,13 +121,16 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
       })
     : undefined;
   if (sandbox && !sandbox.available) logger.warn(`run_code is disabled: ${sandbox.reason}`);
+  // One gate per provider in the process: every turn's calls wait their place in it, under limits the cluster shares.
+  const gate = (provider: 'model' | 'search') => new ProviderGate({ provider, limits: config.providerLimits[provider], store, metrics });
   const runner = runsTurns && sandbox
     ? new TurnRunner({
         writes: new TurnWrites({ units, config }), tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
         uploads, config, logger, metrics,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
-          tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate }, sandbox }),
+          tools: createAgentTools({ search: config.search, fetch: { allowPrivate: config.fetchAllowPrivate }, sandbox, searchGate: gate('search') }),
+          modelGate: gate('model'),
           retryDelaysMs: opts.retryDelaysMs,
           contextTokens: config.model?.contextTokens,
           toolConcurrency: config.toolConcurrency,

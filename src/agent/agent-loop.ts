@@ -19,6 +19,7 @@ import { defineTool, toolContext, type AgentTool, type ToolResult } from './tool
 import type { Charge, ResearchTaskResult, StepUsage, StoredStep, SubTally, TurnPort } from './turn-port.js';
 import { sleep } from '../sleep.js';
 import { RetryPolicy } from '../retry-policy.js';
+import { ProviderWaitTooLong, type Permit, type ProviderGate } from './providers/provider-gate.js';
 
 export type TurnResult = { outcome: 'completed' } | { outcome: 'failed'; error: TurnError };
 
@@ -34,6 +35,8 @@ export interface AgentOptions {
   toolConcurrency?: number;
   /** Sub-researchers of a research call that run at once (QUARRY_SUBAGENT_CONCURRENCY). */
   subagentConcurrency?: number;
+  /** Where each model call waits its place under the provider's limits (provider-gate.ts); none: calls go at once. */
+  modelGate?: ProviderGate;
 }
 
 /** The spec's tools a sub-researcher gets; with any of them the lead is offered `research`. */
@@ -128,8 +131,10 @@ export class Agent {
   private readonly contextTokens: number;
   private readonly toolConcurrency: number;
   private readonly subagentConcurrency: number;
+  private readonly modelGate: ProviderGate | undefined;
 
   constructor(opts: AgentOptions) {
+    this.modelGate = opts.modelGate;
     this.contextTokens = opts.contextTokens ?? 100_000;
     this.toolConcurrency = opts.toolConcurrency ?? 8;
     this.subagentConcurrency = opts.subagentConcurrency ?? 4;
@@ -414,33 +419,55 @@ export class Agent {
    * provider's Retry-After when that is longer (this.retries); gives up with a bad_gateway failure when the
    * retries are spent, when the provider asks for a wait over MAX_RETRY_AFTER_MS, or when the
    * wait would end past the turn's deadline (failing now beats sleeping into limit_reached).
+   * Each try first waits its place under the provider's limits (the model gate); a 429 tells the
+   * gate, which slows every turn, and the call waits its place again without spending a retry.
    */
   private async callModel(provider: ModelProvider, messages: ModelMessage[], definitions: ModelToolDefinition[], port: AgentPort, deadline: number) {
-    for (let attempt = 0; ; attempt++) {
+    const gate = this.modelGate;
+    for (let attempt = 0; ; ) {
       let streamed = '';
+      let permit: Permit | undefined;
       try {
+        permit = await gate?.acquire({
+          tokens: () => requestTokens(messages, definitions), signal: port.signal, deadline,
+          onLongWait: () => port.waitingOn('model_rate_limit'),
+        });
         const reply = await provider.generate({
           messages, tools: definitions, signal: port.signal, cacheKey: port.taskId,
           onTextDelta: (delta) => {
             streamed += delta;
             port.text(delta);
           },
+          // What every answer says of the limits reaches the other turns before they hit them.
+          onRateLimits: gate && ((report) => void gate.learn(report).catch(() => undefined)),
         });
+        permit?.release(reply.usage.inputTokens + reply.usage.outputTokens);
         // A reply that came whole (no stream asked for, or a server that ignored `stream: true`)
         // passed no deltas: its text reaches the task's stream here, and streamed text only once.
         if (reply.text.startsWith(streamed) && reply.text.length > streamed.length) port.text(reply.text.slice(streamed.length));
         return reply;
       } catch (err) {
+        permit?.release();
         if (port.signal.aborted) throw port.signal.reason;
+        if (err instanceof ProviderWaitTooLong) {
+          return failed('bad_gateway', `The model provider's rate limits leave no place for the next model call within the turn's limit (spec.limits.max_turn_seconds): the next place is ${seconds(err.waitMs)} s away.`);
+        }
         // Whether it is tried again or not, the reply never completed: a reader drops its text.
         if (streamed) await port.withdrawText();
         if (!(err instanceof ModelProviderError)) throw err;
         const failure = `The model provider failed${err.status ? ` (HTTP ${err.status})` : ''}`;
         const tries = attempt === 0 ? 'at the first try' : `after ${attempt + 1} tries`;
         if (!err.retryable) return failed('bad_gateway', `${failure}: ${err.message}`);
-        const next = this.retries.next(attempt + 1, err.retryAfterMs);
+        if (gate && !RetryPolicy.spendsATry(err.status) && (err.retryAfterMs ?? 0) <= MAX_RETRY_AFTER_MS) {
+          await gate.learn(err.rateLimits ?? {}, { retryAfterMs: err.retryAfterMs }).catch(() => undefined);
+          continue;
+        }
+        attempt++;
+        const next = this.retries.next(attempt, err.retryAfterMs);
         if (!next.retry && next.reason === 'exhausted') return failed('bad_gateway', `${failure} ${tries}: ${err.message}`);
         if (!next.retry) {
+          // The other turns keep away from the provider until then too.
+          if (gate && err.status === 429) await gate.learn(err.rateLimits ?? {}, { retryAfterMs: err.retryAfterMs }).catch(() => undefined);
           return failed('bad_gateway', `${failure}: ${err.message}. It asked to be called again in ${seconds(err.retryAfterMs!)} s, longer than a turn waits (${seconds(MAX_RETRY_AFTER_MS)} s).`);
         }
         const wait = next.delayMs;

@@ -5,8 +5,9 @@
  * own: its tool events carry its agent id, its text is not streamed, it writes only to its
  * output, and what it wrote and read is counted for its result.
  */
-import type { TaskSpec } from '../contract/index.js';
+import type { TaskSpec, TaskWait } from '../contract/index.js';
 import type { ReadSource, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
+import type { RowTally } from '../domain/records.js';
 
 /** A sub-researcher's last answer, as its research call reports it, is cut to this many characters. */
 export const SUMMARY_CAP = 4_000;
@@ -108,10 +109,10 @@ export class SubResearcherPort implements AgentPort {
     return this.lead.readRows(outputId);
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows?: number): Promise<{ firstRow: number; count: number }> {
-    const written = await this.lead.appendRows(writeKey, outputId, rows, verifiedRows);
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }> {
+    const written = await this.lead.appendRows(writeKey, outputId, rows, tally);
     this.rows += written.count;
-    this.verified += verifiedRows ?? 0;
+    this.verified += tally?.verified ?? 0;
     return written;
   }
 
@@ -139,6 +140,11 @@ export class SubResearcherPort implements AgentPort {
 
   /** The task's state is the lead's to move: it is executing while its sub-researchers work. */
   async setState(): Promise<void> {}
+
+  /** The task shows what any agent of its turn waits on. */
+  waitingOn(wait: TaskWait): () => void {
+    return this.lead.waitingOn(wait);
+  }
 
   /** Only the lead's model text is streamed. */
   text(): void {}

@@ -4,8 +4,8 @@
  * (`TaskTurnPort`); tests implement it in memory. Tools see a narrow view of it (`ToolContext` in
  * tools/tool.ts), derived from this interface by type.
  */
-import type { SourceSnapshotRecord } from '../domain/records.js';
-import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
+import type { RowTally, SourceSnapshotRecord } from '../domain/records.js';
+import type { TaskActivity, TaskPhase, TaskWait, TurnKind } from '../contract/index.js';
 import type { TaskSpec } from '../contract/index.js';
 import type { ModelToolCall } from './providers/model-provider.js';
 import type { EventPayload } from '../contract/index.js';
@@ -118,9 +118,10 @@ export interface TurnPort {
   readRows(outputId: string): AsyncIterable<string>;
   /**
    * Appends rows once per write key: a replayed call with the same key writes nothing and gets
-   * the first answer. `verifiedRows` of them had every source verified (the outputs' counts).
+   * the first answer. `tally` is what they add to the outputs' and the task's counts: rows with
+   * every source verified, cells by support.
    */
-  appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows?: number): Promise<{ firstRow: number; count: number }>;
+  appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }>;
   /** Keeps what a tool read as a snapshot of the task; returns its source_id (the same URL and text read again keep the first). */
   recordSource(source: ReadSource): Promise<string>;
   /** The task's snapshots, with their text, that these URLs (asked for or arrived at) or uploads name. */
@@ -135,6 +136,11 @@ export interface TurnPort {
   // ---- progress -------------------------------------------------------------------------------
   /** Moves the task's phase and activity; asking for the state it is already in does nothing. */
   setState(state: TurnState): Promise<void>;
+  /**
+   * A call of the turn waits long on a provider's limits: the task shows `waiting` until every
+   * such wait of the turn has called the function returned.
+   */
+  waitingOn(wait: TaskWait): () => void;
   /** Streamed model text; the port may coalesce it before storing. */
   text(delta: string): void;
   /**

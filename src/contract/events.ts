@@ -76,6 +76,7 @@ export const DoneEvent = eventOf('done', 'DoneEvent', 'A turn ended (stored), or
   rows_written: Type.Optional(Type.Integer({ minimum: 0, description: 'Rows the turn wrote (a stored `done` of a turn).' })),
   verified_rows: Type.Optional(Type.Integer({ minimum: 0, description: 'Of them, rows whose every source was verified.' })),
   unverified_rows: Type.Optional(Type.Integer({ minimum: 0, description: 'Of them, rows with a source that was not verified, or none.' })),
+  citation_accuracy: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1, description: 'A turn that ended: over all the task\'s rows, supported cells / (supported + unsupported cells); null with no cell checked.' }))),
   next_turn_id: Type.Optional(Nullable(Type.String({ description: 'The queued message that starts now; null: the task is idle.' }))),
   tokens_in: Type.Optional(Type.Integer({ minimum: 0, description: 'A turn that ended: all input tokens of its model calls, cached ones included.' })),
   tokens_in_cached: Type.Optional(Type.Integer({ minimum: 0, description: 'Of tokens_in, those the provider read from its prompt cache.' })),

@@ -18,8 +18,15 @@ export const RowSource = component('RowSource', Type.Object({
     description: 'quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy).',
   })),
   source_id: Type.Optional(Type.String({ description: 'The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against.' })),
+  supports: Type.Optional(Type.Record(Type.String(), Nullable(Type.Boolean()), {
+    description: 'quote_found sources: per column the source backs (its fields, else every non-null column), whether the quote holds the value after normalizing; null: not checked (booleans, json, prose).',
+  })),
 }, { additionalProperties: true }));
 export type RowSource = Static<typeof RowSource>;
+
+/** A cell's support (decisions §17.1). */
+export const CELL_SUPPORT = ['supported', 'unsupported', 'unchecked'] as const;
+export type CellSupport = (typeof CELL_SUPPORT)[number];
 
 export const CONFIDENCE_LEVELS = ['high', 'medium', 'low'] as const;
 export const FieldBasis = component('FieldBasis', Type.Object({
@@ -32,7 +39,10 @@ export const Row = component('Row', Type.Object({
   _row: Type.Integer({ minimum: 1, description: '1-based position in the output.' }),
   _sources: Type.Array(RowSource),
   _basis: Type.Optional(Type.Record(Type.String(), FieldBasis, { description: 'Per column: how sure the agent is and why (when it said).' })),
-}, { additionalProperties: true, description: 'One row: the output\'s columns (or report/records fields) plus _row, _sources and, when given, _basis.' }));
+  _support: Type.Optional(Type.Record(Type.String(), StringEnum([...CELL_SUPPORT]), {
+    description: 'Per non-null column: supported (a verified source\'s quote holds the value), unsupported (checked, and no quote holds it) or unchecked. Absent on rows written before cells were checked, until a recheck.',
+  })),
+}, { additionalProperties: true, description: 'One row: the output\'s columns (or report/records fields) plus _row, _sources, _support and, when given, _basis.' }));
 export type Row = Static<typeof Row>;
 
 export const OutputRef = component('OutputRef', Type.Object({ id: Type.String(), kind: OutputKindSchema, path: Type.String() }));
@@ -54,6 +64,9 @@ export const OutputInfo = component('OutputInfo', Type.Object({
   row_count: Type.Integer({ minimum: 0 }),
   verified_rows: Type.Integer({ minimum: 0, description: 'Rows with at least one source, every one of them verified.' }),
   unverified_rows: Type.Integer({ minimum: 0, description: 'The other rows: row_count - verified_rows.' }),
+  supported_cells: Type.Integer({ minimum: 0, description: 'Cells a verified source\'s quote holds.' }),
+  unsupported_cells: Type.Integer({ minimum: 0, description: 'Cells checked against at least one quote that none holds.' }),
+  unchecked_cells: Type.Integer({ minimum: 0, description: 'Non-null cells no quote was checked for.' }),
   updated_at: Nullable(Timestamp()),
 }));
 export type OutputInfo = Static<typeof OutputInfo>;

@@ -11,7 +11,7 @@ import { ErrorBody } from './errors.js';
 import { Metaprompt, Workflow } from './meta.js';
 import { EventPage, TaskDetail } from './events.js';
 import { OutputList, OutputPage, OutputQuery } from './outputs.js';
-import { SourceDetail, SourceList, SourceParams, SourcesQuery } from './sources.js';
+import { RecheckResult, SourceDetail, SourceList, SourceParams, SourcesQuery } from './sources.js';
 import {
   ContinueBody, EventsQuery, ExecuteBody, ListQuery, OutputParams, PatchBody, PromptBody, StartBody, StopBody, StreamQuery, TaskIdParams, WaitQuery,
 } from './requests.js';
@@ -250,6 +250,11 @@ export const ROUTES = {
     method: 'GET', url: '/task/:task_id/sources/:source_id', auth: 'key',
     schema: { operationId: 'getSource', summary: 'One snapshot with its text', tags: tags.outputs, headers: Plain, params: SourceParams,
       response: { 200: json('The snapshot and the text quotes are checked against.', SourceDetail), ...errors(...KEYED, ...ON_TASK) } },
+  },
+  recheckTask: {
+    method: 'POST', url: '/task/:task_id/recheck', auth: 'key', optionalBody: true,
+    schema: { operationId: 'recheckTask', summary: 'Check every row\'s sources and cells again against the stored snapshots (never fetches)', tags: tags.outputs, headers: Plain, params: TaskIdParams, body: Type.Object({}),
+      response: { 200: json('How many rows were checked and how many changed; a second recheck changes none.', RecheckResult), ...errors(...KEYED, ...ON_TASK, ...WITH_BODY) } },
   },
   createUploadUrl: {
     method: 'POST', url: '/upload-url', auth: 'key',

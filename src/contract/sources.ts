@@ -23,6 +23,11 @@ export const SourceList = Type.Object({
   sources: Type.Array(SourceInfo),
 });
 
+export const RecheckResult = component('RecheckResult', Type.Object({
+  rows: Type.Integer({ minimum: 0, description: 'Rows checked again, over every output of the task.' }),
+  changed: Type.Integer({ minimum: 0, description: 'Of them, rows whose _sources checks, supports or _support changed (and were stored again).' }),
+}, { description: 'What a recheck did: every row checked again against the stored snapshots, nothing fetched.' }));
+
 export const SourcesQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 })),

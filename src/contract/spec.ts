@@ -42,10 +42,10 @@ export const OutputInput = Type.Object({
 export type OutputInput = Static<typeof OutputInput>;
 
 /** How citations are held to what was read (decisions §15.1). */
-export const CITATION_MODES = ['flag', 'require_verified'] as const;
+export const CITATION_MODES = ['flag', 'require_verified', 'require_supported'] as const;
 export type CitationMode = (typeof CITATION_MODES)[number];
 const CitationsSchema = StringEnum([...CITATION_MODES], {
-  description: 'flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent.',
+  description: 'flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent; require_supported: as require_verified, and a row with an unsupported cell (a value no quote checked for it holds) is refused too.',
 });
 /** Domains in a source policy, include and exclude together. */
 export const MAX_POLICY_DOMAINS = 200;

@@ -8,14 +8,19 @@ export const TASK_STATUSES = ['plan', 'execute', 'deleted'] as const;
 export const TASK_PHASES = ['plan', 'execute'] as const;
 export const TASK_ACTIVITIES = ['idle', 'planning', 'executing', 'thinking'] as const;
 export const TURN_KINDS = ['plan', 'execute', 'continue'] as const;
+export const TASK_WAITS = ['model_rate_limit', 'search_rate_limit'] as const;
 
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 export type TaskPhase = (typeof TASK_PHASES)[number];
 export type TaskActivity = (typeof TASK_ACTIVITIES)[number];
 export type TurnKind = (typeof TURN_KINDS)[number];
+export type TaskWait = (typeof TASK_WAITS)[number];
 
 export const TaskPhaseSchema = StringEnum([...TASK_PHASES]);
 export const TaskActivitySchema = StringEnum([...TASK_ACTIVITIES], { description: 'idle when no turn runs.' });
+export const TaskWaitSchema = Type.Union([StringEnum([...TASK_WAITS]), Type.Null()], {
+  description: 'What the running turn waits on now: model_rate_limit while its model call waits its place under the provider\'s limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider\'s 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise.',
+});
 export const TurnKindSchema = StringEnum([...TURN_KINDS], { description: 'plan: a prompt create; execute: a spec create, execute or cron tick; continue: a message.' });
 
 export const TURN_OUTCOMES = ['completed', 'failed', 'stopped'] as const;
@@ -40,6 +45,7 @@ export const Task = component('Task', Type.Object({
   status: StringEnum([...TASK_STATUSES, 'accepted'], { description: 'plan: no turn runs; execute: a turn runs or waits; deleted; accepted on a 202 (message queued).' }),
   phase: Nullable(TaskPhaseSchema),
   activity: Nullable(TaskActivitySchema),
+  waiting: TaskWaitSchema,
   output_count: Type.Integer({ minimum: 0 }),
   poll_after_s: Type.Integer({ minimum: 1, description: 'Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run, at most 300).' }),
   status_url: Type.String(),
@@ -53,6 +59,7 @@ export const Task = component('Task', Type.Object({
   credits_used: Type.Number({ minimum: 0, description: 'Credits this task has used (at most 6 decimal places).' }),
   active_output: Nullable(Type.String()),
   last_turn: Type.Union([LastTurn, Type.Null()], { description: 'The last turn that ended, or null before the first ends.' }),
+  citation_accuracy: Nullable(Type.Number({ minimum: 0, maximum: 1, description: 'Over the task\'s rows: supported cells / (supported + unsupported cells); null with no cell checked (decisions §17.1).' })),
   group_id: Type.Optional(Type.String({ description: 'A group\'s run only: its group.' })),
   input_index: Type.Optional(Type.Integer({ minimum: 0, description: 'A group\'s run only: its input\'s index in the group (`_input`).' })),
   input: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'A group\'s run only: the input it runs on.' })),
@@ -71,6 +78,7 @@ export const TaskState = component('TaskState', Type.Object({
   status: StringEnum([...TASK_STATUSES]),
   phase: Nullable(TaskPhaseSchema),
   activity: Nullable(TaskActivitySchema),
+  waiting: TaskWaitSchema,
   queued_messages: Type.Integer({ minimum: 0 }),
   turn: Nullable(Type.Object({ id: Type.String(), kind: TurnKindSchema, started_at: Nullable(Timestamp()) })),
   last_event_id: Type.Integer({ minimum: 0, description: 'Sequence number of the last stored event: a Last-Event-ID to resume from.' }),

@@ -2,7 +2,7 @@
  * What Quarry keeps, as plain records: the shapes the store reads and writes and the services
  * work on. They belong to no database and no service, so both sides import them from here.
  */
-import type { DeliveryStatus, GroupStatus, RunStatus, TaskActivity, TaskPhase, TaskSpec, TaskStatus, TurnKind, WebhookEventType } from '../contract/index.js';
+import type { DeliveryStatus, GroupStatus, RunStatus, TaskActivity, TaskPhase, TaskSpec, TaskStatus, TaskWait, TurnKind, WebhookEventType } from '../contract/index.js';
 import type { TurnError } from '../errors.js';
 
 
@@ -37,6 +37,8 @@ export interface TaskRecord {
   status: TaskStatus;
   phase: TaskPhase | null;
   activity: TaskActivity | null;
+  /** What its running turn waits on now (absent: nothing, as on a new task). */
+  waiting?: TaskWait | null;
   spec: TaskSpec;
   pinned: boolean;
   cronExpression: string | null;
@@ -56,6 +58,9 @@ export interface TaskRecord {
   group?: { id: string; inputIndex: number; input: string } | null;
   /** The last turn that ended, kept on the task so its body reads no turn; null before the first ends (absent: a new task). */
   lastTurn?: LastTurnRecord | null;
+  /** Cells of the task's rows that a source supports, and cells checked that none does (decisions §17.1); absent: none yet. */
+  supportedCells?: number;
+  unsupportedCells?: number;
 }
 
 /**
@@ -96,6 +101,7 @@ export interface TaskStateRecord {
   status: TaskStatus;
   phase: TaskPhase | null;
   activity: TaskActivity | null;
+  waiting: TaskWait | null;
   queuedCount: number;
   lastEventSeq: number;
   currentTurnId: string | null;
@@ -164,7 +170,23 @@ export interface OutputStatsRecord {
   rowCount: number;
   /** Rows with at least one source, every one verified. */
   verifiedCount: number;
+  /** The output's cells by support (decisions §17.1). */
+  cells: CellCounts;
   updatedAt: string;
+}
+
+/** Cells by support: a source's quote holds the value, none that was checked does, or none was checked. */
+export interface CellCounts {
+  supported: number;
+  unsupported: number;
+  unchecked: number;
+}
+
+/** What rows being appended add to their output's and task's counts. */
+export interface RowTally {
+  /** Rows with at least one source, every one verified. */
+  verified: number;
+  cells: CellCounts;
 }
 
 // ---- sources: snapshots of what a task read ---------------------------------------------------
@@ -310,4 +332,16 @@ export interface GroupRowRecord {
   rowNumber: number;
   /** The row's stored JSON. */
   row: string;
+}
+// ---- provider limits: shared by every process (agent/providers/provider-gate.ts) --------------
+
+/** A provider's shared pacing, in ms since the epoch: when its next request and next token may go. */
+export interface ProviderLimitState {
+  nextRequestAt: number;
+  nextTokenAt: number;
+  /** Nothing is sent before this time (a 429's Retry-After, a spent limit's reset). */
+  blockedUntil: number;
+  /** The limits the provider's headers stated, null until one did. */
+  learnedRpm: number | null;
+  learnedTpm: number | null;
 }

@@ -5,7 +5,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { schemaValidator } from './json-schema.js';
-import { charactersOver, CONFIDENCE_LEVELS, MAX_JSON_DEPTH, NUL_PROBLEM, type ColumnDecl, type ColumnType, type FieldBasis, type OutputDecl, type RowSource } from '../contract/index.js';
+import { charactersOver, CONFIDENCE_LEVELS, MAX_JSON_DEPTH, NUL_PROBLEM, type CellSupport, type ColumnDecl, type ColumnType, type FieldBasis, type OutputDecl, type RowSource } from '../contract/index.js';
 
 export const MAX_ROWS_PER_CALL = 5000;
 export const MAX_STRING_LENGTH = 100_000;
@@ -32,6 +32,8 @@ export interface ValidRow {
   sources: RowSource[];
   /** `_basis`, when the call gave one for this row. */
   basis?: RowBasis;
+  /** `_support`, once the row's cells were checked against its quotes (decisions §17.1). */
+  support?: Record<string, CellSupport>;
 }
 
 export interface RowError {
@@ -241,7 +243,8 @@ export function serializeRow(rowNumber: number, row: ValidRow): string {
     .filter(([, value]) => value !== undefined)
     .map(([key, value]) => `,${JSON.stringify(key)}:${JSON.stringify(value)}`);
   const basis = row.basis ? `,"_basis":${JSON.stringify(row.basis)}` : '';
-  return `{"_row":${rowNumber}${members.join('')},"_sources":${JSON.stringify(row.sources)}${basis}}`;
+  const support = row.support ? `,"_support":${JSON.stringify(row.support)}` : '';
+  return `{"_row":${rowNumber}${members.join('')},"_sources":${JSON.stringify(row.sources)}${basis}${support}}`;
 }
 
 /** One row's basis: `{<column>: {confidence, reasoning?}}`; tables name declared columns only. */

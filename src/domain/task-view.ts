@@ -41,6 +41,13 @@ function lastTurnView(turn: LastTurnRecord): LastTurn {
   };
 }
 
+/** A task's citation accuracy (decisions §17.1): supported / (supported + unsupported) cells, to 4 places, or null with none checked. */
+export function citationAccuracy(task: Pick<TaskRecord, 'supportedCells' | 'unsupportedCells'>): number | null {
+  const supported = task.supportedCells ?? 0;
+  const checked = supported + (task.unsupportedCells ?? 0);
+  return checked === 0 ? null : Math.round((supported / checked) * 10_000) / 10_000;
+}
+
 export function toTaskView(task: TaskRecord, now = Date.now()): Task {
   const id = encodeURIComponent(task.id);
   return {
@@ -50,6 +57,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     status: task.status,
     phase: task.phase,
     activity: task.activity,
+    waiting: task.waiting ?? null,
     output_count: task.spec.outputs.length,
     poll_after_s: pollAfter(task, now),
     status_url: `/task/${id}`,
@@ -65,6 +73,7 @@ export function toTaskView(task: TaskRecord, now = Date.now()): Task {
     credits_used: fromMicros(task.creditsUsedMicros),
     active_output: activeOutputOf(task),
     last_turn: task.lastTurn ? lastTurnView(task.lastTurn) : null,
+    citation_accuracy: citationAccuracy(task),
     ...(task.group ? { group_id: task.group.id, input_index: task.group.inputIndex, input: JSON.parse(task.group.input) as Record<string, unknown> } : {}),
   };
 }

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
 import type { Config } from '../config.js';
-import type { TaskActivity, TaskPhase, TaskSpec, TurnKind } from '../contract/index.js';
+import type { TaskActivity, TaskPhase, TaskSpec, TaskWait, TurnKind } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
-import type { SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import type { RowTally, SourceSnapshotRecord, TaskRecord, TurnRecord } from '../domain/records.js';
 import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import type { SourceSnapshots } from '../outputs/source-snapshots.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
@@ -51,6 +51,11 @@ export class TaskTurnPort implements TurnPort {
   /** The phase and activity the task is in as far as this turn knows: as claimed, then as last set. */
   private phase: TaskPhase | null;
   private activity: TaskActivity | null;
+  /** The turn's calls waiting long on a provider, by what they wait on; the task shows the first. */
+  private readonly waits = new Map<TaskWait, number>();
+  private shownWait: TaskWait | null = null;
+  /** Writes of the task's `waiting`, one after another so the last one stands. */
+  private waitWrite: Promise<void> = Promise.resolve();
   private textBuffer = '';
   private textTimer: NodeJS.Timeout | undefined;
   /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
@@ -109,9 +114,9 @@ export class TaskTurnPort implements TurnPort {
     }
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number }> {
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }> {
     // The write key makes a second try after an unclear failure write nothing twice.
-    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, verifiedRows));
+    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, tally));
     if (!written) throw new TurnAbort('stopped');
     return written;
   }
@@ -158,6 +163,30 @@ export class TaskTurnPort implements TurnPort {
     await this.durable(() => this.deps.writes.setTurnState(this.turn.id, this.turn.taskId, state));
     this.phase = phase;
     this.activity = activity;
+  }
+
+  waitingOn(wait: TaskWait): () => void {
+    this.waits.set(wait, (this.waits.get(wait) ?? 0) + 1);
+    this.showWait();
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const left = (this.waits.get(wait) ?? 1) - 1;
+      if (left > 0) this.waits.set(wait, left);
+      else this.waits.delete(wait);
+      this.showWait();
+    };
+  }
+
+  /** Writes the task's `waiting` when what it should show changed; the call that waits does not wait for the write. */
+  private showWait(): void {
+    const shown = this.waits.keys().next().value ?? null;
+    if (shown === this.shownWait) return;
+    this.shownWait = shown;
+    this.waitWrite = this.waitWrite
+      .then(() => this.deps.writes.setWaiting(this.turn.id, this.turn.taskId, shown))
+      .catch((err: unknown) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'the task\'s waiting state was not written'));
   }
 
   text(delta: string): void {

@@ -13,6 +13,9 @@ export type WebhookAttemptResult = 'delivered' | 'retrying' | 'dead';
 /** Where a store failure that means "unavailable" (store-errors.ts) was met. */
 export type StoreErrorSource = 'http' | 'turns' | 'webhooks' | 'metrics';
 
+/** A provider whose limits calls wait under (agent/providers/provider-gate.ts). */
+export type LimitedProvider = 'model' | 'search';
+
 export interface Metrics {
   /** A request was answered: its route template (never the raw path), status and time to answer. */
   httpRequest(request: { method: string; route: string; status: number; seconds: number | null }): void;
@@ -23,6 +26,10 @@ export interface Metrics {
   /** What a model call used, as its provider reported it (input counts the cached input too), and the compactions before it. */
   modelUsage(usage: { tokensIn: number; tokensInCached: number; tokensOut: number; compactions: number }): void;
   webhookAttempt(result: WebhookAttemptResult): void;
+  /** A provider call got its place after waiting `seconds` (0 when it waited for nothing) under the provider's limits. */
+  providerWait(provider: LimitedProvider, seconds: number): void;
+  /** Calls waiting for their place changed by `delta` (+1 one more waits, -1 one stopped waiting). */
+  providerWaiting(provider: LimitedProvider, delta: number): void;
   storeUnavailable(source: StoreErrorSource): void;
 }
 
@@ -40,5 +47,7 @@ export const NO_METRICS: Metrics = {
   turnEnded() {},
   modelUsage() {},
   webhookAttempt() {},
+  providerWait() {},
+  providerWaiting() {},
   storeUnavailable() {},
 };

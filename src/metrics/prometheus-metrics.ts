@@ -7,11 +7,14 @@
 import { Counter, Gauge, Histogram, Registry, type Metric, type MetricValue } from 'prom-client';
 import type { TurnsRepository } from '../store/store.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
-import type { ScrapableMetrics, StoreErrorSource, TurnOutcome, WebhookAttemptResult } from './metrics.js';
+import type { LimitedProvider, ScrapableMetrics, StoreErrorSource, TurnOutcome, WebhookAttemptResult } from './metrics.js';
 
 const TURN_OUTCOMES: TurnOutcome[] = ['completed', 'failed', 'stopped'];
 const WEBHOOK_RESULTS: WebhookAttemptResult[] = ['delivered', 'retrying', 'dead'];
 const STORE_ERROR_SOURCES: StoreErrorSource[] = ['http', 'turns', 'webhooks', 'metrics'];
+const LIMITED_PROVIDERS: LimitedProvider[] = ['model', 'search'];
+/** A provider call waits nothing, a pacing gap, or a provider's reset (up to a minute and more). */
+const PROVIDER_WAIT_BUCKETS_S = [0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 /** Answers take milliseconds; long-polls up to a minute. */
 const HTTP_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** A turn is seconds to its limit (max_turn_seconds, up to hours). */
@@ -34,6 +37,8 @@ export class PrometheusMetrics implements ScrapableMetrics {
   private readonly compactions: Counter;
   private readonly webhookAttempts: Counter<'status'>;
   private readonly storeErrors: Counter<'component'>;
+  private readonly providerWaits: Histogram<'provider'>;
+  private readonly providerWaitingCalls: Gauge<'provider'>;
 
   constructor(opts: PrometheusMetricsOptions) {
     const registers = [this.registry];
@@ -51,6 +56,11 @@ export class PrometheusMetrics implements ScrapableMetrics {
       labelNames: ['status'], registers,
     });
     this.storeErrors = new Counter({ name: 'quarry_store_errors_total', help: 'Store operations that found the database unavailable (busy, disk full, connection lost), by component.', labelNames: ['component'], registers });
+    this.providerWaits = new Histogram({
+      name: 'quarry_provider_wait_seconds', help: 'How long a call to a provider (model, search) waited for its place under the provider\'s limits, fixed or learned; 0 when it waited for nothing.',
+      labelNames: ['provider'], buckets: PROVIDER_WAIT_BUCKETS_S, registers,
+    });
+    this.providerWaitingCalls = new Gauge({ name: 'quarry_provider_waiting_calls', help: 'Calls of this process waiting now for their place under a provider\'s limits, by provider.', labelNames: ['provider'], registers });
     const storeGauge = (name: string, help: string, count: () => Promise<number>) => {
       const gauge: Gauge = new Gauge({
         name, help, registers,
@@ -79,6 +89,10 @@ export class PrometheusMetrics implements ScrapableMetrics {
     for (const type of ['input', 'cached_input', 'output']) this.tokens.inc({ type }, 0);
     for (const status of WEBHOOK_RESULTS) this.webhookAttempts.inc({ status }, 0);
     for (const component of STORE_ERROR_SOURCES) this.storeErrors.inc({ component }, 0);
+    for (const provider of LIMITED_PROVIDERS) {
+      this.providerWaits.zero({ provider });
+      this.providerWaitingCalls.set({ provider }, 0);
+    }
   }
 
   get contentType(): string {
@@ -118,6 +132,14 @@ export class PrometheusMetrics implements ScrapableMetrics {
 
   webhookAttempt(result: WebhookAttemptResult): void {
     this.webhookAttempts.inc({ status: result });
+  }
+
+  providerWait(provider: LimitedProvider, seconds: number): void {
+    this.providerWaits.observe({ provider }, seconds);
+  }
+
+  providerWaiting(provider: LimitedProvider, delta: number): void {
+    this.providerWaitingCalls.inc({ provider }, delta);
   }
 
   storeUnavailable(source: StoreErrorSource): void {

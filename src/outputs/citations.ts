@@ -14,11 +14,14 @@
 import type { RowSource, SourceCheck } from '../contract/index.js';
 import type { DomainPolicy } from '../net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../domain/records.js';
+import { normalizeQuoteText } from '../domain/value-match.js';
 
 export interface CheckedSource extends RowSource {
   verified: boolean;
   check: SourceCheck;
   source_id?: string;
+  /** Per column it backs: whether its quote holds the value (cell-support.ts). */
+  supports?: Record<string, boolean | null>;
 }
 
 /** The key two spellings of one URL share: parsed, without its fragment. Unparsable text is its own key. */
@@ -35,26 +38,6 @@ export function urlKey(url: string): string {
 /** An upload's snapshot URL. */
 export function uploadUrl(uploadId: string): string {
   return `upload:${uploadId}`;
-}
-
-/** Typographic quotes, dashes and the ellipsis, as plain text types them; soft hyphens and zero-width spaces dropped. */
-const PLAIN: Record<string, string> = {
-  '\u2018': "'", '\u2019': "'", '\u201a': "'", '\u201b': "'", '\u2032': "'", '\u0060': "'", '\u00b4': "'",
-  '\u201c': '"', '\u201d': '"', '\u201e': '"', '\u201f': '"', '\u2033': '"', '\u00ab': '"', '\u00bb': '"',
-  '\u2010': '-', '\u2011': '-', '\u2012': '-', '\u2013': '-', '\u2014': '-', '\u2015': '-', '\u2212': '-', '\u2e3a': '-', '\u2e3b': '-', '\ufe58': '-', '\ufe63': '-', '\uff0d': '-',
-  '\u2026': '...', '\u00ad': '', '\u200b': '', '\u200c': '', '\u200d': '', '\u2060': '',
-};
-const TYPOGRAPHY = new RegExp(`[${Object.keys(PLAIN).map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}]`, 'g');
-/**
- * Runs of white space that are not already one plain space. A pattern matching every space
- * would match between almost all words and replace each with itself: on a 20 MB page that was
- * nearly a second, most of it garbage collection.
- */
-const SPACE = /[\t\n\v\f\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]\s*| \s+/g;
-
-/** The form quotes and pages are compared in: lower case, typographic quotes and dashes made plain, every run of white space one space. */
-export function normalizeQuoteText(text: string): string {
-  return text.toLowerCase().replace(TYPOGRAPHY, (c) => PLAIN[c]!).replace(SPACE, ' ').trim();
 }
 
 /**

@@ -53,6 +53,9 @@ export interface TasksTable {
   group_id: ColumnType<string | null, string | null | undefined, string | null>;
   group_input_idx: ColumnType<number | null, number | null | undefined, number | null>;
   group_input: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Cells of the task's rows a source supports, and cells checked and supported by none (decisions §17.1). */
+  supported_cells: ColumnType<number, number | undefined, number>;
+  unsupported_cells: ColumnType<number, number | undefined, number>;
   /** Raised by every change of the row: the list's cached views are of one version. */
   version: ColumnType<number, number | undefined, number>;
   /** When a deleted task's data was purged (src/pruner.ts); null before. */
@@ -64,6 +67,8 @@ export interface TasksTable {
   last_outcome: ColumnType<string | null, string | null | undefined, string | null>;
   /** The spec's prompt, for the list's text search: written with every spec. */
   prompt: ColumnType<string | null, string | null | undefined, string | null>;
+  /** What a running turn waits on (`model_rate_limit`, `search_rate_limit`); null otherwise. */
+  waiting: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GroupsTable {
@@ -147,6 +152,9 @@ export interface OutputsTable {
   output_id: string;
   row_count: number;
   verified_count: ColumnType<number, number | undefined, number>;
+  supported_cells: ColumnType<number, number | undefined, number>;
+  unsupported_cells: ColumnType<number, number | undefined, number>;
+  unchecked_cells: ColumnType<number, number | undefined, number>;
   updated_at: string;
 }
 
@@ -192,6 +200,23 @@ export interface RateWindowsTable {
   key_id: string;
   window_start: string;
   hits: number;
+}
+
+/** A provider's shared limits (migration 000015); times in ms since the epoch. */
+export interface ProviderLimitsTable {
+  provider: string;
+  next_request_at: ColumnType<number | string, number | undefined, number>;
+  next_token_at: ColumnType<number | string, number | undefined, number>;
+  blocked_until: ColumnType<number | string, number | undefined, number>;
+  learned_rpm: ColumnType<number | null, number | null | undefined, number | null>;
+  learned_tpm: ColumnType<number | null, number | null | undefined, number | null>;
+}
+
+/** A provider call in flight, under a lease (QUARRY_MODEL_CONCURRENCY). */
+export interface ProviderCallsTable {
+  provider: string;
+  call_id: string;
+  expires_at: ColumnType<number | string, number, number>;
 }
 
 export interface UploadChunksTable {
@@ -259,6 +284,8 @@ export interface Database {
   idempotency: IdempotencyTable;
   settings: SettingsTable;
   rate_windows: RateWindowsTable;
+  provider_limits: ProviderLimitsTable;
+  provider_calls: ProviderCallsTable;
   upload_chunks: UploadChunksTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

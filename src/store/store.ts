@@ -11,7 +11,7 @@
  */
 import type {
   AccountRecord, ApiKeyRecord, AttemptResult, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
-  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
+  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, ProviderLimitState, RowTally, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
   GroupListFilter, GroupRunRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
 } from '../domain/records.js';
 import type { RunStatus } from '../contract/index.js';
@@ -167,7 +167,12 @@ export interface RowsRepository {
    * Appends rows (already serialized, without their numbers) under `writeKey`. Writing the same
    * key twice does nothing the second time, so replayed tool calls never duplicate rows.
    */
-  append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string, verifiedRows?: number): Promise<{ firstRow: number; count: number; replayed: boolean }>;
+  append(taskId: string, outputId: string, writeKey: string, rows: ((rowNumber: number) => string)[], at: string, tally?: RowTally): Promise<{ firstRow: number; count: number; replayed: boolean }>;
+  /**
+   * Replaces the stored JSON of rows already written (a recheck) and sets the output's verified
+   * and cell counts to what they are now over all its rows. The row count stays.
+   */
+  rewrite(taskId: string, outputId: string, rows: { rowNumber: number; data: string }[], counts: RowTally): Promise<void>;
   /** Rows `offset + 1` to `offset + limit` in order: each one's stored JSON, as UTF-8 bytes. */
   read(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]>;
 }
@@ -284,6 +289,13 @@ export interface ClusterRepository {
   hitRateWindow(keyId: string, windowStart: string, hits?: number): Promise<number>;
   getSetting(key: string): Promise<string | undefined>;
   setSetting(key: string, value: string): Promise<void>;
+  /** A provider's shared limit state (made on first use); `lock: true` holds it to the transaction's end. */
+  providerLimits(provider: string, opts?: { lock?: boolean }): Promise<ProviderLimitState>;
+  setProviderLimits(provider: string, patch: Partial<ProviderLimitState>): Promise<void>;
+  /** Counts the provider's calls in flight whose lease runs past `now`, dropping those that expired. */
+  countProviderCalls(provider: string, now: number): Promise<number>;
+  addProviderCall(provider: string, callId: string, expiresAt: number): Promise<void>;
+  removeProviderCall(provider: string, callId: string): Promise<void>;
 }
 
 /** A lock held by this process until released or until the process dies. */

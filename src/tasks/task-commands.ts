@@ -79,6 +79,10 @@ export class TaskCommands {
     return { ...reply, queued: false, task: toTaskView(task) };
   }
 
+  async recheck(accountId: string, taskId: string): Promise<{ rows: number; changed: number }> {
+    return this.opts.tasks.recheck(accountId, taskId);
+  }
+
   async stop(accountId: string, taskId: string, clearQueue: boolean): Promise<TaskReply> {
     return this.opts.tasks.stop(accountId, taskId, clearQueue);
   }

@@ -244,6 +244,7 @@ function stateView(state: TaskStateRecord): TaskState {
     status: state.status,
     phase: state.phase,
     activity: state.activity,
+    waiting: state.waiting,
     queued_messages: state.queuedCount,
     turn: turn ? { id: turn.id, kind: turn.kind, started_at: turn.startedAt } : null,
     last_event_id: state.lastEventSeq,

@@ -8,13 +8,16 @@
  */
 import { hasCredits } from '../accounts/accounts.js';
 import type { Schedule, Task, TaskSpec } from '../contract/index.js';
-import type { TaskPatch, TaskRecord } from '../domain/records.js';
+import type { RowTally, TaskPatch, TaskRecord } from '../domain/records.js';
 import { nextCronRun, normalizeSchedule } from '../domain/spec.js';
 import { isVisibleTo, toReplyView, toTaskView } from '../domain/task-view.js';
 import type { Config } from '../config.js';
 import { QuarryError, turnError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Store } from '../store/store.js';
+import { domainPolicy } from '../net/domain-policy.js';
+import { CitationChecker, rowVerified, urlKey, type CheckedSource } from '../outputs/citations.js';
+import { columnTypes, countCells, emptyCounts, recheckRow, storedRow } from '../outputs/cell-support.js';
 import { Admission } from './admission.js';
 import { beginTurn, endTurn, insertTask, newTurn } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
@@ -144,6 +147,57 @@ export class TaskService {
       if (!turnId) return { queued: false, turnId: null };
       unit.uow.turnCancelled(turnId);
       return { queued: false, turnId: await endTurn(unit, turnId, 'stopped', null) };
+    });
+  }
+
+  /**
+   * Checks every row of every output again against the task's stored snapshots (decisions
+   * §17.1): sources, cells, and the counts of both. Nothing is fetched; a row is stored again
+   * only when a verdict changed, so a second recheck changes nothing. The task is locked
+   * throughout, so no row is appended meanwhile.
+   */
+  async recheck(accountId: string, taskId: string): Promise<{ rows: number; changed: number }> {
+    return this.units.run(async (uow) => {
+      const task = await uow.tx.tasks.get(taskId, { lock: true });
+      if (!isVisibleTo(task, accountId)) throw QuarryError.taskNotFound(taskId);
+      const stats = await uow.tx.rows.stats(taskId);
+      const stored = new Map<string, string[]>();
+      const urls = new Set<string>();
+      const uploads = new Set<string>();
+      for (const s of stats) {
+        if (!task.spec.outputs.some((o) => o.id === s.outputId)) continue;
+        const rows = (await uow.tx.rows.read(taskId, s.outputId, 0, s.rowCount)).map((b) => b.toString());
+        stored.set(s.outputId, rows);
+        for (const data of rows) {
+          for (const source of storedRow(data).row.sources) {
+            if (source.url !== undefined) urls.add(urlKey(source.url));
+            if (source.upload_id !== undefined) uploads.add(source.upload_id);
+          }
+        }
+      }
+      const checker = new CitationChecker(await uow.tx.sources.cited(taskId, [...urls], [...uploads]), domainPolicy(task.spec.sources));
+      const total = { rows: 0, changed: 0 };
+      const cells = emptyCounts();
+      for (const [outputId, rows] of stored) {
+        const typeOf = columnTypes(task.spec.outputs.find((o) => o.id === outputId)!);
+        const counts: RowTally = { verified: 0, cells: emptyCounts() };
+        const changed: { rowNumber: number; data: string }[] = [];
+        for (const data of rows) {
+          const again = recheckRow(data, checker, typeOf);
+          if (rowVerified(again.row.sources as CheckedSource[])) counts.verified++;
+          countCells(counts.cells, again.row.support ?? {});
+          if (again.data !== data) changed.push({ rowNumber: again.rowNumber, data: again.data });
+        }
+        await uow.tx.rows.rewrite(taskId, outputId, changed, counts);
+        total.rows += rows.length;
+        total.changed += changed.length;
+        cells.supported += counts.cells.supported;
+        cells.unsupported += counts.cells.unsupported;
+      }
+      if (cells.supported !== (task.supportedCells ?? 0) || cells.unsupported !== (task.unsupportedCells ?? 0)) {
+        new TaskUnit(uow, task).set({ supportedCells: cells.supported, unsupportedCells: cells.unsupported });
+      }
+      return total;
     });
   }
 

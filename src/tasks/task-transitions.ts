@@ -7,6 +7,7 @@
 import type { TaskActivity, TaskPhase, TurnKind } from '../contract/index.js';
 import { fromMicros } from '../domain/credits.js';
 import type { LastTurnRecord, TaskRecord, TurnRecord } from '../domain/records.js';
+import { citationAccuracy } from '../domain/task-view.js';
 import type { TurnError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { Admission } from './admission.js';
@@ -113,7 +114,7 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
     unit.uow.turnReady();
     unit.set({ status: 'execute', ...startingState(next.kind), currentTurnId: next.id, queuedCount: Math.max(0, unit.task.queuedCount - 1) });
   } else {
-    unit.set({ status: 'plan', phase: 'plan', activity: 'idle', currentTurnId: null });
+    unit.set({ status: 'plan', phase: 'plan', activity: 'idle', waiting: null, currentTurnId: null });
   }
   unit.taskEvent('turn_ended', turnId);
   const outputCount = unit.task.spec.outputs.length;
@@ -128,6 +129,7 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
     rows_written: usage?.rowsWritten ?? 0,
     verified_rows: usage?.verifiedRows ?? 0,
     unverified_rows: (usage?.rowsWritten ?? 0) - (usage?.verifiedRows ?? 0),
+    citation_accuracy: citationAccuracy(unit.task),
     // The queued message that starts now, or null: the task is idle (streams of the task end here).
     next_turn_id: next?.id ?? null,
   });

@@ -7,10 +7,10 @@
 import { hasCredits } from '../accounts/accounts.js';
 import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
 import type { Config } from '../config.js';
-import type { EventPayload, TaskActivity, TaskPhase, TaskSpec } from '../contract/index.js';
+import type { EventPayload, TaskActivity, TaskPhase, TaskSpec, TaskWait } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
-import type { TaskRecord, TurnRecord } from '../domain/records.js';
+import type { RowTally, TaskRecord, TurnRecord } from '../domain/records.js';
 import { turnError, type TurnError } from '../errors.js';
 import { endTurn, startingState } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
@@ -21,6 +21,8 @@ export interface TurnWritesOptions {
   /** The prices a step is charged at. */
   config: Pick<Config, 'prices'>;
 }
+
+const NO_TALLY: RowTally = { verified: 0, cells: { supported: 0, unsupported: 0, unchecked: 0 } };
 
 /** The running turn's side of the task state machine. */
 export class TurnWrites {
@@ -59,6 +61,13 @@ export class TurnWrites {
     });
   }
 
+  /** Shows what the running turn waits on (the task's `waiting`), or that it waits on nothing. No event: it is state to poll. */
+  async setWaiting(turnId: string, taskId: string, waiting: TaskWait | null): Promise<void> {
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      if ((unit.task.waiting ?? null) !== waiting) unit.set({ waiting });
+    });
+  }
+
   /** Moves the task's phase or activity while its turn runs; an event is stored only on change. */
   async setTurnState(turnId: string, taskId: string, state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void> {
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
@@ -84,14 +93,18 @@ export class TurnWrites {
   }
 
   /** Appends validated rows once per write key; false when the turn no longer runs. */
-  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], verifiedRows = 0): Promise<{ firstRow: number; count: number } | null> {
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], tally: RowTally = NO_TALLY): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
-      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, verifiedRows);
+      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, tally);
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) {
-        unit.set({ activeOutput: outputId });
-        await unit.tx.turns.addRows(turnId, { written: r.count, verified: verifiedRows });
+        unit.set({
+          activeOutput: outputId,
+          supportedCells: (unit.task.supportedCells ?? 0) + tally.cells.supported,
+          unsupportedCells: (unit.task.unsupportedCells ?? 0) + tally.cells.unsupported,
+        });
+        await unit.tx.turns.addRows(turnId, { written: r.count, verified: tally.verified });
       }
     });
     if (written) crashPoint('rows.appended');

@@ -45,7 +45,7 @@ function ctx(list: InputFile[] = inputs, signal = new AbortController().signal):
   const unused = () => {
     throw new Error('not used by read_input');
   };
-  return { signal, offline: false, writeKey: 'test', callId: 'call_1', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: async () => list, workspaceDir: unused, recordSource: async () => 'src_test', citedSources: unused, source: unused };
+  return { signal, offline: false, writeKey: 'test', callId: 'call_1', spec: unused, updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: async () => list, workspaceDir: unused, recordSource: async () => 'src_test', citedSources: unused, source: unused, waitingOn: unused };
 }
 
 function read(args: { upload_id: string; offset?: number; length?: number }, context: ToolContext = ctx()): Promise<ToolResult> {

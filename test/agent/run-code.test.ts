@@ -79,6 +79,7 @@ function harness(opts: { signal?: AbortSignal } = {}): Harness {
     recordSource: async () => 'src_test',
     citedSources: async () => [],
     source: async () => undefined,
+    waitingOn: () => () => undefined,
   };
   return { ctx, written, dir };
 }

@@ -389,7 +389,9 @@ describe('verified sources through the API', () => {
       const jsonl = await h.request('GET', `/task/${ran.taskId}/outputs/facts?format=jsonl`);
       assert.equal(jsonl.status, 200, jsonl.text);
       const parsed = jsonl.text.trim().split('\n').map((l) => JSON.parse(l));
-      assert.deepEqual(parsed.find((r) => r.name === 'exact')._sources, [{ url: page(), quote: EXACT, fields: ['name'], verified: true, check: 'quote_found', source_id: snapshotOf(page()).source_id }]);
+      // The quote is found, but it does not hold the row's name ("exact"): the cell is unsupported.
+      assert.deepEqual(parsed.find((r) => r.name === 'exact')._sources, [{ url: page(), quote: EXACT, fields: ['name'], verified: true, check: 'quote_found', source_id: snapshotOf(page()).source_id, supports: { name: false } }]);
+      assert.deepEqual(parsed.find((r) => r.name === 'exact')._support, { name: 'unsupported' });
       assert.deepEqual(parsed.find((r) => r.name === 'fabricated')._sources[0].check, 'quote_not_found');
       assert.equal(parsed.find((r) => r.name === 'fabricated')._sources[0].verified, false);
     });
@@ -540,7 +542,8 @@ describe('verified sources through the API', () => {
 
     const rows = await rowsOf(h, ran.taskId);
     assert.equal(rows.length, 1, 'nothing of the refused call was stored');
-    assert.deepEqual(rows[0]._sources, [{ url: page, quote: EXACT, verified: true, check: 'quote_found', source_id: snapshot.source_id }]);
+    assert.deepEqual(rows[0]._sources, [{ url: page, quote: EXACT, verified: true, check: 'quote_found', source_id: snapshot.source_id, supports: { name: true, opened: true } }]);
+    assert.deepEqual(rows[0]._support, { name: 'supported', opened: 'supported' });
     const events = await taskEvents(h, ran.taskId);
     assert.deepEqual(events.filter((e) => e.type === 'tool' && e.name === 'write_rows' && e.state !== 'started').map((e) => e.state), ['failed', 'finished']);
     const listing = (await h.request('GET', `/task/${ran.taskId}/outputs`)).body.outputs[0];
@@ -735,7 +738,7 @@ describe('verified sources through the API', () => {
       assert.equal(ok.status, 200, ok.text);
     });
 
-    it('citations must be flag or require_verified', async () => {
+    it('citations must be flag, require_verified or require_supported', async () => {
       expect422(await start({ citations: 'bogus' }), 'task.citations');
     });
 

@@ -33,7 +33,7 @@ function toolCtx(signal: AbortSignal = new AbortController().signal): ToolContex
   };
   return {
     signal, offline: false, writeKey: 'test', callId: 'call_1', spec: () => normalizeSpec({}), updateSpec: unused, rowCounts: unused, appendRows: unused, inputs: unused, workspaceDir: unused,
-    recordSource: async () => 'src_test', citedSources: unused, source: unused,
+    recordSource: async () => 'src_test', citedSources: unused, source: unused, waitingOn: () => () => undefined,
   };
 }
 

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CitationChecker, normalizeQuoteText, rowVerified, uploadUrl, urlKey, type CheckedSource } from '../../src/outputs/citations.js';
+import { CitationChecker, rowVerified, uploadUrl, urlKey, type CheckedSource } from '../../src/outputs/citations.js';
+import { normalizeQuoteText } from '../../src/domain/value-match.js';
 import { domainPolicy, normalizeDomain, OPEN_POLICY } from '../../src/net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../../src/domain/records.js';
 

@@ -56,6 +56,12 @@ export function startFakeAnthropic(): Promise<FakeAnthropic> {
     path: '/v1/messages',
     checkAnswer: { text: '', usage: { input_tokens: 0, output_tokens: 0 } },
     errorBody: (status, message, reply) => ({ type: 'error', error: { type: reply?.errorType ?? errorType(status), message } }),
+    // Anthropic's headers: limits a minute, resets as RFC 3339 times.
+    rateLimitHeaders: ({ perMinute, remaining, resetAt }) => ({
+      'anthropic-ratelimit-requests-limit': String(perMinute),
+      'anthropic-ratelimit-requests-remaining': String(remaining),
+      'anthropic-ratelimit-requests-reset': resetAt.toISOString().replace(/\.\d+Z$/, 'Z'),
+    }),
     // Like the real API: the version header and max_tokens are required.
     refusal(headers, body) {
       if (!headers['anthropic-version']) return [400, 'anthropic-version: header is required'];

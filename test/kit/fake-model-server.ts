@@ -58,8 +58,31 @@ export interface RecordedModelRequest<Body> {
 /** `index` is the request's position in `requests`. */
 export type FakeModelResponder<Reply, Body> = (body: Body, index: number) => Reply | Promise<Reply>;
 
+/** A provider's rate limit as the fake keeps it: at most `requests` in any `windowMs` (a sliding window). */
+export interface FakeRateLimit {
+  requests: number;
+  windowMs: number;
+}
+
+/** Where a fake's rate limit stands as an answer leaves: what the API's headers say. */
+export interface RateLimitStanding {
+  /** The limit as the API states it: requests a minute. */
+  perMinute: number;
+  remaining: number;
+  /** When the window ends: ms from now, and the time. */
+  resetMs: number;
+  resetAt: Date;
+}
+
 export interface FakeModelServer<Reply, Body> {
   readonly url: string;
+  /**
+   * From now on, at most `requests` requests a window are answered; the others get the API's
+   * 429 with Retry-After, and every answer carries the API's rate-limit headers. null: no limit.
+   */
+  limitRate(limit: FakeRateLimit | null): void;
+  /** Requests refused with a 429 by limitRate (not in `requests`). */
+  rateLimited(): number;
   /** Every well-formed request, in order of arrival. */
   readonly requests: RecordedModelRequest<Body>[];
   /** Appends replies to the queue; each request takes the first one. */
@@ -94,6 +117,8 @@ export interface ModelProtocol<Reply extends FakeModelReply, Body extends FakeMo
   answersWithError?(reply: Reply): boolean;
   /** The answer to the engine's check of the outputs while it is not recorded: no text, no tokens. */
   checkAnswer: Reply;
+  /** The API's rate-limit headers on every answer (OpenAI's `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`). */
+  rateLimitHeaders(standing: RateLimitStanding): Record<string, string>;
   /** The answer to a request that did not ask for a stream. */
   json(reply: Reply, body: Body, index: number): object;
   /** The server-sent events, each a complete event text, of a streamed answer. */
@@ -108,6 +133,25 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
   let responder: FakeModelResponder<Reply, Body> | null = null;
   let active = 0;
   let answerChecks = true;
+  let rateLimit: FakeRateLimit | null = null;
+  /** Arrival times of the requests answered within the last window (a sliding window, as the providers' buckets refill). */
+  let admitted: number[] = [];
+  let refused = 0;
+  /** Counts a request against the rate limit: the headers to answer with, whether it is refused, and when a place frees. */
+  const countRequest = (): { headers: Record<string, string>; refuse: boolean; resetMs: number } | undefined => {
+    if (!rateLimit) return undefined;
+    const now = Date.now();
+    const { requests, windowMs } = rateLimit;
+    admitted = admitted.filter((at) => at > now - windowMs);
+    const refuse = admitted.length >= requests;
+    if (!refuse) admitted.push(now);
+    // Until the oldest leaves the window: the next place.
+    const resetMs = admitted[0]! + windowMs - now;
+    return {
+      refuse, resetMs,
+      headers: protocol.rateLimitHeaders({ perMinute: Math.round((requests * 60_000) / windowMs), remaining: requests - admitted.length, resetMs, resetAt: new Date(now + resetMs) }),
+    };
+  };
   const waiters = new Set<{ n: number; resolve: () => void }>();
   const sendError = (res: ServerResponse, status: number, message: string, reply?: Reply) => sendJson(res, status, protocol.errorBody(status, message, reply));
   const answersWithError = protocol.answersWithError ?? ((reply: Reply) => reply.status !== undefined || reply.errorMessage !== undefined);
@@ -130,8 +174,16 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     } catch {
       return sendError(res, 400, 'The body is not valid JSON.');
     }
-    const refused = protocol.refusal?.(req.headers, body);
-    if (refused) return sendError(res, ...refused);
+    const refusal = protocol.refusal?.(req.headers, body);
+    if (refusal) return sendError(res, ...refusal);
+    const limited = countRequest();
+    if (limited) for (const [name, value] of Object.entries(limited.headers)) res.setHeader(name, value);
+    if (limited?.refuse) {
+      refused++;
+      // Retry-After in whole seconds, as both APIs send it.
+      res.setHeader('retry-after', String(Math.max(1, Math.ceil(limited.resetMs / 1000))));
+      return sendError(res, 429, 'Rate limit reached for requests. Please try again later.');
+    }
     const check = answerChecks && asksOutputCheck(body);
     const index = check ? requests.length : requests.push({ path, headers: req.headers, body }) - 1;
     for (const waiter of waiters) {
@@ -204,6 +256,11 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
   return {
     url: server.url,
     requests,
+    limitRate(limit) {
+      rateLimit = limit;
+      admitted = [];
+    },
+    rateLimited: () => refused,
     script: (...replies) => void queue.push(...replies),
     setResponder: (fn) => void (responder = fn),
     recordChecks: () => void (answerChecks = false),

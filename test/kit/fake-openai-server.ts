@@ -54,6 +54,12 @@ export async function startFakeOpenAI(): Promise<FakeOpenAI> {
     path: '/v1/chat/completions',
     checkAnswer: { text: '', usage: { prompt_tokens: 0, completion_tokens: 0 } },
     errorBody: (status, message) => ({ error: { message, type: errorType(status) } }),
+    // OpenAI's headers: limits a minute, resets as durations ("6m0s", "20ms").
+    rateLimitHeaders: ({ perMinute, remaining, resetMs }) => ({
+      'x-ratelimit-limit-requests': String(perMinute),
+      'x-ratelimit-remaining-requests': String(remaining),
+      'x-ratelimit-reset-requests': goDuration(resetMs),
+    }),
     json: (reply, body, index) => completionObject(toCompletion(reply, body, index, prompts)),
     events: (reply, body, index) => streamEvents(toCompletion(reply, body, index, prompts), body.stream_options?.include_usage === true),
   });
@@ -157,4 +163,12 @@ function errorType(status: number): string {
   if (status === 429) return 'rate_limit_error';
   if (status >= 400 && status < 500) return 'invalid_request_error';
   return 'server_error';
+}
+
+/** A duration as OpenAI writes its resets: "20ms" under a second, else "1m5.5s", "6m0s", "12s". */
+export function goDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Number(((ms % 60_000) / 1000).toFixed(3));
+  return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
 }

@@ -18,7 +18,7 @@ import type {
 import crypto from 'node:crypto';
 import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../../src/agent/turn-port.js';
 import type { SourceSnapshotRecord } from '../../src/domain/records.js';
-import type { TaskActivity, TaskPhase, TurnKind } from '../../src/contract/index.js';
+import type { TaskActivity, TaskPhase, TaskWait, TurnKind } from '../../src/contract/index.js';
 import type { TaskSpec, TaskSpecInput } from '../../src/contract/index.js';
 import { normalizeSpec } from '../../src/domain/spec.js';
 
@@ -294,6 +294,18 @@ export class InMemoryTurn implements TurnPort {
     this.phase = phase;
     this.activity = activity;
     this.journal.push({ type: 'state', phase, activity });
+  }
+
+  /** Calls waiting long on a provider now, as the task would show them. */
+  waitingNow = 0;
+
+  waitingOn(_wait: TaskWait): () => void {
+    this.waitingNow++;
+    let ended = false;
+    return () => {
+      if (!ended) this.waitingNow--;
+      ended = true;
+    };
   }
 
   text(delta: string): void {

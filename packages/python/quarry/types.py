@@ -58,6 +58,7 @@ class DoneEvent(_DoneEventRequired, total=False):
     """Of them, rows whose every source was verified."""
     unverified_rows: int
     """Of them, rows with a source that was not verified, or none."""
+    citation_accuracy: Optional[float]
     next_turn_id: Optional[str]
     tokens_in: int
     """A turn that ended: all input tokens of its model calls, cached ones included."""
@@ -151,6 +152,8 @@ class _TaskRequired(TypedDict):
     """plan: no turn runs; execute: a turn runs or waits; deleted; accepted on a 202 (message queued)."""
     phase: Optional[Literal["plan", "execute"]]
     activity: Optional[Literal["idle", "planning", "executing", "thinking"]]
+    waiting: Optional[Literal["model_rate_limit", "search_rate_limit"]]
+    """What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise."""
     output_count: int
     poll_after_s: int
     """Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run, at most 300)."""
@@ -167,6 +170,7 @@ class _TaskRequired(TypedDict):
     active_output: Optional[str]
     last_turn: Optional[LastTurn]
     """The last turn that ended, or null before the first ends."""
+    citation_accuracy: Optional[float]
 
 
 class Task(_TaskRequired, total=False):
@@ -339,8 +343,8 @@ class _TaskSpecRequired(TypedDict):
 
 class TaskSpec(_TaskSpecRequired, total=False):
     """The spec as stored: every default filled in."""
-    citations: Literal["flag", "require_verified"]
-    """flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent."""
+    citations: Literal["flag", "require_verified", "require_supported"]
+    """flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent; require_supported: as require_verified, and a row with an unsupported cell (a value no quote checked for it holds) is refused too."""
     sources: TaskSpecSources
     input_columns: List[TaskSpecInputColumnsItem]
 
@@ -491,8 +495,8 @@ class TaskSpecInput(TypedDict, total=False):
     schedule: Optional[TaskSpecInputSchedule]
     limits: TaskSpecInputLimits
     tools: List[Literal["web_search", "fetch_url", "read_input", "run_code"]]
-    citations: Literal["flag", "require_verified"]
-    """flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent."""
+    citations: Literal["flag", "require_verified", "require_supported"]
+    """flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent; require_supported: as require_verified, and a row with an unsupported cell (a value no quote checked for it holds) is refused too."""
     sources: TaskSpecInputSources
     input_columns: List[TaskSpecInputInputColumnsItem]
     """A group's spec only (POST /group): the columns every input has, declared as table columns are."""
@@ -579,6 +583,12 @@ class _OutputInfoRequired(TypedDict):
     """Rows with at least one source, every one of them verified."""
     unverified_rows: int
     """The other rows: row_count - verified_rows."""
+    supported_cells: int
+    """Cells a verified source's quote holds."""
+    unsupported_cells: int
+    """Cells checked against at least one quote that none holds."""
+    unchecked_cells: int
+    """Non-null cells no quote was checked for."""
     updated_at: Optional[str]
 
 
@@ -615,9 +625,11 @@ class _RowRequired(TypedDict):
 
 
 class Row(_RowRequired, total=False):
-    """One row: the output's columns (or report/records fields) plus _row, _sources and, when given, _basis."""
+    """One row: the output's columns (or report/records fields) plus _row, _sources, _support and, when given, _basis."""
     _basis: Dict[str, FieldBasis]
     """Per column: how sure the agent is and why (when it said)."""
+    _support: Dict[str, Literal["supported", "unsupported", "unchecked"]]
+    """Per non-null column: supported (a verified source's quote holds the value), unsupported (checked, and no quote holds it) or unchecked. Absent on rows written before cells were checked, until a recheck."""
 
 
 class RowSource(TypedDict, total=False):
@@ -633,6 +645,8 @@ class RowSource(TypedDict, total=False):
     """quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy)."""
     source_id: str
     """The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against."""
+    supports: Dict[str, Optional[bool]]
+    """quote_found sources: per column the source backs (its fields, else every non-null column), whether the quote holds the value after normalizing; null: not checked (booleans, json, prose)."""
 
 
 class OutputRef(TypedDict):
@@ -650,6 +664,14 @@ class OwnAccount(TypedDict):
     """Credits left (at most 6 decimal places)."""
     credits_used: float
     """Credits used so far (at most 6 decimal places)."""
+
+
+class RecheckResult(TypedDict):
+    """What a recheck did: every row checked again against the stored snapshots, nothing fetched."""
+    rows: int
+    """Rows checked again, over every output of the task."""
+    changed: int
+    """Of them, rows whose _sources checks, supports or _support changed (and were stored again)."""
 
 
 class SourceDetail(TypedDict):
@@ -697,6 +719,8 @@ class TaskState(TypedDict):
     status: Literal["plan", "execute", "deleted"]
     phase: Optional[Literal["plan", "execute"]]
     activity: Optional[Literal["idle", "planning", "executing", "thinking"]]
+    waiting: Optional[Literal["model_rate_limit", "search_rate_limit"]]
+    """What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise."""
     queued_messages: int
     turn: Optional[TaskStateTurn]
     last_event_id: int

@@ -61,7 +61,7 @@ export function createAnthropicProvider(opts: AnthropicOptions): ModelProvider {
   const endpoint: ProviderEndpoint = { provider: NAME, url, headers, ...endpointLimits(opts), errorTypeInMessage: true };
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
-    const answer = await postToProvider(endpoint, requestBody(opts, request, stream), request.signal, async (reply) =>
+    const answer = await postToProvider(endpoint, requestBody(opts, request, stream), request, async (reply) =>
       stream && !reply.isJson ? readEventStream(reply, request) : parseMessage(await reply.text()),
     );
     return modelResponse(request, answer, finishReason(answer.stopReason));

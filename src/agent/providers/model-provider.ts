@@ -1,3 +1,5 @@
+import type { RateLimitReport } from '../../retry-policy.js';
+
 /**
  * The contract every model provider fills (version 1). The agent loop talks only to this
  * interface, so adding a provider never touches the loop.
@@ -47,6 +49,8 @@ export interface ModelRequest {
    * delta carried, so the text reaches the task once either way.
    */
   onTextDelta?: (text: string) => void;
+  /** Called with what a successful answer's headers say of the provider's rate limits, as they arrive. */
+  onRateLimits?: (report: RateLimitReport) => void;
 }
 
 export interface ModelResponse {
@@ -72,11 +76,14 @@ export class ModelProviderError extends Error {
   readonly retryable: boolean;
   /** How long the server asked us to wait before trying again (its `Retry-After`), when it said. */
   readonly retryAfterMs: number | undefined;
-  constructor(message: string, opts: { status?: number; retryable: boolean; retryAfterMs?: number; cause?: unknown }) {
+  /** What the answer's headers said of the provider's rate limits (an HTTP error's answer only). */
+  readonly rateLimits: RateLimitReport | undefined;
+  constructor(message: string, opts: { status?: number; retryable: boolean; retryAfterMs?: number; rateLimits?: RateLimitReport; cause?: unknown }) {
     super(message, { cause: opts.cause });
     this.name = 'ModelProviderError';
     this.status = opts.status;
     this.retryable = opts.retryable;
     this.retryAfterMs = opts.retryAfterMs;
+    this.rateLimits = opts.rateLimits;
   }
 }

@@ -37,7 +37,7 @@ export function createOpenAICompatibleProvider(opts: OpenAICompatibleOptions): M
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     // Some servers ignore `stream: true` and answer with a plain completion.
-    const answer = await postToProvider(endpoint, requestBody(opts.model, request, stream, opts.sendCacheKey ?? true), request.signal, async (reply) =>
+    const answer = await postToProvider(endpoint, requestBody(opts.model, request, stream, opts.sendCacheKey ?? true), request, async (reply) =>
       stream && !reply.isJson ? readEventStream(reply, request) : parseCompletion(await reply.text()),
     );
     const inputTokens = tokenCount(answer.usage?.prompt_tokens);

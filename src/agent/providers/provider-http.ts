@@ -9,7 +9,7 @@
  * times the CPU of the call itself (measured: ~290 µs against ~100 µs a call on loopback).
  */
 import { DEFAULT_MODEL_TIMEOUT_MS } from '../../config.js';
-import { retryAfterMs } from '../../retry-policy.js';
+import { rateLimitReport, retryAfterMs } from '../../retry-policy.js';
 import { STATUS_CODES } from 'node:http';
 import { request } from 'undici';
 import { ModelProviderError, type ModelMessage, type ModelRequest, type ModelResponse, type ModelToolCall } from './model-provider.js';
@@ -82,15 +82,17 @@ export interface ProviderAnswer {
 
 /**
  * POSTs `body` as JSON and hands the 2xx answer to `read`. A status that is not 2xx becomes a
- * ModelProviderError carrying the status; a network failure or the time limit a retryable one;
- * the caller's abort an AbortError.
+ * ModelProviderError carrying the status and what its headers said of the rate limits; a network
+ * failure or the time limit a retryable one; the caller's abort an AbortError. What a 2xx
+ * answer's headers say of the rate limits goes to the request's `onRateLimits` as they arrive.
  */
 export async function postToProvider<T>(
   endpoint: ProviderEndpoint,
   body: JsonObject,
-  signal: AbortSignal,
+  request: Pick<ModelRequest, 'signal' | 'onRateLimits'>,
   read: (answer: ProviderAnswer) => T | Promise<T>,
 ): Promise<T> {
+  const { signal } = request;
   if (signal.aborted) throw abortError(signal);
   const json = JSON.stringify(body);
 
@@ -157,6 +159,7 @@ export async function postToProvider<T>(
     };
 
     if (response.statusCode < 200 || response.statusCode > 299) throw statusError(endpoint, response, await text());
+    request.onRateLimits?.(rateLimitReport((name) => headerOf(response.headers, name)));
 
     return await read({
       isJson: headerOf(response.headers, 'content-type')?.includes('application/json') ?? false,
@@ -194,6 +197,7 @@ function statusError(endpoint: ProviderEndpoint, response: ModelHttpAnswer, body
     status,
     retryable: status === 408 || status === 409 || status === 429 || status >= 500,
     retryAfterMs: retryAfterMs((name) => headerOf(response.headers, name)),
+    rateLimits: rateLimitReport((name) => headerOf(response.headers, name)),
   });
 }
 

@@ -5,7 +5,7 @@
 import type { TurnPort } from '../turn-port.js';
 
 /** The part of the turn's port a tool may use as it is; state, events and checkpoints stay the loop's. */
-const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir', 'recordSource', 'citedSources', 'source'] as const;
+const TOOL_METHODS = ['spec', 'updateSpec', 'rowCounts', 'inputs', 'workspaceDir', 'recordSource', 'citedSources', 'source', 'waitingOn'] as const;
 type ToolMethod = (typeof TOOL_METHODS)[number];
 
 /** A port method with its leading write key bound, so a tool cannot write under another call's key. */
@@ -23,7 +23,7 @@ export type ToolContext = Pick<TurnPort, 'signal' | 'offline' | ToolMethod> & {
 /** The view of `port` one tool call gets. */
 export function toolContext(port: Pick<TurnPort, 'signal' | 'offline' | 'appendRows' | ToolMethod>, writeKey: string, callId: string): ToolContext {
   const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
-  return { ...methods, signal: port.signal, offline: port.offline, writeKey, callId, appendRows: (outputId, rows, verifiedRows) => port.appendRows(writeKey, outputId, rows, verifiedRows) };
+  return { ...methods, signal: port.signal, offline: port.offline, writeKey, callId, appendRows: (outputId, rows, tally) => port.appendRows(writeKey, outputId, rows, tally) };
 }
 
 export interface ToolResult {

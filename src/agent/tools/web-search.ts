@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import { domainPolicy } from '../../net/domain-policy.js';
 import { SearchError, type SearchProvider } from '../web/search.js';
 import type { AgentTool } from './tool.js';
+import type { ProviderGate } from '../providers/provider-gate.js';
 
 interface WebSearchArgs {
   query: string;
@@ -21,7 +22,7 @@ const parameters = Type.Object({
   max_results: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RESULTS, description: `How many results to return (default ${DEFAULT_MAX_RESULTS}).` })),
 });
 
-export function createWebSearchTool(provider: SearchProvider | undefined): AgentTool<WebSearchArgs> {
+export function createWebSearchTool(provider: SearchProvider | undefined, gate?: ProviderGate): AgentTool<WebSearchArgs> {
   return {
     name: 'web_search',
     concurrent: true,
@@ -41,11 +42,22 @@ export function createWebSearchTool(provider: SearchProvider | undefined): Agent
       if (query === '') return { isError: true, content: 'The query is empty.', summary: 'empty query' };
       const max = args.max_results ?? DEFAULT_MAX_RESULTS;
       let results;
-      try {
-        results = await provider.search(query, max, ctx.signal);
-      } catch (err) {
-        if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;
-        return { isError: true, content: `The search failed: ${err.message}`, summary: `search failed (${provider.name})` };
+      // A 429 is no failure: the search waits its place again (every turn's searches slow down), until the turn ends.
+      for (;;) {
+        const permit = await gate?.acquire({ tokens: () => 0, signal: ctx.signal, deadline: Infinity, onLongWait: () => ctx.waitingOn('search_rate_limit') });
+        try {
+          results = await provider.search(query, max, ctx.signal);
+          break;
+        } catch (err) {
+          if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;
+          if (gate && err.status === 429) {
+            await gate.learn({}, { retryAfterMs: undefined }).catch(() => undefined);
+            continue;
+          }
+          return { isError: true, content: `The search failed: ${err.message}`, summary: `search failed (${provider.name})` };
+        } finally {
+          permit?.release();
+        }
       }
       // The task's source policy is enforced here, not left to the prompt.
       const policy = domainPolicy(ctx.spec().sources);

@@ -1,5 +1,7 @@
 import { Type } from 'typebox';
 import { CitationChecker, rowVerified, urlKey, type CheckedSource } from '../../outputs/citations.js';
+import { columnTypes, countCells, emptyCounts, supportRow } from '../../outputs/cell-support.js';
+import type { RowTally } from '../../domain/records.js';
 import { MAX_ROWS_PER_CALL, serializeRow, validateRows, type RowError, type ValidRow } from '../../domain/row-validation.js';
 import { CONFIDENCE_LEVELS, type OutputDecl } from '../../contract/index.js';
 import { domainPolicy } from '../../net/domain-policy.js';
@@ -117,32 +119,43 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
     const checked = validateRows(output, rows, args.sources, args.basis);
     if (!checked.ok) return rejected(output, rows.length, describeErrors(checked.errors, rowLabel), from);
 
-    const verified = await checkCitations(checked.rows, ctx);
+    const verified = await checkCitations(checked.rows, output, ctx);
     const problemsOf = (label: (index: number) => string) => verified.flatMap((row, i) => unverifiedSources(row.sources, label(i)));
-    const verifiedRows = verified.filter((row) => rowVerified(row.sources as CheckedSource[])).length;
-    if (ctx.spec().citations === 'require_verified' && verifiedRows < verified.length) {
+    const unsupportedOf = (label: (index: number) => string) => verified.flatMap((row, i) => unsupportedCells(row, label(i)));
+    const tally: RowTally = { verified: verified.filter((row) => rowVerified(row.sources as CheckedSource[])).length, cells: emptyCounts() };
+    for (const row of verified) countCells(tally.cells, row.support ?? {});
+    const mode = ctx.spec().citations;
+    if ((mode === 'require_verified' || mode === 'require_supported') && tally.verified < verified.length) {
       return rejected(output, rows.length, [
         ...listed(problemsOf(rowLabel)),
         'This task requires every row to cite at least one verified source and no unverified one: fetch the page (or read the input) first, copy quotes exactly from its text, and drop sources that do not hold.',
       ], from);
     }
-    const written = await ctx.appendRows(output.id, verified.map((row) => (n: number) => serializeRow(n, row)), verifiedRows);
+    if (mode === 'require_supported' && tally.cells.unsupported > 0) {
+      return rejected(output, rows.length, [
+        ...listed(unsupportedOf(rowLabel)),
+        'This task requires every value a quote is checked for to appear in that quote: quote the sentence of the page that states the value (copied exactly), correct the value to what the source says, or name in "fields" only the columns the source backs.',
+      ], from);
+    }
+    const written = await ctx.appendRows(output.id, verified.map((row) => (n: number) => serializeRow(n, row)), tally);
     const last = written.firstRow + written.count - 1;
     // Rows written are named by their _row, as the answer's range is; a file's by its line.
-    const problems = problemsOf(args.from_file !== undefined ? rowLabel : (index) => `row ${written.firstRow + index}`);
-    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${verifiedRows} of them verified. ${output.id} now has ${last} rows.`;
+    const writtenLabel = args.from_file !== undefined ? rowLabel : (index: number) => `row ${written.firstRow + index}`;
+    const problems = problemsOf(writtenLabel);
+    let content = `Wrote ${written.count} rows${from} to ${output.id} (rows ${written.firstRow}-${last}); ${tally.verified} of them verified. ${output.id} now has ${last} rows.`;
     if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources or cite them in a later call.`;
     if (problems.length > 0) content += ` These sources could not be verified:\n${listed(problems).join('\n')}`;
+    if (tally.cells.unsupported > 0) content += `\nThese values are not in the quotes that should back them:\n${listed(unsupportedOf(writtenLabel)).join('\n')}`;
     return {
       content,
-      summary: `wrote ${written.count} rows${from} to ${output.id} (${verifiedRows} verified)`,
-      rows: { output: output.id, first_row: written.firstRow, count: written.count, verified: verifiedRows },
+      summary: `wrote ${written.count} rows${from} to ${output.id} (${tally.verified} verified)`,
+      rows: { output: output.id, first_row: written.firstRow, count: written.count, verified: tally.verified },
     };
   },
 };
 
-/** The rows with each source checked against the snapshots of what the task read. */
-async function checkCitations(rows: ValidRow[], ctx: ToolContext): Promise<ValidRow[]> {
+/** The rows with each source checked against the snapshots of what the task read, and each cell against the quotes. */
+async function checkCitations(rows: ValidRow[], output: OutputDecl, ctx: ToolContext): Promise<ValidRow[]> {
   const urls = new Set<string>();
   const uploads = new Set<string>();
   for (const row of rows) {
@@ -152,7 +165,19 @@ async function checkCitations(rows: ValidRow[], ctx: ToolContext): Promise<Valid
     }
   }
   const checker = new CitationChecker(await ctx.citedSources([...urls], [...uploads]), domainPolicy(ctx.spec().sources));
-  return rows.map((row) => ({ ...row, sources: row.sources.map((s) => checker.check(s)) }));
+  const typeOf = columnTypes(output);
+  return rows.map((row) => {
+    const { sources, support } = supportRow(row.values, row.sources.map((s) => checker.check(s)), typeOf);
+    return { ...row, sources, support };
+  });
+}
+
+/** The row's unsupported cells, one line each: the column, the value, and every source and quote it was looked for in. */
+function unsupportedCells(row: ValidRow, label: string): string[] {
+  return Object.entries(row.support ?? {}).filter(([, verdict]) => verdict === 'unsupported').map(([column]) => {
+    const looked = (row.sources as CheckedSource[]).flatMap((s, j) => (s.supports?.[column] === false ? [`source ${j + 1} (${s.url ?? `upload ${s.upload_id}`}) quote ${JSON.stringify(s.quote)}`] : []));
+    return `- ${label}, column ${column}: the value ${JSON.stringify(row.values[column])} is not in ${looked.join(', nor in ')}`;
+  });
 }
 
 /** What is wrong with a row's citations, one line each (none when the row is verified). */

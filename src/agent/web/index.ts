@@ -9,17 +9,20 @@ import { defineTool, type AgentTool } from '../tools/tool.js';
 import { createWebSearchTool } from '../tools/web-search.js';
 import type { SearchConfig } from '../../config.js';
 import { createSearchProvider, type SearchProvider } from './search.js';
+import type { ProviderGate } from '../providers/provider-gate.js';
 
 export interface WebToolsOptions {
   /** A search configuration (QUARRY_SEARCH_*) or a ready provider; undefined = web_search says none is configured. */
   search?: SearchConfig | SearchProvider;
   /** fetch_url settings; `allowPrivate` comes from QUARRY_FETCH_ALLOW_PRIVATE=1. */
   fetch?: FetchUrlToolOptions;
+  /** Where each search waits its place under the search provider's limits (QUARRY_SEARCH_RPM, its 429s). */
+  searchGate?: ProviderGate;
 }
 
 export function createWebTools(opts: WebToolsOptions = {}): AgentTool<unknown>[] {
   const search = opts.search === undefined ? undefined : 'search' in opts.search ? opts.search : createSearchProvider(opts.search);
-  return [defineTool(createWebSearchTool(search)), defineTool(createFetchUrlTool(opts.fetch)), defineTool(readInputTool)];
+  return [defineTool(createWebSearchTool(search, opts.searchGate)), defineTool(createFetchUrlTool(opts.fetch)), defineTool(readInputTool)];
 }
 
 export { createSearchProvider, type SearchProvider, type SearchResult } from './search.js';

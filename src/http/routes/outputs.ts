@@ -49,10 +49,18 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
           row_count: stats.get(o.id)?.rowCount ?? 0,
           verified_rows: stats.get(o.id)?.verifiedCount ?? 0,
           unverified_rows: (stats.get(o.id)?.rowCount ?? 0) - (stats.get(o.id)?.verifiedCount ?? 0),
+          supported_cells: stats.get(o.id)?.cells.supported ?? 0,
+          unsupported_cells: stats.get(o.id)?.cells.unsupported ?? 0,
+          unchecked_cells: stats.get(o.id)?.cells.unchecked ?? 0,
           updated_at: stats.get(o.id)?.updatedAt ?? null,
         })),
       };
     },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.recheckTask),
+    handler: async (request) => app.deps.commands.recheck(request.accountId, request.params.task_id),
   });
 
   app.route({

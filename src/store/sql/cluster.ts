@@ -4,6 +4,7 @@
  * transactions) listening and named locks.
  */
 import { sql } from 'kysely';
+import type { ProviderLimitState } from '../../domain/records.js';
 import type { HeldLock, StoreCluster } from '../store.js';
 import type { DialectProfile } from './dialect-profile.js';
 import { SqlRepository, type SqlHandle } from './sql-repository.js';
@@ -67,6 +68,47 @@ export class SqlCluster extends SqlRepository implements StoreCluster {
 
   async setSetting(key: string, value: string): Promise<void> {
     await this.db.insertInto('settings').values({ key, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
+  }
+
+  async providerLimits(provider: string, opts: { lock?: boolean } = {}): Promise<ProviderLimitState> {
+    await this.db.insertInto('provider_limits').values({ provider }).onConflict((oc) => oc.column('provider').doNothing()).execute();
+    let q = this.db.selectFrom('provider_limits').selectAll().where('provider', '=', provider);
+    if (opts.lock && this.profile.rowLocks) q = q.forUpdate();
+    const r = await q.executeTakeFirstOrThrow();
+    return {
+      nextRequestAt: Number(r.next_request_at),
+      nextTokenAt: Number(r.next_token_at),
+      blockedUntil: Number(r.blocked_until),
+      learnedRpm: r.learned_rpm === null ? null : Number(r.learned_rpm),
+      learnedTpm: r.learned_tpm === null ? null : Number(r.learned_tpm),
+    };
+  }
+
+  async setProviderLimits(provider: string, patch: Partial<ProviderLimitState>): Promise<void> {
+    const row = {
+      ...(patch.nextRequestAt !== undefined ? { next_request_at: Math.round(patch.nextRequestAt) } : {}),
+      ...(patch.nextTokenAt !== undefined ? { next_token_at: Math.round(patch.nextTokenAt) } : {}),
+      ...(patch.blockedUntil !== undefined ? { blocked_until: Math.round(patch.blockedUntil) } : {}),
+      ...(patch.learnedRpm !== undefined ? { learned_rpm: patch.learnedRpm } : {}),
+      ...(patch.learnedTpm !== undefined ? { learned_tpm: patch.learnedTpm } : {}),
+    };
+    if (Object.keys(row).length === 0) return;
+    await this.db.updateTable('provider_limits').set(row).where('provider', '=', provider).execute();
+  }
+
+  async countProviderCalls(provider: string, now: number): Promise<number> {
+    // A process that died left its calls behind: their leases free the places.
+    await this.db.deleteFrom('provider_calls').where('provider', '=', provider).where('expires_at', '<=', now).execute();
+    const r = await this.db.selectFrom('provider_calls').select((eb) => eb.fn.countAll<number | string>().as('n')).where('provider', '=', provider).executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  async addProviderCall(provider: string, callId: string, expiresAt: number): Promise<void> {
+    await this.db.insertInto('provider_calls').values({ provider, call_id: callId, expires_at: expiresAt }).execute();
+  }
+
+  async removeProviderCall(provider: string, callId: string): Promise<void> {
+    await this.db.deleteFrom('provider_calls').where('provider', '=', provider).where('call_id', '=', callId).execute();
   }
 
   listen(channel: string, handler: (payload: string) => void): Promise<() => Promise<void>> {

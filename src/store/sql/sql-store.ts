@@ -17,8 +17,10 @@ import * as m000008 from '../migrations/000008_task_version.js';
 import * as m000009 from '../migrations/000009_pruning.js';
 import * as m000010 from '../migrations/000010_turn_cache_usage.js';
 import * as m000011 from '../migrations/000011_turn_rows.js';
+import * as m000012 from '../migrations/000012_cell_support.js';
 import * as m000013 from '../migrations/000013_turn_offline.js';
 import * as m000014 from '../migrations/000014_fair_share.js';
+import * as m000015 from '../migrations/000015_provider_limits.js';
 import * as m000017 from '../migrations/000017_finding_work.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
@@ -50,8 +52,10 @@ const MIGRATIONS: Record<string, Migration> = {
   '000009_pruning': m000009,
   '000010_turn_cache_usage': m000010,
   '000011_turn_rows': m000011,
+  '000012_cell_support': m000012,
   '000013_turn_offline': m000013,
   '000014_fair_share': m000014,
+  '000015_provider_limits': m000015,
   '000017_finding_work': m000017,
 };
 

@@ -20,6 +20,7 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     status: r.status as TaskRecord['status'],
     phase: r.phase as TaskRecord['phase'],
     activity: r.activity as TaskRecord['activity'],
+    waiting: r.waiting as TaskRecord['waiting'],
     spec: storedSpec(JSON.parse(r.spec)),
     pinned: Number(r.pinned) === 1,
     cronExpression: r.cron_expression,
@@ -34,16 +35,19 @@ function toTask(r: Selectable<TasksTable>): TaskRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     deletedAt: r.deleted_at,
+    supportedCells: Number(r.supported_cells ?? 0),
+    unsupportedCells: Number(r.unsupported_cells ?? 0),
     group: r.group_id === null ? null : { id: r.group_id, inputIndex: Number(r.group_input_idx), input: r.group_input ?? '{}' },
     lastTurn: r.last_turn === null ? null : JSON.parse(r.last_turn) as LastTurnRecord,
   };
 }
 
 const TASK_COLUMNS: Record<keyof TaskPatch, keyof TasksTable> = {
-  name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', spec: 'spec', pinned: 'pinned',
+  name: 'name', type: 'type', status: 'status', phase: 'phase', activity: 'activity', waiting: 'waiting', spec: 'spec', pinned: 'pinned',
   cronExpression: 'cron_expression', cronTimezone: 'cron_timezone', cronNextRunAt: 'cron_next_run_at',
   activeOutput: 'active_output', creditsUsedMicros: 'credits_used_micros', lastEventSeq: 'last_event_seq', lastErrorSeq: 'last_error_seq',
   currentTurnId: 'current_turn_id', queuedCount: 'queued_count', updatedAt: 'updated_at', deletedAt: 'deleted_at', lastTurn: 'last_turn',
+  supportedCells: 'supported_cells', unsupportedCells: 'unsupported_cells',
 };
 
 function taskRow(patch: TaskPatch): Updateable<TasksTable> {
@@ -71,6 +75,7 @@ export interface StateRow {
   status: string;
   phase: string | null;
   activity: string | null;
+  waiting: string | null;
   queued_count: number;
   last_event_seq: number;
   current_turn_id: string | null;
@@ -94,6 +99,7 @@ export function toTaskState(r: StateRow): TaskStateRecord {
     status: r.status as TaskStateRecord['status'],
     phase: r.phase as TaskStateRecord['phase'],
     activity: r.activity as TaskStateRecord['activity'],
+    waiting: r.waiting as TaskStateRecord['waiting'],
     queuedCount: Number(r.queued_count),
     lastEventSeq: Number(r.last_event_seq),
     currentTurnId: r.current_turn_id,
@@ -114,7 +120,7 @@ export function taskStateQuery(db: SqlHandle, taskId: string): Compilable<StateR
     .leftJoin('turns', 'turns.id', 'tasks.current_turn_id')
     .leftJoin('events as last_error', (join) => join.onRef('last_error.task_id', '=', 'tasks.id').onRef('last_error.seq', '=', 'tasks.last_error_seq'))
     .select([
-      'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.queued_count', 'tasks.last_event_seq',
+      'tasks.id', 'tasks.account_id', 'tasks.status', 'tasks.phase', 'tasks.activity', 'tasks.waiting', 'tasks.queued_count', 'tasks.last_event_seq',
       'tasks.current_turn_id', 'tasks.updated_at', 'turns.kind as turn_kind', 'turns.started_at as turn_started_at',
       'last_error.data as last_error_event',
     ])

@@ -381,6 +381,23 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/task/{task_id}/recheck": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Check every row's sources and cells again against the stored snapshots (never fetches) */
+        post: operations["recheckTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/upload-url": {
         parameters: {
             query?: never;
@@ -812,6 +829,7 @@ export type components = {
             verified_rows?: number;
             /** @description Of them, rows with a source that was not verified, or none. */
             unverified_rows?: number;
+            citation_accuracy?: number | null;
             next_turn_id?: string | null;
             /** @description A turn that ended: all input tokens of its model calls, cached ones included. */
             tokens_in?: number;
@@ -1065,6 +1083,12 @@ export type components = {
             verified_rows: number;
             /** @description The other rows: row_count - verified_rows. */
             unverified_rows: number;
+            /** @description Cells a verified source's quote holds. */
+            supported_cells: number;
+            /** @description Cells checked against at least one quote that none holds. */
+            unsupported_cells: number;
+            /** @description Non-null cells no quote was checked for. */
+            unchecked_cells: number;
             updated_at: string | null;
         };
         OutputList: {
@@ -1094,7 +1118,14 @@ export type components = {
             /** @description Credits used so far (at most 6 decimal places). */
             credits_used: number;
         };
-        /** @description One row: the output's columns (or report/records fields) plus _row, _sources and, when given, _basis. */
+        /** @description What a recheck did: every row checked again against the stored snapshots, nothing fetched. */
+        RecheckResult: {
+            /** @description Rows checked again, over every output of the task. */
+            rows: number;
+            /** @description Of them, rows whose _sources checks, supports or _support changed (and were stored again). */
+            changed: number;
+        };
+        /** @description One row: the output's columns (or report/records fields) plus _row, _sources, _support and, when given, _basis. */
         Row: {
             /** @description 1-based position in the output. */
             _row: number;
@@ -1102,6 +1133,10 @@ export type components = {
             /** @description Per column: how sure the agent is and why (when it said). */
             _basis?: {
                 [key: string]: components["schemas"]["FieldBasis"];
+            };
+            /** @description Per non-null column: supported (a verified source's quote holds the value), unsupported (checked, and no quote holds it) or unchecked. Absent on rows written before cells were checked, until a recheck. */
+            _support?: {
+                [key: string]: "supported" | "unsupported" | "unchecked";
             };
         } & {
             [key: string]: unknown;
@@ -1122,6 +1157,10 @@ export type components = {
             check?: "quote_found" | "page_read" | "quote_not_found" | "not_read";
             /** @description The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against. */
             source_id?: string;
+            /** @description quote_found sources: per column the source backs (its fields, else every non-null column), whether the quote holds the value after normalizing; null: not checked (booleans, json, prose). */
+            supports?: {
+                [key: string]: boolean | null;
+            };
         } & {
             [key: string]: unknown;
         };
@@ -1168,6 +1207,8 @@ export type components = {
             status: "plan" | "execute" | "deleted" | "accepted";
             phase: ("plan" | "execute") | null;
             activity: ("idle" | "planning" | "executing" | "thinking") | null;
+            /** @description What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise. */
+            waiting: ("model_rate_limit" | "search_rate_limit") | null;
             output_count: number;
             /** @description Seconds to wait before polling again: 2 while a turn runs, else 30 (or until the next cron run, at most 300). */
             poll_after_s: number;
@@ -1190,6 +1231,7 @@ export type components = {
             active_output: string | null;
             /** @description The last turn that ended, or null before the first ends. */
             last_turn: components["schemas"]["LastTurn"] | null;
+            citation_accuracy: number | null;
             /** @description A group's run only: its group. */
             group_id?: string;
             /** @description A group's run only: its input's index in the group (`_input`). */
@@ -1268,10 +1310,10 @@ export type components = {
             };
             tools: ("web_search" | "fetch_url" | "read_input" | "run_code")[];
             /**
-             * @description flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent.
+             * @description flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent; require_supported: as require_verified, and a row with an unsupported cell (a value no quote checked for it holds) is refused too.
              * @enum {string}
              */
-            citations?: "flag" | "require_verified";
+            citations?: "flag" | "require_verified" | "require_supported";
             sources?: {
                 include_domains: string[];
                 exclude_domains: string[];
@@ -1333,10 +1375,10 @@ export type components = {
             };
             tools?: ("web_search" | "fetch_url" | "read_input" | "run_code")[];
             /**
-             * @description flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent.
+             * @description flag (default): rows are stored and unverified sources marked; require_verified: a row without a verified source, or with a source whose quote was not found or that was never read, is refused back to the agent; require_supported: as require_verified, and a row with an unsupported cell (a value no quote checked for it holds) is refused too.
              * @enum {string}
              */
-            citations?: "flag" | "require_verified";
+            citations?: "flag" | "require_verified" | "require_supported";
             sources?: {
                 /** @description Only these domains (and their subdomains) are searched, fetched and accepted as sources. */
                 include_domains?: string[];
@@ -1361,6 +1403,8 @@ export type components = {
             status: "plan" | "execute" | "deleted";
             phase: ("plan" | "execute") | null;
             activity: ("idle" | "planning" | "executing" | "thinking") | null;
+            /** @description What the running turn waits on now: model_rate_limit while its model call waits its place under the provider's limits (QUARRY_MODEL_RPM, QUARRY_MODEL_TPM, QUARRY_MODEL_CONCURRENCY, or what the provider's 429s and rate-limit headers said), search_rate_limit likewise for web_search; null otherwise. */
+            waiting: ("model_rate_limit" | "search_rate_limit") | null;
             queued_messages: number;
             turn: {
                 id: string;
@@ -2815,6 +2859,47 @@ export interface operations {
             401: components["responses"]["Error401"];
             404: components["responses"]["Error404"];
             405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
+    recheckTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description How many rows were checked and how many changed; a second recheck changes none. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecheckResult"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            413: components["responses"]["Error413"];
+            415: components["responses"]["Error415"];
             422: components["responses"]["Error422"];
             429: components["responses"]["Error429"];
             500: components["responses"]["Error500"];

@@ -1,0 +1,144 @@
+/**
+ * The model provider's limits (decisions §18): QUARRY_MODEL_RPM kept against a provider that
+ * refuses what is over it; a 429 or the rate-limit headers one turn met slowing the other turns
+ * (OpenAI's and Anthropic's headers); a turn waiting its place shown as `waiting` in the task's
+ * state and body, and the waits in /metrics.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ADMIN_KEY, waitIdle, type Harness } from '../kit/harness.js';
+import { until } from '../kit/bounded-waits.js';
+import { startFakeAnthropic } from '../kit/fake-anthropic-server.js';
+import { fakeModel, getTask, startTestHarness, taskState } from '../kit/task-api.js';
+
+async function startTask(h: Harness, prompt: string): Promise<string> {
+  const res = await h.request('POST', '/task', { body: { prompt } });
+  assert.equal(res.status, 200, res.text);
+  return res.body.task_id;
+}
+
+async function lastErrors(h: Harness, ids: string[]): Promise<unknown[]> {
+  return Promise.all(ids.map(async (id) => (await taskState(h, id)).last_error));
+}
+
+function sample(text: string, line: RegExp): number | undefined {
+  const m = line.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+test('QUARRY_MODEL_RPM: turns keep to the limit of a provider that answers 429 past it, and all complete', async (t) => {
+  // 5% under the provider's limit, as docs/deploy.md advises: a call may reach it a little later than it left.
+  const h = await startTestHarness(t, { env: { QUARRY_MODEL_RPM: '285' } });
+  const model = fakeModel(h);
+  // 20 in any 4 s is 300 a minute; 24 turns need more than one window.
+  model.limitRate({ requests: 20, windowMs: 4000 });
+  const ids = await Promise.all(Array.from({ length: 24 }, (_, i) => startTask(h, `task ${i}`)));
+  for (const id of ids) await waitIdle(h, id, 20_000);
+  assert.deepEqual(await lastErrors(h, ids), ids.map(() => null));
+  assert.equal(model.rateLimited(), 0, 'no call was sent over the limit');
+  assert.ok(model.requests.length >= 24);
+});
+
+test('a 429 one turn meets makes the other turns wait out its Retry-After, and spends none of its retries', async (t) => {
+  const h = await startTestHarness(t);
+  const model = fakeModel(h);
+  const arrivals: number[] = [];
+  let refusedAt = 0;
+  model.setResponder(() => {
+    arrivals.push(Date.now());
+    // The first three calls are refused: more than the turn's two retries (the harness's [10, 20] ms).
+    if (arrivals.length <= 3) {
+      refusedAt = Date.now();
+      return { status: 429, errorMessage: 'Rate limit reached', headers: { 'retry-after': '1' } };
+    }
+    return { text: 'Done.' };
+  });
+  const first = await startTask(h, 'first');
+  await until('the first 429', () => arrivals.length >= 1);
+  const second = await startTask(h, 'second');
+  await waitIdle(h, first, 15_000);
+  await waitIdle(h, second, 15_000);
+  assert.deepEqual(await lastErrors(h, [first, second]), [null, null]);
+  // After a 429 no call of either turn came before its second was over; calls released together come together.
+  assert.ok(arrivals[1]! - arrivals[0]! >= 990, `the second call came ${arrivals[1]! - arrivals[0]!} ms after a 429 asking for 1 s`);
+  for (let i = 2; i < arrivals.length; i++) {
+    const gap = arrivals[i]! - arrivals[i - 1]!;
+    assert.ok(gap < 150 || gap >= 990, `call ${i + 1} came ${gap} ms after the one before`);
+  }
+  assert.ok(arrivals.at(-1)! >= refusedAt + 990);
+});
+
+test('OpenAI\'s x-ratelimit headers slow every turn: a burst past the limit is refused once, then the turns keep to it', async (t) => {
+  const h = await startTestHarness(t);
+  const model = fakeModel(h);
+  // 4 a second, stated as 240 a minute; nothing is configured in Quarry.
+  model.limitRate({ requests: 4, windowMs: 1000 });
+  const ids: string[] = [];
+  ids.push(await startTask(h, 'first'));
+  await waitIdle(h, ids[0]!);
+  for (let i = 0; i < 10; i++) ids.push(await startTask(h, `task ${i}`));
+  for (const id of ids) await waitIdle(h, id, 20_000);
+  assert.deepEqual(await lastErrors(h, ids), ids.map(() => null));
+  // The first answer stated the limit: the ten turns after it were paced, not refused.
+  assert.ok(model.rateLimited() <= 1, `${model.rateLimited()} calls were refused`);
+});
+
+test('Anthropic\'s anthropic-ratelimit headers slow every turn: a spent limit holds all calls until its reset', async (t) => {
+  const anthropic = await startFakeAnthropic();
+  t.after(() => anthropic.close());
+  const h = await startTestHarness(t, { model: false, env: { QUARRY_MODEL_PROVIDER: 'anthropic', QUARRY_MODEL_BASE_URL: anthropic.url, QUARRY_MODEL_API_KEY: 'k' } });
+  const arrivals: number[] = [];
+  const resetAt = { ms: 0 };
+  anthropic.setResponder(() => {
+    arrivals.push(Date.now());
+    if (arrivals.length > 1) return { text: 'Done.' };
+    // The first answer leaves no request in the window until 1.5 s from now.
+    resetAt.ms = Date.now() + 1500;
+    return {
+      text: 'Done.',
+      headers: {
+        'anthropic-ratelimit-requests-limit': '50',
+        'anthropic-ratelimit-requests-remaining': '0',
+        'anthropic-ratelimit-requests-reset': new Date(resetAt.ms).toISOString(),
+      },
+    };
+  });
+  const first = await startTask(h, 'first');
+  await waitIdle(h, first);
+  const others = [await startTask(h, 'second'), await startTask(h, 'third')];
+  for (const id of others) await waitIdle(h, id, 10_000);
+  assert.deepEqual(await lastErrors(h, [first, ...others]), [null, null, null]);
+  // RFC 3339 has whole-second precision in the header Anthropic sends; ours keeps the ms.
+  for (const at of arrivals.slice(1)) assert.ok(at >= resetAt.ms - 5, `a call came ${resetAt.ms - at} ms before the reset`);
+});
+
+test('a turn that waits its place shows waiting: model_rate_limit in its state and body, and the waits are in /metrics', async (t) => {
+  // One call a minute: the second turn waits for a minute.
+  const h = await startTestHarness(t, { env: { QUARRY_MODEL_RPM: '1' } });
+  const first = await startTask(h, 'first');
+  await waitIdle(h, first);
+  assert.equal((await taskState(h, first)).waiting, null);
+  const second = await startTask(h, 'second');
+  await until('the second turn shows its wait', async () => (await taskState(h, second)).waiting === 'model_rate_limit', { timeoutMs: 5000 });
+  assert.equal((await getTask(h, second)).waiting, 'model_rate_limit');
+  const metrics = (await h.request('GET', '/metrics', { key: ADMIN_KEY })).text;
+  assert.equal(sample(metrics, /^quarry_provider_waiting_calls\{provider="model"\} (\S+)$/m), 1);
+  assert.equal(sample(metrics, /^quarry_provider_wait_seconds_count\{provider="model"\} (\S+)$/m), 1, 'the first call waited 0 s');
+  assert.equal(sample(metrics, /^quarry_provider_waiting_calls\{provider="search"\} (\S+)$/m), 0);
+
+  const stop = await h.request('POST', `/task/${second}/stop`, { body: {} });
+  assert.equal(stop.status, 200, stop.text);
+  await waitIdle(h, second);
+  assert.equal((await taskState(h, second)).waiting, null);
+  const after = (await h.request('GET', '/metrics', { key: ADMIN_KEY })).text;
+  assert.equal(sample(after, /^quarry_provider_waiting_calls\{provider="model"\} (\S+)$/m), 0);
+});
+
+test('a bad provider limit setting refuses to start, naming it', async () => {
+  const { loadConfig } = await import('../../src/config.js');
+  for (const name of ['QUARRY_MODEL_RPM', 'QUARRY_MODEL_TPM', 'QUARRY_MODEL_CONCURRENCY', 'QUARRY_SEARCH_RPM']) {
+    assert.throws(() => loadConfig({ [name]: '0' }), new RegExp(name));
+    assert.throws(() => loadConfig({ [name]: 'fast' }), new RegExp(name));
+  }
+  assert.deepEqual(loadConfig({}).providerLimits, { model: { requestsPerMinute: undefined, tokensPerMinute: undefined, concurrency: undefined }, search: { requestsPerMinute: undefined } });
+});
