@@ -47,7 +47,7 @@ export function plainColumns(keys: string[]): ColumnGroup[] {
 
 /** What a source's quote says of one value: it holds it, it does not, or it was not checked. */
 function supportsOf(source: RowSource, column: string): boolean | null | undefined {
-  return (source as RowSource & { supports?: Record<string, boolean | null> }).supports?.[column];
+  return source.supports?.[column];
 }
 
 const SUPPORT_WORDS: Record<CellSupport, string> = {

@@ -21,12 +21,6 @@ const IDLE_POLL_MS = 3000;
 const RETRY_MS = 3000;
 const ROWS_PER_PAGE = 50;
 
-interface CellCounts {
-  supported_cells: number;
-  unsupported_cells: number;
-  unchecked_cells: number;
-}
-
 interface Live {
   task: Task | undefined;
   spec: TaskSpec | undefined;
@@ -204,8 +198,7 @@ function Rows(props: { taskId: string; version: number }) {
   if (!outputs.data) return <p class="hint">Loading outputs…</p>;
   if (!output) return <p class="hint">No outputs declared yet: the agent declares them while it plans.</p>;
   const rows = page.data?.rows ?? [];
-  /** The output's cells by support (decisions §17.1), when the API counts them. */
-  const cells = 'supported_cells' in output ? (output as OutputInfo & CellCounts) : undefined;
+
   const columns = ['_row', ...(output.columns?.map((c) => c.name) ?? [...new Set(rows.flatMap((r) => Object.keys(r).filter((k) => !k.startsWith('_'))))])];
   return (
     <>
@@ -221,11 +214,10 @@ function Rows(props: { taskId: string; version: number }) {
         <span>
           {output.row_count} row{output.row_count === 1 ? '' : 's'} · {output.verified_rows} verified · {output.unverified_rows} not
         </span>
-        {cells && (
-          <span>
-            cells: {cells.supported_cells} in a quote · {cells.unsupported_cells} in none · {cells.unchecked_cells} not checked
-          </span>
-        )}
+        {/* The output's cells by support (decisions §17.1): a value in a verified quote, in none, or not checked. */}
+        <span>
+          cells: {output.supported_cells} in a quote · {output.unsupported_cells} in none · {output.unchecked_cells} not checked
+        </span>
         <button type="button" class="secondary" disabled={exporting.busy || output.row_count === 0} onClick={() => download('csv')}>Export CSV</button>
         <button type="button" class="secondary" disabled={exporting.busy || output.row_count === 0} onClick={() => download('jsonl')}>Export JSONL</button>
       </div>
@@ -254,7 +246,6 @@ export function TaskPage(props: { taskId: string }) {
     );
   }
   const deleted = task?.status === 'deleted';
-  const accuracy = task && 'citation_accuracy' in task ? (task as Task & { citation_accuracy: number | null }).citation_accuracy : undefined;
   return (
     <article class="task">
       <PageTitle tabTitle={tabTitle}>{task?.name ?? props.taskId}</PageTitle>
@@ -270,7 +261,7 @@ export function TaskPage(props: { taskId: string }) {
         {task && <span>created <Time at={task.created_at} /></span>}
         {task && <span>{credits(task.credits_used)} credits</span>}
         {/* Of the task's checked cells, how many a verified source's quote holds (decisions §17.1). */}
-        {task && typeof accuracy === 'number' && <span>citation accuracy {Math.round(accuracy * 100)}%</span>}
+        {typeof task?.citation_accuracy === 'number' && <span>citation accuracy {Math.round(task.citation_accuracy * 100)}%</span>}
         {task && task.queued_messages > 0 && <span>{task.queued_messages} queued</span>}
         {task?.cron && <span>next run <Time at={task.cron.next_run_at} /></span>}
       </p>

@@ -162,6 +162,11 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await panel.getByText('quote found in the page read').waitFor();
     await panel.getByRole('link', { name: PLANT_PAGE_TITLE }).waitFor();
     await panel.getByText('Confidence: high').waitFor();
+    // The quote holds the value (decisions §17.1): the mark and the panel say so, and the task counts it.
+    await panel.getByText('holds this value').waitFor();
+    assert.match(await verified.getAttribute('aria-label') ?? '', /, value found in a quote$/);
+    await page.getByText('cells: 1 in a quote · 0 in none').waitFor();
+    await page.getByText('citation accuracy 100%').waitFor();
     await page.keyboard.press('Escape');
     await panel.waitFor({ state: 'detached' });
 
