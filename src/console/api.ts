@@ -8,7 +8,7 @@ import { fieldSentence } from './human-errors.js';
 
 export { QuarryError };
 export type { CursorPage, QuarryClient };
-export type { ListTasksParams } from '../../packages/client/src/index.js';
+export type { ListGroupsParams, ListTasksParams } from '../../packages/client/src/index.js';
 export type * from '../../packages/client/src/types.js';
 
 /** Session storage: the key lives as long as the tab, and never in a cookie or the URL. */

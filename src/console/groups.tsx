@@ -4,7 +4,7 @@
  * end, and its merged rows read again as they grow.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { messageOf, type Group, type GroupDetail, type GroupEvent, type GroupRow } from './api.js';
+import { messageOf, type Group, type ListGroupsParams, type GroupDetail, type GroupEvent, type GroupRow } from './api.js';
 import { saveFile, EXPORT_TYPES } from './download.js';
 import { Sleeper, useAction, useLoad, usePagedList } from './hooks.js';
 import { Link, navigate } from './router.js';
@@ -86,12 +86,19 @@ function Progress(props: { group: Group; id: string }) {
 
 export function GroupList() {
   const { client } = useSession();
+  const [form, setForm] = useState({ q: '', status: '' });
+  const [filters, setFilters] = useState<ListGroupsParams>({});
+  const filtered = Object.keys(filters).length > 0;
   const list = usePagedList(
-    (limit, cursor) => client.groups.list({ limit, cursor }),
+    (limit, cursor) => client.groups.list({ limit, cursor, ...filters }),
     (group) => group.group_id,
-    [client],
+    [client, JSON.stringify(filters)],
     { pageSize: GROUPS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
   );
+  const search = (e: Event) => {
+    e.preventDefault();
+    setFilters({ ...(form.q.trim() ? { q: form.q.trim() } : {}), ...(form.status ? { status: form.status as ListGroupsParams['status'] } : {}) });
+  };
   const cards = useRef<HTMLUListElement>(null);
   return (
     <section>
@@ -99,8 +106,28 @@ export function GroupList() {
         <PageTitle>Groups</PageTitle>
         <Link to="/groups/new" class="button">New group</Link>
       </div>
+      {/* The API's own filters (`GET /group` with q and status). */}
+      <form role="search" aria-label="Groups" class="filters" onSubmit={search}>
+        <div>
+          <label for="group-q">Search</label>
+          <input id="group-q" type="search" value={form.q} onInput={(e) => setForm({ ...form, q: e.currentTarget.value })} placeholder="Words in the name" />
+        </div>
+        <div>
+          <label for="group-status">Status</label>
+          <select id="group-status" value={form.status} onChange={(e) => setForm({ ...form, status: e.currentTarget.value })}>
+            <option value="">any</option>
+            <option value="running">running</option>
+            <option value="finished">finished</option>
+            <option value="stopped">stopped</option>
+          </select>
+        </div>
+        <div class="buttons">
+          <button type="submit">Search</button>
+          {filtered && <button type="button" class="secondary" onClick={() => { setForm({ q: '', status: '' }); setFilters({}); }}>Clear</button>}
+        </div>
+      </form>
       <ErrorNote message={list.error} />
-      {list.items && list.items.length === 0 && <p>No groups yet. <Link to="/groups/new">Start one</Link>.</p>}
+      {list.items && list.items.length === 0 && (filtered ? <p>No group matches.</p> : <p>No groups yet. <Link to="/groups/new">Start one</Link>.</p>)}
       <ul class="cards" aria-label="Groups" ref={cards}>
         {list.items?.map((group) => (
           <li key={group.group_id} class="card">

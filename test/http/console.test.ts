@@ -340,6 +340,14 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await page.getByRole('button', { name: 'Retry failed runs' }).click();
     await page.getByText('2 completed · 0 failed · 0 stopped · 0 running · 0 pending').waitFor();
     await page.locator('.card-meta .badge', { hasText: /^finished$/ }).waitFor();
+
+    // The group list finds it by name.
+    await page.getByRole('link', { name: 'Groups', exact: true }).click();
+    const search = page.getByRole('search', { name: 'Groups' });
+    await search.getByLabel('Search').fill('one failing');
+    await search.getByRole('button', { name: 'Search' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('ul[aria-label="Groups"] > li').length === 1);
+    await page.getByRole('list', { name: 'Groups' }).getByRole('link', { name: 'Plants, one failing' }).waitFor();
   });
 
   it('pages the task list with "Show more", pinned tasks first', async () => {

@@ -240,7 +240,7 @@ export class Groups {
    */
   list(params: ListGroupsParams = {}, opts?: RequestOptions): PagePromise<CursorPage<Group>, Group> {
     return cursorPages(async (cursor) => {
-      const { response, text } = await this.transport.send({ method: 'GET', path: '/group', query: { limit: params.limit, cursor }, auth: 'key', resendable: true }, opts);
+      const { response, text } = await this.transport.send({ method: 'GET', path: '/group', query: { limit: params.limit, cursor, q: params.q, status: params.status }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Group[], nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
