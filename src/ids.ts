@@ -37,8 +37,8 @@ export function pooledHex(bytes: number): string {
 
 const nextUlid = monotonicFactory(pooledRandom);
 
-/** `wh`: a webhook endpoint; `msg`: a webhook delivery (its webhook-id, as Standard Webhooks names them); `src`: a source snapshot. */
-export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg' | 'src' | 'grp'): string {
+/** `wh`: a webhook endpoint; `msg`: a webhook delivery (its webhook-id, as Standard Webhooks names them); `src`: a source snapshot; `chg`: a keyed row's change. */
+export function newId(prefix: 'tsk' | 'turn' | 'acct' | 'key' | 'upl' | 'wh' | 'msg' | 'src' | 'grp' | 'chg'): string {
   return `${prefix}_${nextUlid()}`;
 }
 

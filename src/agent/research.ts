@@ -6,7 +6,7 @@
  * output, and what it wrote and read is counted for its result.
  */
 import type { TaskSpec, TaskWait } from '../contract/index.js';
-import type { ReadSource, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
+import type { ReadSource, RowKeys, RowWriter, SubTally, ToolEvent, TurnPort } from './turn-port.js';
 import type { RowTally } from '../domain/records.js';
 
 /** A sub-researcher's last answer, as its research call reports it, is cut to this many characters. */
@@ -109,8 +109,8 @@ export class SubResearcherPort implements AgentPort {
     return this.lead.readRows(outputId);
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }> {
-    const written = await this.lead.appendRows(writeKey, outputId, rows, tally);
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally, keys?: RowKeys): Promise<{ firstRow: number; count: number }> {
+    const written = await this.lead.appendRows(writeKey, outputId, rows, tally, keys);
     this.rows += written.count;
     this.verified += tally?.verified ?? 0;
     return written;

@@ -92,6 +92,15 @@ export interface ReadSource {
 /** Builds one stored row from the row number it gets (rows are numbered when appended). */
 export type RowWriter = (rowNumber: number) => string;
 
+/**
+ * The rows of a call to a keyed table output (decisions §19), in order: each one's key (the JSON
+ * array of its key columns' values) and whether every source of it is verified.
+ */
+export interface RowKeys {
+  keys: string[];
+  verified: boolean[];
+}
+
 export interface TurnPort {
   // ---- the turn -----------------------------------------------------------------------------
   readonly turnId: string;
@@ -121,7 +130,7 @@ export interface TurnPort {
    * the first answer. `tally` is what they add to the outputs' and the task's counts: rows with
    * every source verified, cells by support.
    */
-  appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }>;
+  appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally, keys?: RowKeys): Promise<{ firstRow: number; count: number }>;
   /** Keeps what a tool read as a snapshot of the task; returns its source_id (the same URL and text read again keep the first). */
   recordSource(source: ReadSource): Promise<string>;
   /** The task's snapshots, with their text, that these URLs (asked for or arrived at) or uploads name. */

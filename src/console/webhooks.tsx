@@ -15,6 +15,7 @@ const EVENTS: Record<WebhookEventType, string> = {
   'task.turn_completed': 'a turn completed',
   'task.turn_failed': 'a turn failed',
   'task.turn_stopped': 'a turn was stopped',
+  'task.changed': 'a turn changed a keyed output',
   'group.finished': 'a group finished',
 };
 

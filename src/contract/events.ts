@@ -8,6 +8,7 @@ import { component, Nullable, StringEnum, Timestamp } from './common.js';
 import { ErrorCode } from './errors.js';
 import { TaskSpec } from './spec.js';
 import { Task } from './task.js';
+import { ChangeCounts } from './changes.js';
 
 export const TASK_EVENT_REASONS = [
   'created', 'turn_started', 'phase_changed', 'activity_changed', 'message_queued', 'turn_ended', 'updated', 'cron_tick_skipped', 'deleted',
@@ -82,6 +83,7 @@ export const DoneEvent = eventOf('done', 'DoneEvent', 'A turn ended (stored), or
   tokens_in_cached: Type.Optional(Type.Integer({ minimum: 0, description: 'Of tokens_in, those the provider read from its prompt cache.' })),
   tokens_out: Type.Optional(Type.Integer({ minimum: 0, description: 'A turn that ended: the output tokens of its model calls.' })),
   compactions: Type.Optional(Type.Integer({ minimum: 0, description: 'A turn that ended: how often its conversation was compacted to fit the model\'s context.' })),
+  changes: Type.Optional({ ...ChangeCounts, description: 'A turn of a task with a keyed table output: what it changed (GET /task/{task_id}/changes lists it).' }),
 });
 
 export const TaskEvent = component('TaskEvent', Type.Union([TaskChangedEvent, ToolEvent, TextEvent, ErrorEvent, DoneEvent], {

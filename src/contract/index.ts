@@ -9,6 +9,7 @@ export * from './spec.js';
 export * from './task.js';
 export * from './events.js';
 export * from './outputs.js';
+export * from './changes.js';
 export * from './sources.js';
 export * from './uploads.js';
 export * from './webhooks.js';

@@ -11,6 +11,7 @@ import { ErrorBody } from './errors.js';
 import { Metaprompt, Workflow } from './meta.js';
 import { EventPage, TaskDetail } from './events.js';
 import { OutputList, OutputPage, OutputQuery } from './outputs.js';
+import { ChangeList, ChangesQuery, GroupChangeList } from './changes.js';
 import { RecheckResult, SourceDetail, SourceList, SourceParams, SourcesQuery } from './sources.js';
 import {
   ContinueBody, EventsQuery, ExecuteBody, ListQuery, OutputParams, PatchBody, PromptBody, StartBody, StopBody, StreamQuery, TaskIdParams, WaitQuery,
@@ -246,6 +247,11 @@ export const ROUTES = {
     schema: { operationId: 'listSources', summary: 'The pages and inputs the task read, kept as snapshots for checking citations', tags: tags.outputs, headers: Plain, params: TaskIdParams, querystring: SourcesQuery,
       response: { 200: json('Snapshots in the order they were read.', SourceList), ...errors(...KEYED, ...ON_TASK) } },
   },
+  listChanges: {
+    method: 'GET', url: '/task/:task_id/changes', auth: 'key',
+    schema: { operationId: 'listChanges', summary: 'What the task\'s turns changed in its keyed table outputs, oldest first', tags: tags.outputs, headers: Plain, params: TaskIdParams, querystring: ChangesQuery,
+      response: { 200: json('One page of changes. Without X-Next-Cursor and Link this is the last page.', ChangeList, NEXT_PAGE), ...errors(...KEYED, ...ON_TASK) } },
+  },
   getSource: {
     method: 'GET', url: '/task/:task_id/sources/:source_id', auth: 'key',
     schema: { operationId: 'getSource', summary: 'One snapshot with its text', tags: tags.outputs, headers: Plain, params: SourceParams,
@@ -298,6 +304,11 @@ export const ROUTES = {
         }, { 'Content-Disposition': header('attachment; filename="<group_id>.<format>" (exports only).') }),
         ...errors(...KEYED, ...ON_GROUP),
       } },
+  },
+  listGroupChanges: {
+    method: 'GET', url: '/group/:group_id/changes', auth: 'key',
+    schema: { operationId: 'listGroupChanges', summary: 'The runs\' changes merged, each with its run\'s input, oldest first', tags: tags.groups, headers: Plain, params: GroupParams, querystring: ChangesQuery,
+      response: { 200: json('One page of changes. Without X-Next-Cursor and Link this is the last page.', GroupChangeList, NEXT_PAGE), ...errors(...KEYED, ...ON_GROUP) } },
   },
   streamGroup: {
     method: 'GET', url: '/group/:group_id/stream', auth: 'key',

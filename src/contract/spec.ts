@@ -22,6 +22,12 @@ const OutputId = Type.String({ pattern: OUTPUT_ID_PATTERN, description: '1-64 ch
 const RecordSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema each row of a records output must satisfy.' });
 const SpecInput = Type.Object({ upload_id: Str({ minLength: 1, maxLength: 64 }), name: Type.Optional(Str({ maxLength: 256 })) });
 
+/** A table's row identity (decisions §19): a row written with a key already in the output replaces that row. */
+const KeyColumns = Type.Array(Str({ minLength: 1, maxLength: 64 }), {
+  minItems: 1, maxItems: 8, uniqueItems: true,
+  description: 'Table outputs only: the required columns that identify a row; a row written again with the same key updates that row in place.',
+});
+
 export const ColumnInput = Type.Object({
   name: ColumnName,
   type: Type.Optional(ColumnTypeSchema),
@@ -37,6 +43,7 @@ export const OutputInput = Type.Object({
   path: Type.Optional(Str({ minLength: 1, maxLength: 256 })),
   description: Type.Optional(Str({ maxLength: 2000 })),
   columns: Type.Optional(Type.Array(ColumnInput, { minItems: 1, maxItems: 200 })),
+  key: Type.Optional(KeyColumns),
   schema: Type.Optional(RecordSchema),
 });
 export type OutputInput = Static<typeof OutputInput>;
@@ -99,6 +106,7 @@ export const OutputDecl = Type.Object({
   path: Type.String(),
   description: Type.Optional(Type.String()),
   columns: Type.Optional(Type.Array(ColumnDecl)),
+  key: Type.Optional(Type.Array(Type.String())),
   schema: Type.Optional(RecordSchema),
 });
 export type OutputDecl = Static<typeof OutputDecl>;

@@ -1,4 +1,5 @@
 /** The Task body (interface §2.1, decisions §9), its detail and state forms, and their enums. */
+import { ChangeCounts } from './changes.js';
 import { Type, type Static } from 'typebox';
 import { component, Nullable, StringEnum, Timestamp } from './common.js';
 import { ErrorCode } from './errors.js';
@@ -35,6 +36,7 @@ export const LastTurn = component('LastTurn', Type.Object({
   ended_at: Timestamp(),
   credits_used: Type.Number({ minimum: 0, description: 'Credits the turn used (at most 6 decimal places).' }),
   error: Type.Union([Type.Object({ error: ErrorCode, message: Type.String() }), Type.Null()], { description: 'What the turn failed with; null when it completed or was stopped.' }),
+  changes: Type.Optional({ ...ChangeCounts, description: 'A task with a keyed table output: what the turn changed, as on its done event (GET /task/{task_id}/changes lists it).' }),
 }, { description: 'The last turn that ended.' }));
 export type LastTurn = Static<typeof LastTurn>;
 

@@ -3,9 +3,10 @@ import { Type, type Static } from 'typebox';
 import { component, IdCursor, Nullable, Str, StringEnum, Timestamp } from './common.js';
 import { Task } from './task.js';
 import { Group } from './groups.js';
+import { ChangeCounts, RowChange } from './changes.js';
 
 /** The events an endpoint may ask for. */
-export const WEBHOOK_EVENTS = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'group.finished'] as const;
+export const WEBHOOK_EVENTS = ['task.turn_completed', 'task.turn_failed', 'task.turn_stopped', 'task.changed', 'group.finished'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
 /** How many endpoints one account may have. */
@@ -14,7 +15,7 @@ export const MAX_WEBHOOK_URL_CHARS = 2048;
 
 const WebhookEvents = Type.Array(StringEnum(WEBHOOK_EVENTS), {
   minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true,
-  description: 'Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, group.finished.',
+  description: 'Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, task.changed (a turn changed a keyed output), group.finished.',
 });
 
 export const WebhookBody = Type.Object({
@@ -78,6 +79,17 @@ export const TaskWebhookData = Type.Object({
   task: Task,
 });
 
+/** The changes `task.changed` carries at most; the task's changes route lists them all. */
+export const MAX_WEBHOOK_CHANGES = 100;
+
+/** What `task.changed` carries in `data`: sent after a turn that changed a keyed output (decisions §19). */
+export const ChangedWebhookData = Type.Object({
+  task_id: Type.String(),
+  turn_id: Type.String(),
+  changes: ChangeCounts,
+  first_changes: Type.Array(RowChange, { maxItems: MAX_WEBHOOK_CHANGES, description: 'The turn\'s first 100 changes; GET /task/{task_id}/changes lists them all.' }),
+});
+
 /** What `group.finished` carries in `data`: sent when no run of the group is left pending or running. */
 export const GroupWebhookData = Type.Object({ group_id: Type.String(), group: Group });
 
@@ -85,6 +97,6 @@ export const GroupWebhookData = Type.Object({ group_id: Type.String(), group: Gr
 export const WebhookPayload = component('WebhookPayload', Type.Object({
   type: StringEnum(WEBHOOK_EVENTS),
   timestamp: Timestamp('When the event happened.'),
-  data: Type.Union([TaskWebhookData, GroupWebhookData]),
+  data: Type.Union([TaskWebhookData, ChangedWebhookData, GroupWebhookData]),
 }));
 export type WebhookPayload = Static<typeof WebhookPayload>;

@@ -92,6 +92,8 @@ export interface LastTurnRecord {
   endedAt: string;
   creditsUsedMicros: number;
   error: Pick<TurnError, 'error' | 'message'> | null;
+  /** A task with a keyed output: what the turn changed (absent otherwise, and on turns ended before changes were kept). */
+  changes?: ChangeCounts;
 }
 
 /** What the /state poll shows: a task's state fields and its current turn. */
@@ -148,6 +150,25 @@ export interface TurnRecord {
   /** Rows the turn wrote, and how many of them had every source verified. */
   rowsWritten: number;
   verifiedRows: number;
+  /** What the turn changed in keyed outputs (decisions §19). */
+  changes: ChangeCounts;
+}
+
+export interface ChangeCounts {
+  added: number;
+  changed: number;
+  unconfirmed: number;
+}
+
+/** One change of a keyed row (decisions §19); `data` is the JSON text of `{key, fields, sources}`. */
+export interface RowChangeRecord {
+  id: string;
+  taskId: string;
+  turnId: string;
+  outputId: string;
+  change: 'added' | 'changed' | 'unconfirmed';
+  at: string;
+  data: string;
 }
 
 export type TurnPatch = Partial<Omit<TurnRecord, 'id' | 'taskId' | 'accountId' | 'line' | 'kind' | 'createdAt'>>;

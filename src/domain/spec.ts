@@ -63,9 +63,11 @@ export function normalizeOutput(input: OutputInput, param: string): OutputDecl {
   if (input.kind === 'table') {
     if (!input.columns) throw invalid(`${param}.columns`, 'is required for a table output');
     out.columns = normalizeColumns(input.columns, `${param}.columns`);
+    if (input.key) out.key = checkedKey(input.key, out.columns, `${param}.key`);
   } else if (input.columns) {
     throw invalid(`${param}.columns`, `is only allowed on table outputs, not ${input.kind}`);
   }
+  if (input.key && input.kind !== 'table') throw invalid(`${param}.key`, `is only allowed on table outputs, not ${input.kind}`);
   if (input.schema !== undefined) {
     if (input.kind !== 'records') throw invalid(`${param}.schema`, `is only allowed on records outputs, not ${input.kind}`);
     const schema = input.schema as Record<string, unknown>;
@@ -77,6 +79,16 @@ export function normalizeOutput(input: OutputInput, param: string): OutputDecl {
     out.schema = schema;
   }
   return out;
+}
+
+/** A table's key: declared columns, each `required` (a row without its key could not be matched). */
+function checkedKey(key: string[], columns: ColumnDecl[], param: string): string[] {
+  key.forEach((name, i) => {
+    const column = columns.find((c) => c.name === name);
+    if (!column) throw invalid(`${param}[${i}]`, `names no declared column: "${name}"`);
+    if (!column.required) throw invalid(`${param}[${i}]`, `names the column "${name}", which must be declared "required": true to be part of the key`);
+  });
+  return [...key];
 }
 
 /** Table columns (or a group's input columns) with their defaults; a repeated name is refused. */

@@ -38,6 +38,7 @@ function lastTurnView(turn: LastTurnRecord): LastTurn {
     ended_at: turn.endedAt,
     credits_used: fromMicros(turn.creditsUsedMicros),
     error: turn.error,
+    ...(turn.changes ? { changes: turn.changes } : {}),
   };
 }
 

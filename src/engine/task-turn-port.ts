@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Charge, InputFile, ReadSource, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
+import type { Charge, InputFile, ReadSource, RowKeys, RowWriter, StepUsage, StoredStep, ToolEvent, TurnPort, TurnState } from '../agent/turn-port.js';
 import type { Config } from '../config.js';
 import type { TaskActivity, TaskPhase, TaskSpec, TaskWait, TurnKind } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
@@ -114,9 +114,9 @@ export class TaskTurnPort implements TurnPort {
     }
   }
 
-  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally): Promise<{ firstRow: number; count: number }> {
+  async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally, keys?: RowKeys): Promise<{ firstRow: number; count: number }> {
     // The write key makes a second try after an unclear failure write nothing twice.
-    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, tally));
+    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, tally, keys));
     if (!written) throw new TurnAbort('stopped');
     return written;
   }

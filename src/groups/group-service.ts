@@ -21,8 +21,8 @@ import { hasCredits, requireCredits } from '../accounts/accounts.js';
 import { toMicros } from '../domain/credits.js';
 import type { Config } from '../config.js';
 import {
-  DEFAULT_MAX_PARALLEL, type Group, type GroupBody, type GroupRun, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
-  type GroupSnapshotReason, type RunStatus, type TaskSpec,
+  DEFAULT_MAX_PARALLEL, type ChangesQuery, type Group, type GroupBody, type GroupRun, type GroupDetail, type GroupEventPayload, type GroupEventType, type GroupInputsBody,
+  type GroupRowChange, type GroupSnapshotReason, type RunStatus, type TaskSpec,
 } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -32,6 +32,7 @@ import { invalid } from '../domain/spec.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskService } from '../tasks/task-service.js';
 import { RecordChange, type ChangeGuard, type ChangeTarget, type TurnEnd, type UnitOfWork, type UnitsOfWork } from '../tasks/unit-of-work.js';
+import { changeView } from '../tasks/keyed-rows.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { checkInlineInputs, inputFileFormat, readInputFile, type CheckedInput } from './group-inputs.js';
 import { mergedRow, tableOutput, toGroupDetail, toGroupView, toRunView } from './group-view.js';
@@ -154,6 +155,17 @@ export class GroupService {
     const { id } = tableOutput(group.spec);
     const [total, rows] = await Promise.all([this.store.groups.rowCount(group.id, id), this.store.groups.rows(group.id, id, limit, { offset })]);
     return { total, rows: rows.map(mergedRow) };
+  }
+
+  /** A page of the runs' changes merged, each with its run's input, oldest first; `nextCursor` when more remain. */
+  async changes(group: GroupRecord, query: ChangesQuery): Promise<{ changes: GroupRowChange[]; nextCursor?: string }> {
+    const limit = query.limit ?? 100;
+    const rows = await this.store.rows.groupChanges(group.id, { sinceTurn: query.since, after: query.after, cursor: query.cursor, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    return {
+      changes: page.map((r) => ({ ...changeView(r), _input: r.inputIndex, input: JSON.parse(r.input) as Record<string, unknown>, task_id: r.taskId })),
+      ...(rows.length > limit ? { nextCursor: page.at(-1)!.id } : {}),
+    };
   }
 
   /** Every merged row in order, read in batches (an export of any size is never held at once). */

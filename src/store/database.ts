@@ -91,6 +91,9 @@ export interface GroupsTable {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+  cron_expression: ColumnType<string | null, string | null | undefined, string | null>;
+  cron_timezone: ColumnType<string | null, string | null | undefined, string | null>;
+  cron_next_run_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GroupInputsTable {
@@ -130,6 +133,9 @@ export interface TurnsTable {
   line: ColumnType<string, string | undefined, never>;
   /** The turn's place among waiting turns, given when it becomes pending (bigint: PostgreSQL reads it as a string). */
   fair_key: ColumnType<number | string, number | undefined, number>;
+  changes_added: ColumnType<number, number | undefined, number>;
+  changes_changed: ColumnType<number, number | undefined, number>;
+  changes_unconfirmed: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnStepsTable {
@@ -162,6 +168,18 @@ export interface RowsTable {
   task_id: string;
   output_id: string;
   row_num: number;
+  data: string;
+  row_key: ColumnType<string | null, string | null | undefined, string | null>;
+  turn_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface RowChangesTable {
+  id: string;
+  task_id: string;
+  turn_id: string;
+  output_id: string;
+  change: string;
+  at: string;
   data: string;
 }
 
@@ -280,6 +298,7 @@ export interface Database {
   outputs: OutputsTable;
   rows: RowsTable;
   row_batches: RowBatchesTable;
+  row_changes: RowChangesTable;
   uploads: UploadsTable;
   idempotency: IdempotencyTable;
   settings: SettingsTable;

@@ -10,8 +10,8 @@
  * serialized.
  */
 import type {
-  AccountRecord, ApiKeyRecord, AttemptResult, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
-  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, ProviderLimitState, RowTally, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
+  AccountRecord, ApiKeyRecord, AttemptResult, ChangeCounts, DeliveryRecord, EventRecord, GroupInputRecord, GroupPatch,
+  GroupRecord, GroupRowRecord, IdempotencyRecord, OutputStatsRecord, ProviderLimitState, RowChangeRecord, RowTally, SourceSnapshotInfo, SourceSnapshotRecord, TaskPatch,
   GroupListFilter, GroupRunRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnPatch, TurnRecord, UploadRecord, WebhookEndpointRecord,
 } from '../domain/records.js';
 import type { RunStatus } from '../contract/index.js';
@@ -100,6 +100,8 @@ export interface TurnsRepository {
   addUsage(id: string, usage: TurnUsage): Promise<number | undefined>;
   /** Adds rows the turn wrote (and how many of them are verified) to its counts. */
   addRows(id: string, rows: { written: number; verified: number }): Promise<void>;
+  /** Adds to the turn's change counts (decisions §19), under the task's row lock. */
+  addChanges(id: string, counts: ChangeCounts): Promise<void>;
   /**
    * Ends a turn: its outcome, end time and error, its lease dropped, in one statement; returns
    * the turn's credits used, in micro-credits (undefined when there is no such turn).
@@ -175,6 +177,47 @@ export interface RowsRepository {
   rewrite(taskId: string, outputId: string, rows: { rowNumber: number; data: string }[], counts: RowTally): Promise<void>;
   /** Rows `offset + 1` to `offset + limit` in order: each one's stored JSON, as UTF-8 bytes. */
   read(taskId: string, outputId: string, offset: number, limit: number): Promise<Buffer[]>;
+  /** The call written under `writeKey`, if one was: a replayed tool call writes nothing again. */
+  batch(taskId: string, writeKey: string): Promise<{ firstRow: number; count: number } | undefined>;
+  /** The keyed rows of an output with one of `keys` (row_key texts), as stored. */
+  keyed(taskId: string, outputId: string, keys: string[]): Promise<KeyedRowRecord[]>;
+  /**
+   * One call to a keyed output under `writeKey`, under the task's row lock: `updates` replace
+   * rows in place (their numbers stay; null data: the row is unchanged), `inserts` are appended
+   * after the last row; every row written is marked as written by `turnId`.
+   */
+  writeKeyed(taskId: string, outputId: string, writeKey: string, turnId: string, write: KeyedWrite, at: string): Promise<{ firstRow: number; count: number }>;
+  /** The keyed rows of an output that `turnId` did not write (the keys an execute turn left unconfirmed). */
+  keyedNotWrittenBy(taskId: string, outputId: string, turnId: string): Promise<{ key: string; rowNumber: number }[]>;
+  /** Stores change records (with the rows they describe, in the same transaction). */
+  insertChanges(changes: RowChangeRecord[]): Promise<void>;
+  /** A task's changes in order, after the cursor; filtered by turn (`sinceTurn`: turns after it) or time. */
+  changes(taskId: string, query: ChangeQuery): Promise<RowChangeRecord[]>;
+  /** A group's runs' changes in order, each with its run's input index. */
+  groupChanges(groupId: string, query: ChangeQuery): Promise<(RowChangeRecord & { inputIndex: number; input: string })[]>;
+}
+
+export interface KeyedRowRecord {
+  key: string;
+  rowNumber: number;
+  data: string;
+}
+
+export interface KeyedWrite {
+  updates: { key: string; rowNumber: number; data: string | null }[];
+  inserts: { key: string; make: (rowNumber: number) => string }[];
+  /** What the call adds to the output's counts: rows and cells written, minus those of the rows they replace. */
+  tally: RowTally;
+}
+
+export interface ChangeQuery {
+  /** Only this turn's changes. */
+  turnId?: string;
+  sinceTurn?: string;
+  after?: string;
+  /** The id of the last change of the previous page. */
+  cursor?: string;
+  limit: number;
 }
 
 // ---- sources: snapshots of what a task read ---------------------------------------------------

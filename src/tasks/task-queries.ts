@@ -2,13 +2,14 @@
  * The read side of tasks: which tasks an account may see (decided here, once), and the reads
  * the routes answer with — a task, its detail, its state, a page of the list, its events.
  */
-import type { OutputDecl, TaskState } from '../contract/index.js';
+import type { ChangesQuery, OutputDecl, RowChange, TaskState } from '../contract/index.js';
 import { QuarryError } from '../errors.js';
 import type { EventFollower } from '../events/event-follower.js';
 import type { EventRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnRecord } from '../domain/records.js';
 import type { Store, TaskListCursor, TaskListPage } from '../store/store.js';
 import { activeOutputOf, isVisibleTo } from '../domain/task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
+import { changeView } from './keyed-rows.js';
 
 
 /** The list cursor is opaque to clients: base64url of the last task's sort key. */
@@ -217,6 +218,15 @@ export class TaskQueries {
   async sources(accountId: string, taskId: string, limit: number, offset: number): Promise<{ total: number; sources: SourceSnapshotInfo[] }> {
     const task = await this.task(accountId, taskId);
     return this.store.sources.list(task.id, limit, offset);
+  }
+
+  /** A page of what the task's turns changed in keyed outputs, oldest first; `nextCursor` when more remain. */
+  async changes(accountId: string, taskId: string, query: ChangesQuery): Promise<{ changes: RowChange[]; nextCursor?: string }> {
+    const task = await this.task(accountId, taskId);
+    const limit = query.limit ?? 100;
+    const rows = await this.store.rows.changes(task.id, { sinceTurn: query.since, after: query.after, cursor: query.cursor, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    return { changes: page.map(changeView), ...(rows.length > limit ? { nextCursor: page.at(-1)!.id } : {}) };
   }
 
   /** One snapshot of the task, with its text; else 404 source_not_found. */

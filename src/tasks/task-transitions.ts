@@ -33,6 +33,7 @@ export function newTurn(task: Pick<TaskRecord, 'id' | 'accountId' | 'group'>, ki
   return {
     id: newId('turn'), taskId: task.id, accountId: task.accountId, line: task.group?.id ?? task.accountId, kind, status, input, planOnly: flags.planOnly ?? false, offline: flags.offline ?? false, createdAt: now, startedAt: null, endedAt: null,
     leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0,
+    changes: { added: 0, changed: 0, unconfirmed: 0 },
   };
 }
 
@@ -83,8 +84,9 @@ export async function beginTurn(unit: TaskUnit, admission: Admission, kind: Turn
 }
 
 /** The turn that just ended, as its task keeps it (the Task body's `last_turn`). */
-function lastTurnOf(turnId: string, turn: TurnRecord | undefined, outcome: TurnOutcome, error: TurnError | null, now: string, creditsUsedMicros: number): LastTurnRecord {
+function lastTurnOf(task: TaskRecord, turnId: string, turn: TurnRecord | undefined, outcome: TurnOutcome, error: TurnError | null, now: string, creditsUsedMicros: number): LastTurnRecord {
   return {
+    ...(task.spec.outputs.some((o) => o.key) ? { changes: turn?.changes ?? { added: 0, changed: 0, unconfirmed: 0 } } : {}),
     turnId,
     kind: turn?.kind ?? 'execute',
     outcome,
@@ -106,7 +108,7 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
   // The /state poll and an idle task's stream show this turn's error until the next turn ends.
   if (error || unit.task.lastErrorSeq != null) unit.set({ lastErrorSeq: error ? unit.task.lastEventSeq : null });
   const usage = await unit.tx.turns.get(turnId);
-  unit.set({ lastTurn: lastTurnOf(turnId, usage, outcome, error, unit.now, creditsUsedMicros) });
+  unit.set({ lastTurn: lastTurnOf(unit.task, turnId, usage, outcome, error, unit.now, creditsUsedMicros) });
   let next: TurnRecord | undefined;
   if (opts.promote !== false && unit.task.queuedCount > 0) next = await unit.tx.turns.nextQueued(unit.task.id);
   if (next) {
@@ -118,6 +120,7 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
   }
   unit.taskEvent('turn_ended', turnId);
   const outputCount = unit.task.spec.outputs.length;
+  const changes = usage?.changes ?? { added: 0, changed: 0, unconfirmed: 0 };
   unit.event('done', turnId, {
     outcome,
     output_count: outputCount,
@@ -132,7 +135,8 @@ export async function endTurn(unit: TaskUnit, turnId: string, outcome: TurnOutco
     citation_accuracy: citationAccuracy(unit.task),
     // The queued message that starts now, or null: the task is idle (streams of the task end here).
     next_turn_id: next?.id ?? null,
+    ...(unit.task.spec.outputs.some((o) => o.key) ? { changes } : {}),
   });
-  unit.uow.signal('turn_ended', { task: unit.task, turnId, outcome, outputCount, creditsUsedMicros });
+  unit.uow.signal('turn_ended', { task: unit.task, turnId, outcome, outputCount, creditsUsedMicros, changes });
   return next?.id ?? null;
 }

@@ -5,13 +5,14 @@
  * one: a turn stopped or deleted meanwhile writes nothing more.
  */
 import { hasCredits } from '../accounts/accounts.js';
-import type { Charge, RowWriter, StepUsage } from '../agent/turn-port.js';
+import type { Charge, RowKeys, RowWriter, StepUsage } from '../agent/turn-port.js';
 import type { Config } from '../config.js';
 import type { EventPayload, TaskActivity, TaskPhase, TaskSpec, TaskWait } from '../contract/index.js';
 import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
 import type { RowTally, TaskRecord, TurnRecord } from '../domain/records.js';
 import { turnError, type TurnError } from '../errors.js';
+import { recordUnconfirmed, writeKeyedRows } from './keyed-rows.js';
 import { endTurn, startingState } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
 import type { UnitsOfWork } from './unit-of-work.js';
@@ -92,17 +93,25 @@ export class TurnWrites {
     });
   }
 
-  /** Appends validated rows once per write key; false when the turn no longer runs. */
-  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], tally: RowTally = NO_TALLY): Promise<{ firstRow: number; count: number } | null> {
+  /**
+   * Appends validated rows once per write key (to a keyed output, with `keys`: replaces the rows
+   * whose key is there already, and records the changes with them); null when the turn no
+   * longer runs. `tally` counts the call's rows; the task's cell counts change by what the rows
+   * add less what the rows they replace held.
+   */
+  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], tally: RowTally = NO_TALLY, keys?: RowKeys): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
     await this.changeRunningTurn(turnId, taskId, async (unit) => {
-      const r = await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, tally);
+      const output = unit.task.spec.outputs.find((o) => o.id === outputId);
+      const r = keys && output?.key
+        ? await writeKeyedRows(unit, turnId, output, writeKey, rows, keys)
+        : { ...(await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, tally)), delta: tally };
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) {
         unit.set({
           activeOutput: outputId,
-          supportedCells: (unit.task.supportedCells ?? 0) + tally.cells.supported,
-          unsupportedCells: (unit.task.unsupportedCells ?? 0) + tally.cells.unsupported,
+          supportedCells: (unit.task.supportedCells ?? 0) + r.delta.cells.supported,
+          unsupportedCells: (unit.task.unsupportedCells ?? 0) + r.delta.cells.unsupported,
         });
         await unit.tx.turns.addRows(turnId, { written: r.count, verified: tally.verified });
       }
@@ -145,7 +154,11 @@ export class TurnWrites {
 
   /** The turn ended by itself (completed or failed). No-op when it was already stopped. */
   async finishTurn(turnId: string, taskId: string, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
-    await this.changeRunningTurn(turnId, taskId, async (unit) => void (await endTurn(unit, turnId, outcome, error)), 'turn.finished');
+    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+      // Only an execute turn that got to its end has checked every key; a failed one may not have.
+      if (outcome === 'completed' && (await unit.tx.turns.get(turnId))?.kind === 'execute') await recordUnconfirmed(unit, turnId);
+      await endTurn(unit, turnId, outcome, error);
+    }, 'turn.finished');
   }
 
   /** Runs `fn` only while `turnId` is still the task's running turn; returns whether it ran. */

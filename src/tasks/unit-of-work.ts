@@ -9,7 +9,7 @@
  */
 import type { Group } from '../contract/index.js';
 import { crashPoint, type CrashPoint } from '../crash-points.js';
-import type { EventRecord, TaskRecord } from '../domain/records.js';
+import type { ChangeCounts, EventRecord, TaskRecord } from '../domain/records.js';
 import { CONTROL_CHANNEL, type ControlMessage } from '../events/cluster-messages.js';
 import type { EventBus } from '../events/event-bus.js';
 import { storeEvents } from '../events/store-events.js';
@@ -24,6 +24,8 @@ export interface TurnEnd {
   outcome: TurnOutcome;
   outputCount: number;
   creditsUsedMicros: number;
+  /** What the turn changed in keyed outputs (decisions §19). */
+  changes: ChangeCounts;
 }
 
 /** A group has no run left pending or running. */

@@ -4,10 +4,11 @@
  * finish), in the unit's own transaction, so the change and its deliveries are stored together
  * or not at all. The dispatcher (dispatcher.ts) sends them.
  */
-import type { WebhookEventType, WebhookPayload } from '../contract/index.js';
+import { MAX_WEBHOOK_CHANGES, type WebhookEventType, type WebhookPayload } from '../contract/index.js';
 import { fromMicros } from '../domain/credits.js';
 import { toTaskView } from '../domain/task-view.js';
 import { newId } from '../ids.js';
+import { changeView } from '../tasks/keyed-rows.js';
 import type { UnitOfWork, UnitsOfWork } from '../tasks/unit-of-work.js';
 
 /** Registers the outbox on every unit of work; `wake` runs once a unit that queued deliveries commits. */
@@ -18,6 +19,12 @@ export function registerWebhookOutbox(units: UnitsOfWork, wake: () => void): voi
       task_id: task.id, turn_id: turnId, outcome, output_count: outputCount, credits_used: fromMicros(ended.creditsUsedMicros),
       task: toTaskView(task, Date.parse(uow.now)),
     }));
+    const { changes } = ended;
+    if (changes.added + changes.changed + changes.unconfirmed === 0) return;
+    await queueWebhooks(uow, task.accountId, 'task.changed', wake, async () => ({
+      task_id: task.id, turn_id: turnId, changes,
+      first_changes: (await uow.tx.rows.changes(task.id, { turnId, limit: MAX_WEBHOOK_CHANGES })).map(changeView),
+    }));
   });
   units.on('group_finished', async (uow, finished) => {
     await queueWebhooks(uow, finished.accountId, 'group.finished', wake, () => ({ group_id: finished.groupId, group: finished.group }));
@@ -25,12 +32,12 @@ export function registerWebhookOutbox(units: UnitsOfWork, wake: () => void): voi
 }
 
 /** Queues a delivery of `type` to every endpoint of the account that asked for it; `data` is built only when one did. */
-async function queueWebhooks(uow: UnitOfWork, accountId: string, type: WebhookEventType, wake: () => void, data: () => WebhookPayload['data']): Promise<void> {
+async function queueWebhooks(uow: UnitOfWork, accountId: string, type: WebhookEventType, wake: () => void, data: () => WebhookPayload['data'] | Promise<WebhookPayload['data']>): Promise<void> {
   const endpoints = await uow.tx.webhooks.listEndpoints(accountId);
   const wanted = endpoints.filter((e) => e.events.includes(type));
   if (wanted.length === 0) return;
   const at = uow.now;
-  const body = JSON.stringify({ type, timestamp: at, data: data() } satisfies WebhookPayload);
+  const body = JSON.stringify({ type, timestamp: at, data: await data() } satisfies WebhookPayload);
   await uow.tx.webhooks.insertDeliveries(wanted.map((e) => ({
     id: newId('msg'), endpointId: e.id, event: type, payload: body, status: 'pending', attempts: 0, lastStatusCode: null, lastError: null,
     nextAttemptAt: at, retrySince: at, createdAt: at, deliveredAt: null,

@@ -27,7 +27,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
 export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
     id: uid('turn'), taskId, accountId, line: accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, offline: false, createdAt: new Date().toISOString(),
-    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0, ...overrides,
+    startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0, changes: { added: 0, changed: 0, unconfirmed: 0 }, ...overrides,
   };
 }
 

@@ -22,6 +22,16 @@ class Balance(TypedDict):
     """Credits left (at most 6 decimal places)."""
 
 
+class ChangeCounts(TypedDict):
+    """A task with a keyed table output: what the turn changed, as on its done event (GET /task/{task_id}/changes lists it)."""
+    added: int
+    """Keys the turn wrote for the first time."""
+    changed: int
+    """Rows whose values or sources the turn changed."""
+    unconfirmed: int
+    """Keys an execute turn did not write again although they existed before (the rows stay)."""
+
+
 class CreatedAccount(TypedDict):
     account_id: str
     name: str
@@ -68,6 +78,7 @@ class DoneEvent(_DoneEventRequired, total=False):
     """A turn that ended: the output tokens of its model calls."""
     compactions: int
     """A turn that ended: how often its conversation was compacted to fit the model's context."""
+    changes: ChangeCounts
 
 
 class _ErrorRequired(TypedDict):
@@ -188,8 +199,7 @@ class TaskCron(TypedDict):
     next_run_at: Optional[str]
 
 
-class LastTurn(TypedDict):
-    """The last turn that ended."""
+class _LastTurnRequired(TypedDict):
     turn_id: str
     kind: Literal["plan", "execute", "continue"]
     """plan: a prompt create; execute: a spec create, execute or cron tick; continue: a message."""
@@ -200,6 +210,11 @@ class LastTurn(TypedDict):
     """Credits the turn used (at most 6 decimal places)."""
     error: Optional[LastTurnError]
     """What the turn failed with; null when it completed or was stopped."""
+
+
+class LastTurn(_LastTurnRequired, total=False):
+    """The last turn that ended."""
+    changes: ChangeCounts
 
 
 class LastTurnError(TypedDict):
@@ -359,6 +374,7 @@ class _TaskSpecOutputsItemRequired(TypedDict):
 class TaskSpecOutputsItem(_TaskSpecOutputsItemRequired, total=False):
     description: str
     columns: List[TaskSpecOutputsItemColumnsItem]
+    key: List[str]
     schema: Dict[str, Any]
     """JSON Schema each row of a records output must satisfy."""
 
@@ -407,6 +423,58 @@ class _TaskSpecInputColumnsItemRequired(TypedDict):
 
 class TaskSpecInputColumnsItem(_TaskSpecInputColumnsItemRequired, total=False):
     description: str
+
+
+class GroupRowChange(RowChange):
+    _input: int
+    """The input's 0-based index in the group."""
+    input: Dict[str, Any]
+    """The run's input."""
+    task_id: str
+    """The run."""
+
+
+class RowChange(TypedDict):
+    turn_id: str
+    at: str
+    """When the turn wrote it (for unconfirmed: when the turn ended)."""
+    output: str
+    """The output id."""
+    key: Dict[str, Any]
+    """The key columns and their values."""
+    change: Literal["added", "changed", "unconfirmed"]
+    fields: Dict[str, RowChangeFieldsValue]
+    """added: every column with a value (before null); changed: the columns whose value changed; unconfirmed: none."""
+    sources: RowChangeSources
+    """The row's _sources before and after (null where the row did not exist, and both null for unconfirmed)."""
+
+
+class RowChangeFieldsValue(TypedDict):
+    before: Any
+    after: Any
+
+
+class RowChangeSources(TypedDict):
+    """The row's _sources before and after (null where the row did not exist, and both null for unconfirmed)."""
+    before: Optional[List[RowSource]]
+    after: Optional[List[RowSource]]
+
+
+class RowSource(TypedDict, total=False):
+    url: str
+    upload_id: str
+    title: str
+    quote: str
+    fields: List[str]
+    """The columns this source supports; absent: the whole row."""
+    verified: bool
+    """true for quote_found and page_read. Absent on rows written before sources were checked."""
+    check: Literal["quote_found", "page_read", "quote_not_found", "not_read"]
+    """quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy)."""
+    source_id: str
+    """The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against."""
+    supports: Dict[str, Optional[bool]]
+    """quote_found sources: per column the source backs (its fields, else every non-null column), whether the quote holds the value after normalizing; null: not checked (booleans, json, prose)."""
 
 
 class GroupRowsPage(TypedDict):
@@ -513,6 +581,8 @@ class TaskSpecInputOutputsItem(_TaskSpecInputOutputsItemRequired, total=False):
     path: str
     description: str
     columns: List[TaskSpecInputOutputsItemColumnsItem]
+    key: List[str]
+    """Table outputs only: the required columns that identify a row; a row written again with the same key updates that row in place."""
     schema: Dict[str, Any]
     """JSON Schema each row of a records output must satisfy."""
 
@@ -630,23 +700,6 @@ class Row(_RowRequired, total=False):
     """Per column: how sure the agent is and why (when it said)."""
     _support: Dict[str, Literal["supported", "unsupported", "unchecked"]]
     """Per non-null column: supported (a verified source's quote holds the value), unsupported (checked, and no quote holds it) or unchecked. Absent on rows written before cells were checked, until a recheck."""
-
-
-class RowSource(TypedDict, total=False):
-    url: str
-    upload_id: str
-    title: str
-    quote: str
-    fields: List[str]
-    """The columns this source supports; absent: the whole row."""
-    verified: bool
-    """true for quote_found and page_read. Absent on rows written before sources were checked."""
-    check: Literal["quote_found", "page_read", "quote_not_found", "not_read"]
-    """quote_found: the quote is in the snapshot of that URL or the text of that upload; page_read: no quote, but it was read in this task; quote_not_found: read, but the quote is not in it; not_read: never read in this task (or outside its source policy)."""
-    source_id: str
-    """The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against."""
-    supports: Dict[str, Optional[bool]]
-    """quote_found sources: per column the source backs (its fields, else every non-null column), whether the quote holds the value after normalizing; null: not checked (booleans, json, prose)."""
 
 
 class OutputRef(TypedDict):
@@ -794,7 +847,7 @@ class Usage(TypedDict):
 class Webhook(TypedDict):
     webhook_id: str
     url: str
-    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]]
+    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]]
     description: Optional[str]
     created_at: str
     previous_secret_expires_at: Optional[str]
@@ -803,7 +856,7 @@ class Webhook(TypedDict):
 class WebhookDelivery(TypedDict):
     delivery_id: str
     """Sent as the webhook-id header; the same on every attempt."""
-    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]
+    event: Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]
     status: Literal["pending", "delivered", "dead"]
     attempts: int
     """Attempts started so far."""
@@ -817,7 +870,7 @@ class WebhookDelivery(TypedDict):
 class WebhookWithSecret(TypedDict):
     webhook_id: str
     url: str
-    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]]
+    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]]
     description: Optional[str]
     created_at: str
     previous_secret_expires_at: Optional[str]
@@ -1014,6 +1067,10 @@ class ListSourcesResponse(TypedDict):
     sources: List[SourceInfo]
 
 
+class ListChangesResponse(TypedDict):
+    changes: List[RowChange]
+
+
 class CreateUploadUrlBody(TypedDict):
     filename: str
     content_type: str
@@ -1044,6 +1101,10 @@ class AddGroupInputsBody(TypedDict, total=False):
     """A finished upload: a CSV file (a header row naming the columns) or JSON Lines (one object per line)."""
 
 
+class ListGroupChangesResponse(TypedDict):
+    changes: List[GroupRowChange]
+
+
 class RetryGroupBody(TypedDict, total=False):
     include: List[Literal["failed", "stopped"]]
     """Which runs to run again: failed (the default), stopped (by POST /group/{id}/stop or max_credits), or both."""
@@ -1053,8 +1114,8 @@ class RetryGroupBody(TypedDict, total=False):
 class _CreateWebhookBodyRequired(TypedDict):
     url: str
     """An http(s) URL that takes POST requests; no user name or password in it."""
-    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "group.finished"]]
-    """Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, group.finished."""
+    events: List[Literal["task.turn_completed", "task.turn_failed", "task.turn_stopped", "task.changed", "group.finished"]]
+    """Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, task.changed (a turn changed a keyed output), group.finished."""
 
 
 class CreateWebhookBody(_CreateWebhookBodyRequired, total=False):

@@ -23,7 +23,7 @@ export type ToolContext = Pick<TurnPort, 'signal' | 'offline' | ToolMethod> & {
 /** The view of `port` one tool call gets. */
 export function toolContext(port: Pick<TurnPort, 'signal' | 'offline' | 'appendRows' | ToolMethod>, writeKey: string, callId: string): ToolContext {
   const methods = Object.fromEntries(TOOL_METHODS.map((name) => [name, port[name].bind(port)])) as Pick<TurnPort, ToolMethod>;
-  return { ...methods, signal: port.signal, offline: port.offline, writeKey, callId, appendRows: (outputId, rows, tally) => port.appendRows(writeKey, outputId, rows, tally) };
+  return { ...methods, signal: port.signal, offline: port.offline, writeKey, callId, appendRows: (outputId, rows, tally, keys) => port.appendRows(writeKey, outputId, rows, tally, keys) };
 }
 
 export interface ToolResult {

@@ -119,6 +119,9 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
     const checked = validateRows(output, rows, args.sources, args.basis);
     if (!checked.ok) return rejected(output, rows.length, describeErrors(checked.errors, rowLabel), from);
 
+    const keys = output.key ? rowKeys(output.key, checked.rows) : undefined;
+    if (keys && 'repeated' in keys) return rejected(output, rows.length, keys.repeated.map((r) => `- ${rowLabel(r.index)}: repeats the key ${r.key} of ${rowLabel(r.first)}: write each key once per call`), from);
+
     const verified = await checkCitations(checked.rows, output, ctx);
     const problemsOf = (label: (index: number) => string) => verified.flatMap((row, i) => unverifiedSources(row.sources, label(i)));
     const unsupportedOf = (label: (index: number) => string) => verified.flatMap((row, i) => unsupportedCells(row, label(i)));
@@ -137,7 +140,21 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
         'This task requires every value a quote is checked for to appear in that quote: quote the sentence of the page that states the value (copied exactly), correct the value to what the source says, or name in "fields" only the columns the source backs.',
       ], from);
     }
-    const written = await ctx.appendRows(output.id, verified.map((row) => (n: number) => serializeRow(n, row)), tally);
+    const writers = verified.map((row) => (n: number) => serializeRow(n, row));
+    if (keys) {
+      const written = await ctx.appendRows(output.id, writers, tally, { keys: keys.keys, verified: verified.map((row) => rowVerified(row.sources as CheckedSource[])) });
+      const problems = listed(problemsOf(rowLabel));
+      let content = `Wrote ${written.count} rows${from} to ${output.id}, keyed by ${output.key!.join(', ')}: a key already there replaced its row in place, a new key was appended; ${tally.verified} of them verified.`;
+      if (checked.unsourced > 0) content += ` ${checked.unsourced} of them have no sources: every fact must be traceable, so write them again with sources.`;
+      if (problems.length > 0) content += ` These sources could not be verified:\n${problems.join('\n')}`;
+      if (tally.cells.unsupported > 0) content += `\nThese values are not in the quotes that should back them:\n${listed(unsupportedOf(rowLabel)).join('\n')}`;
+      return {
+        content,
+        summary: `wrote ${written.count} keyed rows${from} to ${output.id} (${tally.verified} verified)`,
+        rows: { output: output.id, first_row: written.firstRow, count: written.count, verified: tally.verified },
+      };
+    }
+    const written = await ctx.appendRows(output.id, writers, tally);
     const last = written.firstRow + written.count - 1;
     // Rows written are named by their _row, as the answer's range is; a file's by its line.
     const writtenLabel = args.from_file !== undefined ? rowLabel : (index: number) => `row ${written.firstRow + index}`;
@@ -154,8 +171,23 @@ export const writeRowsTool: AgentTool<WriteRowsArgs> = {
   },
 };
 
+/** Each row's key (the JSON array of its key columns' values), or the rows that repeat a key of the call. */
+function rowKeys(key: string[], rows: ValidRow[]): { keys: string[] } | { repeated: { index: number; first: number; key: string }[] } {
+  const seen = new Map<string, number>();
+  const repeated: { index: number; first: number; key: string }[] = [];
+  const keys = rows.map((row, index) => {
+    const text = JSON.stringify(key.map((column) => row.values[column] ?? null));
+    const first = seen.get(text);
+    if (first === undefined) seen.set(text, index);
+    else repeated.push({ index, first, key: text });
+    return text;
+  });
+  return repeated.length > 0 ? { repeated } : { keys };
+}
+
 /** The rows with each source checked against the snapshots of what the task read, and each cell against the quotes. */
 async function checkCitations(rows: ValidRow[], output: OutputDecl, ctx: ToolContext): Promise<ValidRow[]> {
+
   const urls = new Set<string>();
   const uploads = new Set<string>();
   for (const row of rows) {

@@ -11,7 +11,7 @@ import { contractRoute, typed } from '../contract-route.js';
 import { sendExport, wantedFormat } from '../exports.js';
 import { groupRowsBody } from '../spliced-bodies.js';
 import { withIdempotency } from '../idempotency.js';
-import { publicBaseUrl } from '../public-url.js';
+import { nextPageHeaders, publicBaseUrl } from '../public-url.js';
 import { resumeSeq, streamEvents } from '../sse.js';
 
 export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
@@ -55,6 +55,16 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
       if (format !== 'json') return sendExport(reply, format, `${group.id}.${format}`, exportMergedRows(mergedOutput(group.spec), groups.allRows(group), format));
       const page = await groups.rows(group, request.query.offset ?? 0, request.query.limit ?? 100);
       return reply.type('application/json; charset=utf-8').send(groupRowsBody(page.total, page.rows));
+    },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.listGroupChanges),
+    handler: async (request, reply) => {
+      const group = await groups.find(request.accountId, request.params.group_id);
+      const page = await groups.changes(group, request.query);
+      if (page.nextCursor) nextPageHeaders(request, reply, config.publicUrl, `/group/${group.id}/changes`, request.query, page.nextCursor);
+      return { changes: page.changes };
     },
   });
 

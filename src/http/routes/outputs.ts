@@ -9,6 +9,7 @@ import { exportFileName, exportRows } from '../../outputs/export.js';
 import type { SourceSnapshotInfo } from '../../domain/records.js';
 import { contractRoute, typed } from '../contract-route.js';
 import { sendExport, wantedFormat } from '../exports.js';
+import { nextPageHeaders } from '../public-url.js';
 import { outputPageBody } from '../spliced-bodies.js';
 
 export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
@@ -68,6 +69,16 @@ export async function outputRoutes(fastify: FastifyInstance): Promise<void> {
     handler: async (request) => {
       const { total, sources } = await queries.sources(request.accountId, request.params.task_id, request.query.limit ?? 50, request.query.offset ?? 0);
       return { total, sources: sources.map(toSourceInfo) };
+    },
+  });
+
+  app.route({
+    ...contractRoute(ROUTES.listChanges),
+    handler: async (request, reply) => {
+      const { task_id } = request.params;
+      const page = await queries.changes(request.accountId, task_id, request.query);
+      if (page.nextCursor) nextPageHeaders(request, reply, app.deps.config.publicUrl, `/task/${encodeURIComponent(task_id)}/changes`, request.query, page.nextCursor);
+      return { changes: page.changes };
     },
   });
 

@@ -21,6 +21,7 @@ import * as m000012 from '../migrations/000012_cell_support.js';
 import * as m000013 from '../migrations/000013_turn_offline.js';
 import * as m000014 from '../migrations/000014_fair_share.js';
 import * as m000015 from '../migrations/000015_provider_limits.js';
+import * as m000016 from '../migrations/000016_monitors.js';
 import * as m000017 from '../migrations/000017_finding_work.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
@@ -56,6 +57,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000013_turn_offline': m000013,
   '000014_fair_share': m000014,
   '000015_provider_limits': m000015,
+  '000016_monitors': m000016,
   '000017_finding_work': m000017,
 };
 

@@ -10,7 +10,7 @@
 import { sql, type ExpressionOrFactory, type RawBuilder, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import type { Database, TurnsTable } from '../database.js';
-import type { TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
+import type { ChangeCounts, TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
 import type { TurnError } from '../../errors.js';
 import type { TurnsRepository, TurnUsage } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
@@ -40,10 +40,11 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     error: r.error ? JSON.parse(r.error) : null,
     rowsWritten: Number(r.rows_written),
     verifiedRows: Number(r.verified_rows),
+    changes: { added: Number(r.changes_added), changed: Number(r.changes_changed), unconfirmed: Number(r.changes_unconfirmed) },
   };
 }
 
-const TURN_COLUMNS: Record<keyof TurnPatch, keyof TurnsTable> = {
+const TURN_COLUMNS: Record<Exclude<keyof TurnPatch, 'changes'>, keyof TurnsTable> = {
   status: 'status', input: 'input', planOnly: 'plan_only', offline: 'offline', startedAt: 'started_at', endedAt: 'ended_at',
   leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
   tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error', rowsWritten: 'rows_written', verifiedRows: 'verified_rows',
@@ -53,7 +54,12 @@ function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
   const row: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === undefined) continue;
-    const column = TURN_COLUMNS[key as keyof TurnPatch];
+    if (key === 'changes') {
+      const counts = value as ChangeCounts;
+      Object.assign(row, { changes_added: counts.added, changes_changed: counts.changed, changes_unconfirmed: counts.unconfirmed });
+      continue;
+    }
+    const column = TURN_COLUMNS[key as Exclude<keyof TurnPatch, 'changes'>];
     if (key === 'error') row[column] = value === null ? null : JSON.stringify(value);
     else if (key === 'planOnly' || key === 'offline') row[column] = value ? 1 : 0;
     else row[column] = value;
@@ -143,6 +149,18 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
       .updateTable('turns')
       .set({ rows_written: sql<number>`rows_written + ${rows.written}`, verified_rows: sql<number>`verified_rows + ${rows.verified}` })
       .where('id', '=', id));
+  }
+
+  /** Under the task's row lock, like update. */
+  async addChanges(id: string, counts: ChangeCounts): Promise<void> {
+    await this.db.updateTable('turns')
+      .set({
+        changes_added: sql<number>`changes_added + ${counts.added}`,
+        changes_changed: sql<number>`changes_changed + ${counts.changed}`,
+        changes_unconfirmed: sql<number>`changes_unconfirmed + ${counts.unconfirmed}`,
+      })
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Under the task's row lock, like update. */

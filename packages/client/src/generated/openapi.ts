@@ -364,6 +364,23 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/task/{task_id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the task's turns changed in its keyed table outputs, oldest first */
+        get: operations["listChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/task/{task_id}/sources/{source_id}": {
         parameters: {
             query?: never;
@@ -493,6 +510,23 @@ export type paths = {
         };
         /** The merged table: each run's rows with its input; format=csv|jsonl exports */
         get: operations["getGroupRows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/group/{group_id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runs' changes merged, each with its run's input, oldest first */
+        get: operations["listGroupChanges"];
         put?: never;
         post?: never;
         delete?: never;
@@ -795,6 +829,15 @@ export type components = {
             /** @description Credits left (at most 6 decimal places). */
             balance: number;
         };
+        /** @description A task with a keyed table output: what the turn changed, as on its done event (GET /task/{task_id}/changes lists it). */
+        ChangeCounts: {
+            /** @description Keys the turn wrote for the first time. */
+            added: number;
+            /** @description Rows whose values or sources the turn changed. */
+            changed: number;
+            /** @description Keys an execute turn did not write again although they existed before (the rows stay). */
+            unconfirmed: number;
+        };
         CreatedAccount: {
             account_id: string;
             name: string;
@@ -839,6 +882,7 @@ export type components = {
             tokens_out?: number;
             /** @description A turn that ended: how often its conversation was compacted to fit the model's context. */
             compactions?: number;
+            changes?: components["schemas"]["ChangeCounts"];
         };
         Error: {
             /**
@@ -960,6 +1004,16 @@ export type components = {
             finished_at: string | null;
             spec: components["schemas"]["TaskSpec"];
         };
+        GroupRowChange: components["schemas"]["RowChange"] & {
+            /** @description The input's 0-based index in the group. */
+            _input: number;
+            /** @description The run's input. */
+            input: {
+                [key: string]: unknown;
+            };
+            /** @description The run. */
+            task_id: string;
+        };
         GroupRowsPage: {
             /** @description Merged rows in the group so far. */
             total: number;
@@ -1034,6 +1088,7 @@ export type components = {
                 error: "invalid_request" | "unauthorized" | "out_of_credits" | "origin_not_allowed" | "task_not_found" | "source_not_found" | "group_not_found" | "webhook_not_found" | "delivery_not_found" | "not_found" | "method_not_allowed" | "request_timeout" | "task_executing" | "task_in_cron_mode" | "task_exists" | "webhook_limit_reached" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "bad_gateway" | "service_unavailable" | "at_capacity" | "auth_unavailable" | "limit_reached";
                 message: string;
             } | null;
+            changes?: components["schemas"]["ChangeCounts"];
         };
         Metaprompt: {
             version: string;
@@ -1140,6 +1195,34 @@ export type components = {
             };
         } & {
             [key: string]: unknown;
+        };
+        RowChange: {
+            turn_id: string;
+            /**
+             * Format: date-time
+             * @description When the turn wrote it (for unconfirmed: when the turn ended).
+             */
+            at: string;
+            /** @description The output id. */
+            output: string;
+            /** @description The key columns and their values. */
+            key: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            change: "added" | "changed" | "unconfirmed";
+            /** @description added: every column with a value (before null); changed: the columns whose value changed; unconfirmed: none. */
+            fields: {
+                [key: string]: {
+                    before: unknown;
+                    after: unknown;
+                };
+            };
+            /** @description The row's _sources before and after (null where the row did not exist, and both null for unconfirmed). */
+            sources: {
+                before: components["schemas"]["RowSource"][] | null;
+                after: components["schemas"]["RowSource"][] | null;
+            };
         };
         RowSource: {
             url?: string;
@@ -1288,6 +1371,7 @@ export type components = {
                     required: boolean;
                     description?: string;
                 }[];
+                key?: string[];
                 /** @description JSON Schema each row of a records output must satisfy. */
                 schema?: {
                     [key: string]: unknown;
@@ -1351,6 +1435,8 @@ export type components = {
                     required?: boolean;
                     description?: string;
                 }[];
+                /** @description Table outputs only: the required columns that identify a row; a row written again with the same key updates that row in place. */
+                key?: string[];
                 /** @description JSON Schema each row of a records output must satisfy. */
                 schema?: {
                     [key: string]: unknown;
@@ -1532,7 +1618,7 @@ export type components = {
         Webhook: {
             webhook_id: string;
             url: string;
-            events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished")[];
+            events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "task.changed" | "group.finished")[];
             description: string | null;
             /** Format: date-time */
             created_at: string;
@@ -1542,7 +1628,7 @@ export type components = {
             /** @description Sent as the webhook-id header; the same on every attempt. */
             delivery_id: string;
             /** @enum {string} */
-            event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished";
+            event: "task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "task.changed" | "group.finished";
             /** @enum {string} */
             status: "pending" | "delivered" | "dead";
             /** @description Attempts started so far. */
@@ -1557,7 +1643,7 @@ export type components = {
         WebhookWithSecret: {
             webhook_id: string;
             url: string;
-            events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished")[];
+            events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "task.changed" | "group.finished")[];
             description: string | null;
             /** Format: date-time */
             created_at: string;
@@ -2830,6 +2916,54 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    listChanges: {
+        parameters: {
+            query?: {
+                /** @description A turn id: only changes of later turns. */
+                since?: string;
+                /** @description Only changes written after this time. */
+                after?: string;
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of changes. Without X-Next-Cursor and Link this is the last page. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description Pass as `cursor` for the next page. */
+                    "X-Next-Cursor"?: string;
+                    /** @description `<url>; rel="next"`: the next page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changes: components["schemas"]["RowChange"][];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            405: components["responses"]["Error405"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     getSource: {
         parameters: {
             query?: never;
@@ -3210,6 +3344,53 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    listGroupChanges: {
+        parameters: {
+            query?: {
+                /** @description A turn id: only changes of later turns. */
+                since?: string;
+                /** @description Only changes written after this time. */
+                after?: string;
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description 1-64 chars of A-Z a-z 0-9 _ . : - to trace the request; echoed. */
+                "X-Request-ID"?: string;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of changes. Without X-Next-Cursor and Link this is the last page. */
+            200: {
+                headers: {
+                    /** @description The request id: the client's valid X-Request-ID echoed, else a new req_ id. */
+                    "X-Request-ID"?: string;
+                    /** @description Pass as `cursor` for the next page. */
+                    "X-Next-Cursor"?: string;
+                    /** @description `<url>; rel="next"`: the next page. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changes: components["schemas"]["GroupRowChange"][];
+                    };
+                };
+            };
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            500: components["responses"]["Error500"];
+            503: components["responses"]["Error503"];
+        };
+    };
     streamGroup: {
         parameters: {
             query?: {
@@ -3436,8 +3617,8 @@ export interface operations {
                 "application/json": {
                     /** @description An http(s) URL that takes POST requests; no user name or password in it. */
                     url: string;
-                    /** @description Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, group.finished. */
-                    events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "group.finished")[];
+                    /** @description Which events to send: task.turn_completed, task.turn_failed, task.turn_stopped, task.changed (a turn changed a keyed output), group.finished. */
+                    events: ("task.turn_completed" | "task.turn_failed" | "task.turn_stopped" | "task.changed" | "group.finished")[];
                     description?: string;
                 };
             };
