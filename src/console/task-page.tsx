@@ -7,6 +7,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { messageOf, QuarryError, type DoneEvent, type OutputInfo, type Task, type TaskEvent, type TaskSpec } from './api.js';
 import { saveFile, EXPORT_TYPES } from './download.js';
+import { Changes } from './changes.js';
 import { EventLog } from './event-log.js';
 import { Sleeper, useAction, useLoad } from './hooks.js';
 import { Link } from './router.js';
@@ -282,10 +283,19 @@ export function TaskPage(props: { taskId: string }) {
             )}
             <EventLog events={events} prompt={spec?.prompt} />
           </section>
-          <section aria-labelledby="rows-title" class="panel">
-            <h2 id="rows-title">Rows</h2>
-            <Rows taskId={props.taskId} version={live.rowsVersion} />
-          </section>
+          <div class="stack">
+            <section aria-labelledby="rows-title" class="panel">
+              <h2 id="rows-title">Rows</h2>
+              <Rows taskId={props.taskId} version={live.rowsVersion} />
+            </section>
+            {/* A keyed output keeps its rows by key: what each turn added and changed is listed (decisions §19). */}
+            {spec?.outputs.some((o) => o.key && o.key.length > 0) && (
+              <section aria-labelledby="changes-title" class="panel">
+                <h2 id="changes-title">Changes</h2>
+                <Changes taskId={props.taskId} version={live.rowsVersion} />
+              </section>
+            )}
+          </div>
         </div>
       )}
     </article>

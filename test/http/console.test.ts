@@ -51,6 +51,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
   let page: Page;
   let taskId: string;
   let groupId: string;
+  let keyedTaskId: string;
   /**
    * What the page reported as broken: script errors, and CSP refusals (they come as console
    * errors). Error answers of the API (a wrong key) are the browser's console errors too; the
@@ -457,6 +458,32 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     assert.equal(await page.getByRole('button', { name: /Stop|Continue|Execute/ }).count(), 0);
   });
 
+  it('lists what each turn changed in a keyed output: cells before and after, and both quotes', async () => {
+    const source = (quote: string) => ({ url: `${pages.url}/northvolt-ett`, title: PLANT_PAGE_TITLE, quote });
+    const writes = (capacity: number, quote: string): FakeReply[] => [
+      { toolCalls: [{ name: 'write_rows', arguments: { output: 'plants', rows: [{ company: 'Northvolt', capacity_gwh: capacity, _sources: [source(quote)] }] } }] },
+      { text: 'Written.' },
+    ];
+    h.model!.script(...writes(16, '16 GWh of annual capacity'), ...writes(20, '20 GWh after the expansion'));
+    const spec = { name: 'Watched plants', prompt: 'Keep the plants up to date.', outputs: [{ id: 'plants', kind: 'table', key: ['company'], columns: [{ name: 'company', type: 'string', required: true }, { name: 'capacity_gwh', type: 'number' }] }] };
+    const created = await h.request('POST', '/task/start', { body: { task: spec } });
+    assert.equal(created.status, 200, created.text);
+    const id = created.body.task_id as string;
+    keyedTaskId = id;
+    await waitIdle(h, id);
+    assert.equal((await h.request('POST', `/task/${id}/execute`, { body: {} })).status, 200);
+    await waitIdle(h, id);
+
+    await page.goto(`${h.url}/console/tasks/${encodeURIComponent(id)}`);
+    const changes = page.getByRole('region', { name: 'Changes' });
+    const changed = changes.getByRole('row').filter({ has: page.locator('.badge', { hasText: 'changed' }) });
+    await changed.locator('del', { hasText: '16' }).waitFor();
+    await changed.locator('ins', { hasText: '20' }).waitFor();
+    await changed.getByText('16 GWh of annual capacity').waitFor();
+    await changed.getByText('20 GWh after the expansion').waitFor();
+    await changes.getByRole('row').filter({ has: page.locator('.badge', { hasText: 'added' }) }).getByText('Northvolt').first().waitFor();
+  });
+
   it('passes axe-core with no serious violation on every page', async () => {
     const hook = await h.request('POST', '/webhooks', { body: { url: 'https://example.com/quarry-hook', events: ['task.turn_failed'] } });
     assert.equal(hook.status, 201, hook.text);
@@ -470,6 +497,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       ['/console/webhooks', 'Register an endpoint'],
       [`/console/webhooks/${encodeURIComponent(hook.body.webhook_id as string)}`, 'Deliveries'],
       ['/console/tasks/tsk_NOSUCHTASK', 'No such task'],
+      [`/console/tasks/${encodeURIComponent(keyedTaskId)}`, '20 GWh after the expansion'],
     ];
     for (const [path, shown] of views) {
       await page.goto(h.url + path);

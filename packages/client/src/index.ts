@@ -48,6 +48,7 @@ export {
   type CreateTaskParams,
   type StartTaskParams,
   type ListTasksParams,
+  type ChangesParams,
   type ContinueParams,
   type ExecuteParams,
   type StopParams,

@@ -374,6 +374,9 @@ export type GroupCounts = Group['counts'];
  */
 export type GroupRow = Schemas['GroupRowsPage']['rows'][number];
 
+/** A keyed row a turn added, changed or left unconfirmed (`GET /task/{id}/changes`). */
+export type RowChange = Schemas['RowChange'];
+
 /** One input of a group and the run that works on it, rows or not (`GET /group/{id}/runs`). */
 export type GroupRun = Schemas['GroupRun'];
 

@@ -5,14 +5,14 @@
  */
 import { QuarryError } from '../errors.js';
 import { OutputExport, type ExportFormat } from '../output-export.js';
-import { cursorPages, EventPage, PagePromise, RowPage, type TaskPage } from '../pagination.js';
+import { cursorPages, EventPage, PagePromise, RowPage, type CursorPage, type TaskPage } from '../pagination.js';
 import { sleep } from '../internal/retry.js';
 import { TaskStream } from '../task-stream.js';
 import type { TaskWriteQueue } from '../internal/task-write-queue.js';
 import type { CallResult, RouteCall, Transport } from '../internal/transport.js';
 import type { RequestOptions } from '../request-options.js';
 import type {
-  OutputInfo, OutputPage, OutputRef, Row, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
+  OutputInfo, OutputPage, OutputRef, Row, RowChange, Task, TaskDetail, TaskEvent, TaskState, QueryOf, RequestBody
 } from '../types.js';
 
 /**
@@ -44,6 +44,9 @@ export type StartTaskParams = Omit<RequestBody<'startTask'>, 'wait'>;
  * ```
  */
 export type ListTasksParams = QueryOf<'listTasks'>;
+
+/** `since`, `after`, `limit`, `cursor` of `GET /task/{id}/changes`. */
+export type ChangesParams = QueryOf<'listChanges'>;
 
 /**
  * `POST /task/{id}/continue`.
@@ -427,6 +430,27 @@ export class Tasks {
     return cursorPages(async (cursor) => {
       const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { limit: params.limit, cursor, group_id: params.group_id, q: params.q, state: params.state, outcome: params.outcome, created_after: params.created_after, created_before: params.created_before }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Task[], nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
+  }
+
+  /**
+   * What the task's turns changed in its keyed table outputs, oldest first
+   * (`GET /task/{id}/changes`): each row added or changed, its cells before and after, its
+   * sources before and after; `since` (a turn id) or `after` (a time) narrows it. `await` it for
+   * one page; `for await` over it for every change.
+   *
+   * @example
+   * ```ts
+   * for await (const c of client.tasks.changes(taskId, { since: lastTurnId })) console.log(c.change, c.key, c.fields);
+   * ```
+   */
+  changes(taskId: string, params: ChangesParams = {}, opts?: RequestOptions): PagePromise<CursorPage<RowChange>, RowChange> {
+    return cursorPages(async (cursor) => {
+      const { response, text } = await this.transport.send(
+        { method: 'GET', path: taskPath(taskId, '/changes'), query: { since: params.since, after: params.after, limit: params.limit, cursor }, auth: 'key', resendable: true },
+        opts,
+      );
+      return { data: (JSON.parse(text) as { changes: RowChange[] }).changes, nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
 
