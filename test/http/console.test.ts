@@ -497,7 +497,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       ['/console/webhooks', 'Register an endpoint'],
       [`/console/webhooks/${encodeURIComponent(hook.body.webhook_id as string)}`, 'Deliveries'],
       ['/console/tasks/tsk_NOSUCHTASK', 'No such task'],
-      [`/console/tasks/${encodeURIComponent(keyedTaskId)}`, '20 GWh after the expansion'],
+      [`/console/tasks/${encodeURIComponent(keyedTaskId)}`, 'Cells, before → after'],
     ];
     for (const [path, shown] of views) {
       await page.goto(h.url + path);
