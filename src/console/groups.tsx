@@ -453,7 +453,7 @@ function GroupRuns(props: { groupId: string; version: number }) {
                     {run.task_id ? <Link to={`/tasks/${encodeURIComponent(run.task_id)}`}>Input {run.input_index}</Link> : <span>Input {run.input_index}</span>}
                   </td>
                   <td><StatusBadge status={run.status} /></td>
-                  <td class="mono">{cellText(run.input)}</td>
+                  <td>{Object.entries(run.input).map(([column, value]) => `${column}: ${cellText(value)}`).join(', ')}</td>
                   <td class="reason">{run.error?.message}</td>
                   <td><Time at={run.updated_at} /></td>
                   <td>{credits(run.credits_used)}</td>
