@@ -51,7 +51,7 @@ async function shoot(page: Page, name: string): Promise<void> {
 }
 
 const pages = await startPlantPages();
-const h = await startHarness({ env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
+const h = await startHarness({ listen: true, env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 let release = () => {};
 const held = new Promise<void>((resolve) => (release = resolve));
@@ -63,8 +63,16 @@ try {
   model.script({ text: 'Nothing new since last week.' });
   const weekly = await task(h, 'Weekly: new gigafactory announcements in Europe.');
   await h.request('PATCH', `/task/${weekly}`, { body: { name: 'Gigafactory announcements', pinned: true } });
+  model.script({ status: 400, errorMessage: 'This model does not accept requests this long.' });
+  const poland = await task(h, 'Which battery recycling plants opened in Poland in 2025?');
+  await h.request('PATCH', `/task/${poland}`, { body: { name: 'Recycling plants in Poland' } });
   model.script(...researchTurn(pages.url));
   const plants = await task(h, 'List the EU plants making Li-ion cells, with country and capacity in GWh.');
+  model.script({ text: 'Adding the Polish plants now.', hangAfterEvents: 3 });
+  await h.request('POST', `/task/${plants}/continue`, { body: { message: 'Add the plants in Poland too.' } });
+  await until('the turn to stream', async () => (await h.request('GET', `/task/${plants}/state`)).body.activity === 'thinking', { timeoutMs: 10_000, pollMs: 50 });
+  await h.request('POST', `/task/${plants}/stop`, { body: {} });
+  await waitIdle(h, plants, 10_000);
   model.setResponder(groupResponder(pages.url, (index) => (index >= HELD_FROM ? held : Promise.resolve())));
   const group = await groupMidRun(h);
 

@@ -3,9 +3,12 @@
  * in with, for every call (tasks, groups, webhooks). Every failure reaches the page as the API's
  * own `message`.
  */
-import { QuarryClient, type CursorPage } from '../../packages/client/src/index.js';
+import { QuarryClient, QuarryError, type CursorPage } from '../../packages/client/src/index.js';
+import { fieldSentence } from './human-errors.js';
 
+export { QuarryError };
 export type { CursorPage, QuarryClient };
+export type { ListGroupsParams, ListTasksParams } from '../../packages/client/src/index.js';
 export type * from '../../packages/client/src/types.js';
 
 /** Session storage: the key lives as long as the tab, and never in a cookie or the URL. */
@@ -25,8 +28,12 @@ export function clientFor(apiKey: string): QuarryClient {
   return new QuarryClient({ baseURL: location.origin, apiKey, maxRetries: 1 });
 }
 
-/** What to show a person: the API's `message` when there is one. */
+/**
+ * What to show a person: the API's `message`, or for a refused field a sentence that names it
+ * as the form does.
+ */
 export function messageOf(err: unknown): string {
+  if (err instanceof QuarryError && err.detail?.[0]) return fieldSentence(err.detail[0]);
   if (err instanceof Error) return err.message;
   return String(err);
 }

@@ -50,6 +50,7 @@ export function CreateTask() {
             <select id="citations" value={citations} onChange={(e) => setCitations(e.currentTarget.value as CitationMode)}>
               <option value="flag">flag: keep every row, mark unverified sources</option>
               <option value="require_verified">require_verified: refuse rows without a verified source</option>
+              <option value="require_supported">require_supported: also refuse a value its quote does not hold</option>
             </select>
             {outputs.map((output, i) => (
               <OutputEditor

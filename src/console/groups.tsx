@@ -4,14 +4,14 @@
  * end, and its merged rows read again as they grow.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { messageOf, type Group, type GroupDetail, type GroupEvent, type GroupRow } from './api.js';
+import { messageOf, type Group, type ListGroupsParams, type GroupDetail, type GroupEvent, type GroupRow } from './api.js';
 import { saveFile, EXPORT_TYPES } from './download.js';
 import { Sleeper, useAction, useLoad, usePagedList } from './hooks.js';
 import { Link, navigate } from './router.js';
 import { RowsTable, type ColumnGroup, type SourcedRow } from './rows-table.js';
 import { useSession } from './session.js';
 import { columnsOf, ColumnsEditor, newColumn, newOutput, OutputEditor, outputOf, type ColumnDraft, type OutputDraft } from './spec-editor.js';
-import { credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time } from './ui.js';
+import { cellText, credits, ErrorNote, PageTitle, Pager, ShowMore, StatusBadge, Time, toneOf, type Tone } from './ui.js';
 
 /** How often the list is read again: the progress of its running groups. */
 const LIST_REFRESH_MS = 4000;
@@ -40,16 +40,45 @@ function busy(group: Group): boolean {
   return group.counts.pending + group.counts.running > 0;
 }
 
+/**
+ * Where a group stands, in one word and its colour: running, stopped, or, once nothing is left to
+ * run, how its runs ended: `finished` (green) only when every run completed, `failed` when none
+ * did, and `finished, N failed` when some did not.
+ */
+export function groupState(group: Group): { word: string; tone: Tone } {
+  const { completed, failed, stopped } = group.counts;
+  if (group.status === 'running') return { word: 'running', tone: 'running' };
+  if (group.status === 'stopped') return { word: 'stopped', tone: 'stopped' };
+  if (failed > 0 && completed === 0) return { word: 'failed', tone: 'failed' };
+  if (failed > 0) return { word: `finished, ${failed} failed`, tone: 'failed' };
+  if (stopped > 0) return { word: `finished, ${stopped} stopped`, tone: 'stopped' };
+  return { word: 'finished', tone: 'completed' };
+}
+
+const SEGMENTS = ['completed', 'failed', 'stopped', 'running', 'pending'] as const;
+
+/**
+ * The runs as one bar of their states, each in its colour (completed, failed, stopped, running;
+ * pending is the empty track), with every count written beside it.
+ */
 function Progress(props: { group: Group; id: string }) {
   const { group } = props;
   const { done, total } = progressOf(group);
-  const { pending, running, completed, failed, stopped } = group.counts;
   return (
     <div class="progress">
       <label for={props.id}>{done} of {total} runs done</label>
-      <progress id={props.id} max={Math.max(total, 1)} value={done} />
-      <span class="hint">
-        {completed} completed · {running} running · {pending} pending · {failed} failed · {stopped} stopped
+      <progress id={props.id} class="visually-hidden" max={Math.max(total, 1)} value={done} />
+      <div class="bar" aria-hidden="true">
+        {SEGMENTS.filter((s) => s !== 'pending' && group.counts[s] > 0).map((s) => (
+          <span key={s} class={`bar-part tone-${s === 'running' ? 'running' : s}`} style={{ width: `${(100 * group.counts[s]) / Math.max(total, 1)}%` }} />
+        ))}
+      </div>
+      <span class="counts">
+        {SEGMENTS.map((s, i) => (
+          <span key={s} class={group.counts[s] > 0 ? `count tone-${s === 'pending' ? 'waiting' : s}` : 'count'}>
+            {i > 0 ? ' · ' : ''}{group.counts[s]} {s}
+          </span>
+        ))}
       </span>
     </div>
   );
@@ -57,12 +86,19 @@ function Progress(props: { group: Group; id: string }) {
 
 export function GroupList() {
   const { client } = useSession();
+  const [form, setForm] = useState({ q: '', status: '' });
+  const [filters, setFilters] = useState<ListGroupsParams>({});
+  const filtered = Object.keys(filters).length > 0;
   const list = usePagedList(
-    (limit, cursor) => client.groups.list({ limit, cursor }),
+    (limit, cursor) => client.groups.list({ limit, cursor, ...filters }),
     (group) => group.group_id,
-    [client],
+    [client, JSON.stringify(filters)],
     { pageSize: GROUPS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
   );
+  const search = (e: Event) => {
+    e.preventDefault();
+    setFilters({ ...(form.q.trim() ? { q: form.q.trim() } : {}), ...(form.status ? { status: form.status as ListGroupsParams['status'] } : {}) });
+  };
   const cards = useRef<HTMLUListElement>(null);
   return (
     <section>
@@ -70,14 +106,34 @@ export function GroupList() {
         <PageTitle>Groups</PageTitle>
         <Link to="/groups/new" class="button">New group</Link>
       </div>
+      {/* The API's own filters (`GET /group` with q and status). */}
+      <form role="search" aria-label="Groups" class="filters" onSubmit={search}>
+        <div>
+          <label for="group-q">Search</label>
+          <input id="group-q" type="search" value={form.q} onInput={(e) => setForm({ ...form, q: e.currentTarget.value })} placeholder="Words in the name" />
+        </div>
+        <div>
+          <label for="group-status">Status</label>
+          <select id="group-status" value={form.status} onChange={(e) => setForm({ ...form, status: e.currentTarget.value })}>
+            <option value="">any</option>
+            <option value="running">running</option>
+            <option value="finished">finished</option>
+            <option value="stopped">stopped</option>
+          </select>
+        </div>
+        <div class="buttons">
+          <button type="submit">Search</button>
+          {filtered && <button type="button" class="secondary" onClick={() => { setForm({ q: '', status: '' }); setFilters({}); }}>Clear</button>}
+        </div>
+      </form>
       <ErrorNote message={list.error} />
-      {list.items && list.items.length === 0 && <p>No groups yet. <Link to="/groups/new">Start one</Link>.</p>}
+      {list.items && list.items.length === 0 && (filtered ? <p>No group matches.</p> : <p>No groups yet. <Link to="/groups/new">Start one</Link>.</p>)}
       <ul class="cards" aria-label="Groups" ref={cards}>
         {list.items?.map((group) => (
           <li key={group.group_id} class="card">
             <div class="card-head">
               <Link to={`/groups/${encodeURIComponent(group.group_id)}`} class="card-title">{group.name ?? group.group_id}</Link>
-              <StatusBadge status={group.status} />
+              <StatusBadge status={groupState(group).word} tone={groupState(group).tone} />
             </div>
             <div class="card-meta">
               {group.name && <span class="mono">{group.group_id}</span>}
@@ -302,7 +358,7 @@ function useLiveGroup(groupId: string): LiveGroup {
 function RunLink(props: { row: GroupRow }) {
   const { _input, _run } = props.row;
   return (
-    <Link to={`/tasks/${encodeURIComponent(_run.task_id)}`} class={`run run-${_run.status}`} aria-label={`Run of input ${_input}: ${_run.status}`}>
+    <Link to={`/tasks/${encodeURIComponent(_run.task_id)}`} class={`run tone-${toneOf(_run.status)}`} aria-label={`Run of input ${_input}: ${_run.status}`}>
       {_run.status}
     </Link>
   );
@@ -350,6 +406,68 @@ function GroupRows(props: { group: GroupDetail; version: number }) {
   );
 }
 
+const RUNS_PER_PAGE = 20;
+const RUN_FILTERS = { all: 'all', failed: 'failed', stopped: 'stopped', pending: 'pending', running: 'running', completed: 'completed' } as const;
+type RunFilter = keyof typeof RUN_FILTERS;
+
+/**
+ * Every run of the group, rows or not (`GET /group/{id}/runs`), in input order: its input, its
+ * status and, when it failed, why; each that has started opens its task's page. Failed,
+ * stopped and pending runs are one choice away. Read again as the group's runs end (`version`).
+ */
+function GroupRuns(props: { groupId: string; version: number }) {
+  const { client } = useSession();
+  const [filter, setFilter] = useState<RunFilter>('all');
+  const list = usePagedList(
+    (limit, cursor) => client.groups.runs(props.groupId, { limit, cursor, ...(filter === 'all' ? {} : { status: filter }) }),
+    (run) => String(run.input_index),
+    [client, props.groupId, filter, props.version],
+    { pageSize: RUNS_PER_PAGE, refreshMs: LIST_REFRESH_MS },
+  );
+  const cards = useRef<HTMLTableSectionElement>(null);
+  return (
+    <section aria-labelledby="runs-title">
+      <h2 id="runs-title">Runs</h2>
+      <fieldset class="choice inline">
+        <legend>Show</legend>
+        {(Object.keys(RUN_FILTERS) as RunFilter[]).map((f) => (
+          <label class="check" key={f}>
+            <input type="radio" name="run-filter" checked={filter === f} onChange={() => setFilter(f)} /> {RUN_FILTERS[f]}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorNote message={list.error} />
+      {list.items && list.items.length === 0 && <p class="hint">No {filter === 'all' ? '' : `${RUN_FILTERS[filter]} `}runs.</p>}
+      {list.items && list.items.length > 0 && (
+        <div class="table-scroll" role="region" aria-label="Runs of the group" tabIndex={0}>
+          <table class="runs">
+            <caption class="visually-hidden">Runs of the group</caption>
+            <thead>
+              <tr><th scope="col">Run</th><th scope="col">Status</th><th scope="col">Input</th><th scope="col">Why it failed</th><th scope="col">Updated</th><th scope="col">Credits</th></tr>
+            </thead>
+            <tbody ref={cards}>
+              {list.items.map((run) => (
+                <tr key={run.input_index}>
+                  <td>
+                    {/* A run that never started has no task to open. */}
+                    {run.task_id ? <Link to={`/tasks/${encodeURIComponent(run.task_id)}`}>Input {run.input_index}</Link> : <span>Input {run.input_index}</span>}
+                  </td>
+                  <td><StatusBadge status={run.status} /></td>
+                  <td>{Object.entries(run.input).map(([column, value]) => `${column}: ${cellText(value)}`).join(', ')}</td>
+                  <td class="reason">{run.error?.message}</td>
+                  <td><Time at={run.updated_at} /></td>
+                  <td>{credits(run.credits_used)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <ShowMore list={list} cards={cards} noun="runs" />
+    </section>
+  );
+}
+
 export function GroupPage(props: { groupId: string }) {
   const { client } = useSession();
   const live = useLiveGroup(props.groupId);
@@ -359,16 +477,22 @@ export function GroupPage(props: { groupId: string }) {
     saveFile(file.filename ?? `${props.groupId}.${format}`, await file.text(), EXPORT_TYPES[format]);
   });
 
+  const [newCap, setNewCap] = useState('');
+  const retry = (include: ('failed' | 'stopped')[]) => action.run(async () => {
+    const cap = include.includes('stopped') && newCap.trim() !== '' ? { max_credits: Number(newCap) } : {};
+    await client.groups.retry(props.groupId, { include, ...cap });
+    live.wake();
+  });
   const data = live.group;
   return (
     <article>
-      <PageTitle>{data?.name ?? props.groupId}</PageTitle>
+      <PageTitle tabTitle={`${data ? `${groupState(data).word} · ` : ''}${data?.name ?? props.groupId}`}>{data?.name ?? props.groupId}</PageTitle>
       <ErrorNote message={live.error} />
       {data && (
         <>
           <p class="card-meta">
             {/* Said when it changes (finished, stopped); the counts below change too often to be read out. */}
-            <span aria-live="polite"><StatusBadge status={data.status} /></span>
+            <span aria-live="polite"><StatusBadge status={groupState(data).word} tone={groupState(data).tone} /></span>
             <span class="mono">{data.group_id}</span>
             <span>{data.inputs} inputs{data.duplicates ? ` (${data.duplicates} duplicates)` : ''}</span>
             <span>{credits(data.credits_used)} credits{data.max_credits !== null ? ` of ${credits(data.max_credits)}` : ''}</span>
@@ -378,16 +502,21 @@ export function GroupPage(props: { groupId: string }) {
           <div class="buttons">
             {/* The stream brings what a stop does; a retry of a finished group is followed at once. */}
             <button type="button" class="danger" disabled={action.busy || data.status !== 'running'} onClick={() => action.run(() => client.groups.stop(props.groupId))}>Stop group</button>
-            <button type="button" class="secondary" disabled={action.busy || data.counts.failed === 0} onClick={() => action.run(async () => {
-              await client.groups.retry(props.groupId);
-              live.wake();
-            })}>Retry failed runs</button>
+            <button type="button" class="secondary" disabled={action.busy || data.counts.failed === 0} onClick={() => retry(['failed'])}>Retry failed runs</button>
+            {/* Runs stopped by the group's stop or its credit cap: run again, under a new cap when one is given. */}
+            <button type="button" class="secondary" disabled={action.busy || data.counts.stopped === 0} onClick={() => retry(['stopped'])}>Retry stopped runs</button>
+            {data.max_credits !== null && data.counts.stopped > 0 && (
+              <label class="inline-field">
+                New credit cap <input type="number" min={0} step="any" value={newCap} onInput={(e) => setNewCap(e.currentTarget.value)} placeholder={credits(data.max_credits)} />
+              </label>
+            )}
             <button type="button" class="secondary" disabled={action.busy} onClick={() => download('csv')}>Export CSV</button>
             <button type="button" class="secondary" disabled={action.busy} onClick={() => download('jsonl')}>Export JSONL</button>
           </div>
         </>
       )}
       <ErrorNote message={action.error} />
+      {data && <GroupRuns groupId={props.groupId} version={live.rowsVersion} />}
       <h2>Rows</h2>
       {data && <GroupRows group={data} version={live.rowsVersion} />}
     </article>

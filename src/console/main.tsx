@@ -12,6 +12,7 @@ import { Link, navigate, usePath } from './router.js';
 import { SessionContext } from './session.js';
 import { SignIn } from './sign-in.js';
 import { TaskList } from './task-list.js';
+import { Balance } from './balance.js';
 import { TaskPage } from './task-page.js';
 import { WebhookList, WebhookPage } from './webhooks.js';
 
@@ -63,6 +64,7 @@ function App() {
             ))}
           </ul>
         </nav>
+        <Balance />
         <button
           type="button"
           class="secondary"

@@ -12,29 +12,75 @@ export function ErrorNote(props: { message: string | undefined }) {
 
 /**
  * The page's heading. It takes the focus when a page opens, so a keyboard or screen-reader user
- * starts at the new page's top rather than on a link of the old one.
+ * starts at the new page's top rather than on a link of the old one. The tab's title says the
+ * page too (`tabTitle`, else the heading's text).
  */
-export function PageTitle(props: { children: ComponentChildren }) {
+export function PageTitle(props: { children: ComponentChildren; tabTitle?: string }) {
   const ref = useRef<HTMLHeadingElement>(null);
+  useTitle(props.tabTitle ?? (typeof props.children === 'string' ? props.children : undefined));
   useEffect(() => ref.current?.focus(), []);
   return <h1 tabIndex={-1} ref={ref}>{props.children}</h1>;
 }
 
-/** What a task is doing: `thinking`, `executing`, … while a turn runs; else `idle` or `deleted`. */
-export function taskActivity(task: Pick<Task, 'status' | 'activity'>): string {
+/**
+ * The five states every page shows in one way (docs/console.md, "Design rules"): each has one
+ * colour, and its word is always written, so no state is told by colour alone.
+ */
+export type Tone = 'completed' | 'failed' | 'stopped' | 'running' | 'waiting' | 'neutral';
+
+const RUNNING_ACTIVITIES = new Set(['thinking', 'executing', 'planning']);
+
+/** What a task is doing while a turn runs (`thinking` …), `queued` before a worker takes it; else null. */
+export function taskActivity(task: Pick<Task, 'status' | 'activity'>): string | null {
   if (task.status === 'deleted') return 'deleted';
-  return task.activity ?? 'idle';
+  if (task.status !== 'execute') return null;
+  return task.activity && task.activity !== 'idle' ? task.activity : 'waiting';
 }
 
-export function StatusBadge(props: { status: string }) {
-  return <span class={`badge badge-${props.status}`}>{props.status}</span>;
+/**
+ * A task's word: what its turn is doing while one runs, else how its last turn ended (`planned`
+ * for a plan never executed, `new` before any turn ended).
+ */
+export function taskState(task: Task, planned = false): string {
+  const activity = taskActivity(task);
+  if (activity) return activity;
+  const outcome = task.last_turn?.outcome;
+  if (planned && outcome === 'completed') return 'planned';
+  return outcome ?? 'new';
 }
 
-/** A time as the reader's locale writes it, with the exact time in the element. */
-export function Time(props: { at: string | null | undefined }) {
+/** A word's colour: outcomes as they are, activities as running, the rest as waiting or neutral. */
+export function toneOf(word: string): Tone {
+  if (word === 'completed' || word === 'finished' || word === 'delivered') return 'completed';
+  if (word === 'failed' || word === 'dead' || word === 'refused') return 'failed';
+  if (word === 'stopped') return 'stopped';
+  if (RUNNING_ACTIVITIES.has(word) || word === 'running') return 'running';
+  if (word === 'waiting' || word === 'pending' || word === 'queued' || word === 'retrying') return 'waiting';
+  return 'neutral';
+}
+
+/** A state: its word in its colour (`tone` when the word alone does not say it). */
+export function StatusBadge(props: { status: string; tone?: Tone; label?: string }) {
+  return <span class={`badge tone-${props.tone ?? toneOf(props.status)}`} aria-label={props.label}>{props.status}</span>;
+}
+
+/** A time: the clock today, the date too on another day; the exact time on hover. */
+export function Time(props: { at: string | null | undefined; seconds?: boolean }) {
   if (!props.at) return <span>—</span>;
   const date = new Date(props.at);
-  return <time dateTime={props.at} title={props.at}>{date.toLocaleString()}</time>;
+  const today = new Date().toDateString() === date.toDateString();
+  const clock: Intl.DateTimeFormatOptions = { hour: '2-digit', minute: '2-digit', ...(props.seconds ? { second: '2-digit' } : {}) };
+  const text = today ? date.toLocaleTimeString(undefined, clock) : date.toLocaleString(undefined, { dateStyle: 'medium', ...clock });
+  return <time dateTime={props.at} title={date.toLocaleString()}>{text}</time>;
+}
+
+export { duration } from './duration.js';
+
+/** The tab's title while a page is shown: what the page is, then Quarry. */
+export function useTitle(title: string | undefined): void {
+  useEffect(() => {
+    if (title) document.title = `${title} · Quarry`;
+  }, [title]);
 }
 
 export { credits } from './credits.js';
@@ -73,7 +119,7 @@ export function ShowMore(props: { list: PagedList<unknown>; cards: RefObject<HTM
     if (firstNew.current === null || list.loadingMore) return;
     const from = firstNew.current;
     firstNew.current = null;
-    if (count > from) cards.current?.children[from]?.querySelector('a')?.focus();
+    if (count > from) cards.current?.children[from]?.querySelector<HTMLElement>('a, button')?.focus();
   }, [count, list.loadingMore]);
   if (count === 0) return null;
   return (

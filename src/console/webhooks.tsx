@@ -1,10 +1,14 @@
 /** Webhook endpoints (decisions §15.3): register, list, delete; an endpoint's deliveries and redelivery. */
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { WebhookEventType } from './api.js';
-import { useAction, useLoad } from './hooks.js';
+import { useAction, useLoad, usePagedList } from './hooks.js';
 import { Link, navigate } from './router.js';
 import { useSession } from './session.js';
-import { ErrorNote, PageTitle, StatusBadge, Time } from './ui.js';
+import { ErrorNote, PageTitle, ShowMore, StatusBadge, Time } from './ui.js';
+
+const DELIVERIES_PER_PAGE = 50;
+/** How often the deliveries are read again: attempts and their answers come in the background. */
+const DELIVERIES_REFRESH_MS = 5000;
 
 /** Every event an endpoint can ask for (a Record, so one the API adds fails to compile here). */
 const EVENTS: Record<WebhookEventType, string> = {
@@ -80,7 +84,13 @@ export function WebhookList() {
 export function WebhookPage(props: { webhookId: string }) {
   const { client } = useSession();
   const hook = useLoad(() => client.webhooks.retrieve(props.webhookId), [client, props.webhookId]);
-  const deliveries = useLoad(async () => (await client.webhooks.deliveries(props.webhookId, { limit: 100 })).data, [client, props.webhookId], 5000);
+  const deliveries = usePagedList(
+    (limit, cursor) => client.webhooks.deliveries(props.webhookId, { limit, cursor }),
+    (d) => d.delivery_id,
+    [client, props.webhookId],
+    { pageSize: DELIVERIES_PER_PAGE, refreshMs: DELIVERIES_REFRESH_MS },
+  );
+  const cards = useRef<HTMLUListElement>(null);
   const action = useAction();
   const redeliver = (deliveryId: string) => action.run(async () => {
     await client.webhooks.redeliver(props.webhookId, deliveryId);
@@ -93,7 +103,7 @@ export function WebhookPage(props: { webhookId: string }) {
   });
   return (
     <article>
-      <PageTitle>Webhook</PageTitle>
+      <PageTitle tabTitle={hook.data ? `Webhook ${hook.data.url}` : 'Webhook'}>Webhook</PageTitle>
       <ErrorNote message={hook.error} />
       {hook.data && (
         <p class="card-meta">
@@ -104,9 +114,9 @@ export function WebhookPage(props: { webhookId: string }) {
       )}
       <ErrorNote message={action.error ?? deliveries.error} />
       <h2>Deliveries</h2>
-      {deliveries.data && deliveries.data.length === 0 && <p>No deliveries yet.</p>}
-      <ul class="cards" aria-label="Deliveries">
-        {deliveries.data?.map((d) => (
+      {deliveries.items && deliveries.items.length === 0 && <p>No deliveries yet.</p>}
+      <ul class="cards" aria-label="Deliveries" ref={cards}>
+        {deliveries.items?.map((d) => (
           <li key={d.delivery_id} class="card">
             <div class="card-head">
               <span class="card-title">{d.event}</span>
@@ -126,6 +136,7 @@ export function WebhookPage(props: { webhookId: string }) {
           </li>
         ))}
       </ul>
+      <ShowMore list={deliveries} cards={cards} noun="deliveries" />
     </article>
   );
 }

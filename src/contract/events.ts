@@ -37,6 +37,7 @@ function eventOf<const T extends EventType, P extends TProperties>(type: T, name
 export const TaskChangedEvent = eventOf('task', 'TaskChangedEvent', 'The task changed; carries its snapshot.', {
   reason: StringEnum([...TASK_EVENT_REASONS, 'snapshot'], { description: 'snapshot: the unstored idle snapshot of GET /task/{task_id}/stream.' }),
   task: Task,
+  message: Type.Optional(Type.String({ description: 'The caller\'s words: on `message_queued`, and on `turn_started` of a turn that a message or an `execute` instruction started.' })),
 });
 
 export const ToolEvent = eventOf('tool', 'ToolEvent', 'A tool call started, finished or failed.', {

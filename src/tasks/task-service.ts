@@ -118,7 +118,7 @@ export class TaskService {
         const turn = newTurn(unit.task, 'continue', text, unit.now, 'queued', { offline: opts.offline });
         await unit.tx.turns.insert(turn);
         unit.set({ queuedCount: unit.task.queuedCount + 1 });
-        unit.taskEvent('message_queued', turn.id);
+        unit.taskEvent('message_queued', turn.id, text);
         return { queued: true, turnId: turn.id };
       }
       return { queued: false, turnId: await beginTurn(unit, this.admission, 'continue', text, { offline: opts.offline }) };

@@ -17,9 +17,9 @@ export class TaskUnit extends RecordChange<TaskRecord, TaskPatch> {
     this.append(type, turnId, { task_id: this.task.id, turn_id: turnId }, payload);
   }
 
-  /** The task's snapshot, saying why it changed. */
-  taskEvent(reason: TaskEventReason, turnId: string | null): void {
-    this.event('task', turnId, { reason, task: toTaskView(this.task, Date.parse(this.now)) });
+  /** The task's snapshot, saying why it changed (and, for a turn a caller's words started, those words). */
+  taskEvent(reason: TaskEventReason, turnId: string | null, message?: string): void {
+    this.event('task', turnId, { reason, task: toTaskView(this.task, Date.parse(this.now)), ...(message !== undefined ? { message } : {}) });
   }
 
   protected async insert(task: TaskRecord): Promise<void> {

@@ -55,7 +55,9 @@ export class TurnWrites {
       }
       await uow.tx.turns.update(turn.id, { startedAt: uow.now });
       unit.set(startingState(turn.kind));
-      unit.taskEvent('turn_started', turn.id);
+      // A group run's input is framed by Quarry, not said by a caller: only a message or an instruction is shown.
+      const said = turn.input !== null && !unit.task.group ? turn.input : undefined;
+      unit.taskEvent('turn_started', turn.id, said);
       return unit.task;
     });
   }

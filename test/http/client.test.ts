@@ -413,6 +413,11 @@ describe('client against an API-only server', () => {
     assert.equal((await admin.admin.keys.list(account.account_id)).length, 2);
     const user = new QuarryClient({ baseURL: h.url, apiKey: key.api_key });
     await user.tasks.list();
+    // The key's own account, with no admin key; and the list's filters reach the API.
+    assert.deepEqual(await user.account(), { account_id: account.account_id, name: 'client-admin', balance: 7.5, credits_used: 0 });
+    await user.tasks.create({ prompt: 'Battery plants in Hungary' });
+    assert.equal((await user.tasks.list({ q: 'hungary' })).data.length, 1);
+    assert.equal((await user.tasks.list({ q: 'norway' })).data.length, 0);
     await admin.admin.keys.revoke(account.account_id, key.key_id);
     await assert.rejects(user.tasks.list(), AuthenticationError);
     assert.deepEqual(await admin.admin.accounts.usage(account.account_id), []);

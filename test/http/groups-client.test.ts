@@ -240,9 +240,12 @@ describe('client.groups', () => {
     const group = await client.groups.create({ task: SPEC, inputs: [{ company: 'Fail A' }, { company: 'Fine B' }, { company: 'Fail C' }], max_parallel: 2 });
     let done = await client.groups.stream(group.group_id).finalDone();
     assert.deepEqual(done?.group.counts, { pending: 0, running: 0, completed: 1, failed: 2, stopped: 0 });
+    const failedRuns = [];
+    for await (const run of client.groups.runs(group.group_id, { status: 'failed', limit: 1 })) failedRuns.push([run.input_index, run.input.company, run.status, Boolean(run.error?.message)]);
+    assert.deepEqual(failedRuns, [[0, 'Fail A', 'failed', true], [2, 'Fail C', 'failed', true]], 'every failed run, page by page');
 
     failing = false;
-    const retried = await client.groups.retry(group.group_id);
+    const retried = await client.groups.retry(group.group_id, { include: ['failed', 'stopped'] });
     assert.equal(retried.status, 'running');
     done = await client.groups.stream(group.group_id).finalDone();
     assert.deepEqual(done?.group.counts, { pending: 0, running: 0, completed: 3, failed: 0, stopped: 0 });

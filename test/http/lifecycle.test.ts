@@ -183,8 +183,13 @@ describe('messages while a turn runs', () => {
     const after = await taskState(h, task.task_id);
     assert.equal(after.queued_messages, 0);
     assert.equal(after.status, 'plan');
-    const done = (await taskEvents(h, task.task_id)).filter((e) => e.type === 'done');
+    const events = await taskEvents(h, task.task_id);
+    const done = events.filter((e) => e.type === 'done');
     assert.deepEqual(done.map((e) => e.outcome), ['completed', 'completed', 'completed', 'completed']);
+    // The caller's words are in the history: where each was queued, and where its turn started.
+    const said = (reason: string) => events.filter((e) => e.type === 'task' && e.reason === reason).map((e) => e.message);
+    assert.deepEqual(said('message_queued'), messages);
+    assert.deepEqual(said('turn_started'), [undefined, ...messages], 'the first turn ran the spec: no caller\'s words');
   });
 
   it('the 17th queued message is 409 task_executing (QUARRY_MAX_QUEUED_MESSAGES defaults to 16)', async (t) => {

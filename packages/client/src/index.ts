@@ -48,6 +48,7 @@ export {
   type CreateTaskParams,
   type StartTaskParams,
   type ListTasksParams,
+  type ChangesParams,
   type ContinueParams,
   type ExecuteParams,
   type StopParams,
@@ -59,7 +60,6 @@ export {
   type StreamParams,
   type WaitParams,
   type WaitForTurnOptions,
-  type ChangesParams,
 } from './resources/tasks.js';
 export {
   Groups,

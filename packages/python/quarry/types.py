@@ -151,6 +151,8 @@ class TaskChangedEvent(_TaskChangedEventRequired, total=False):
     """The task changed; carries its snapshot."""
     seq: int
     """Per-task sequence number; absent on unstored frames."""
+    message: str
+    """The caller's words: on `message_queued`, and on `turn_started` of a turn that a message or an `execute` instruction started."""
 
 
 class _TaskRequired(TypedDict):

@@ -1357,6 +1357,8 @@ export type components = {
              */
             reason: "created" | "turn_started" | "phase_changed" | "activity_changed" | "message_queued" | "turn_ended" | "updated" | "cron_tick_skipped" | "deleted" | "snapshot";
             task: components["schemas"]["Task"];
+            /** @description The caller's words: on `message_queued`, and on `turn_started` of a turn that a message or an `execute` instruction started. */
+            message?: string;
         };
         TaskDetail: components["schemas"]["Task"] & {
             spec: components["schemas"]["TaskSpec"];

@@ -426,7 +426,7 @@ export class Tasks {
   /**
    * Lists tasks, pinned first, then most recently updated. `await` it for one page; `for await`
    * over it for every task, following `X-Next-Cursor` page by page. A group's runs are listed
-   * only with `group_id`.
+   * only with `group_id`. `q`, `state`, `outcome`, `created_after` and `created_before` filter it.
    *
    * @example
    * ```ts
@@ -438,6 +438,27 @@ export class Tasks {
     return cursorPages(async (cursor) => {
       const { response, text } = await this.transport.send({ method: 'GET', path: '/task', query: { ...params, cursor }, auth: 'key', resendable: true }, opts);
       return { data: JSON.parse(text) as Task[], nextCursor: response.headers.get('x-next-cursor') };
+    }, params.cursor);
+  }
+
+  /**
+   * What the task's turns changed in its keyed table outputs, oldest first
+   * (`GET /task/{id}/changes`): each row added or changed, its cells before and after, its
+   * sources before and after; `since` (a turn id) or `after` (a time) narrows it. `await` it for
+   * one page; `for await` over it for every change.
+   *
+   * @example
+   * ```ts
+   * for await (const c of client.tasks.changes(taskId, { since: lastTurnId })) console.log(c.change, c.key, c.fields);
+   * ```
+   */
+  changes(taskId: string, params: ChangesParams = {}, opts?: RequestOptions): PagePromise<CursorPage<RowChange>, RowChange> {
+    return cursorPages(async (cursor) => {
+      const { response, text } = await this.transport.send(
+        { method: 'GET', path: taskPath(taskId, '/changes'), query: { since: params.since, after: params.after, limit: params.limit, cursor }, auth: 'key', resendable: true },
+        opts,
+      );
+      return { data: (JSON.parse(text) as { changes: RowChange[] }).changes, nextCursor: response.headers.get('x-next-cursor') };
     }, params.cursor);
   }
 
@@ -549,25 +570,6 @@ export class Tasks {
   output(taskId: string, params: OutputParams = {}, opts?: RequestOptions): Promise<OutputPage> {
     const path = outputPath(taskId, params.output);
     return this.transport.json<OutputPage>({ method: 'GET', path, query: { limit: params.limit, offset: params.offset }, auth: 'key', resendable: true }, opts);
-  }
-
-  /**
-   * What the task's turns changed in its keyed table outputs, oldest first. `await` it for one
-   * page; `for await` over it for every change, following `X-Next-Cursor` page by page.
-   *
-   * @example
-   * ```ts
-   * for await (const c of client.tasks.changes(taskId, { since: lastTurnId })) console.log(c.change, c.key, c.fields);
-   * ```
-   */
-  changes(taskId: string, params: ChangesParams = {}, opts?: RequestOptions): PagePromise<CursorPage<RowChange>, RowChange> {
-    return cursorPages(async (cursor) => {
-      const { response, text } = await this.transport.send(
-        { method: 'GET', path: taskPath(taskId, '/changes'), query: { since: params.since, after: params.after, limit: params.limit, cursor }, auth: 'key', resendable: true },
-        opts,
-      );
-      return { data: (JSON.parse(text) as { changes: RowChange[] }).changes, nextCursor: response.headers.get('x-next-cursor') };
-    }, params.cursor);
   }
 
   /**
