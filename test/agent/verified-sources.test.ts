@@ -804,7 +804,7 @@ describe('crash and resume keep one snapshot', { timeout: 60_000 }, () => {
 
       const rows = await send('GET', `/task/${taskId}/outputs/facts`);
       assert.equal(rows.body.total, 1, 'the replayed write_rows wrote nothing twice');
-      assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, quote: EXACT, verified: true, check: 'quote_found', source_id: snapshot.source_id }]);
+      assert.deepEqual(rows.body.rows[0]._sources, [{ url: page, quote: EXACT, verified: true, check: 'quote_found', source_id: snapshot.source_id, supports: { name: true, opened: true } }]);
       const outputs = await send('GET', `/task/${taskId}/outputs`);
       assert.deepEqual([outputs.body.outputs[0].verified_rows, outputs.body.outputs[0].unverified_rows], [1, 0]);
       const detail = await send('GET', `/task/${taskId}/sources/${snapshot.source_id}`);

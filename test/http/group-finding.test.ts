@@ -154,8 +154,8 @@ describe('finding a group\'s work', () => {
       const runs = (await h.request('GET', `/group/${id}/runs`)).body.runs;
       assert.ok(runs.every((r: Json) => r.status === 'completed'));
 
-      // A group whose cap stopped its pending runs: retrying them under the same cap stops them
-      // again; a new cap lets them run.
+      // A group whose cap stopped its pending runs (and failed the run it cut off): retrying them
+      // under the same cap stops them again; a new cap lets them run.
       const capped = await h.request('POST', '/group', { body: { task: SPEC, inputs: Array.from({ length: 6 }, (_, i) => ({ company: `Cap ${i}` })), max_parallel: 1, max_credits: 0.000001 } });
       const cappedId = capped.body.group_id;
       group = await waitGroup(h, cappedId, settled);
@@ -164,7 +164,7 @@ describe('finding a group\'s work', () => {
       assert.equal(again.status, 200, again.text);
       group = await waitGroup(h, cappedId, settled);
       assert.ok(group.counts.stopped >= 1, 'the cap is still reached');
-      const lifted = await h.request('POST', `/group/${cappedId}/retry`, { body: { include: ['stopped'], max_credits: null } });
+      const lifted = await h.request('POST', `/group/${cappedId}/retry`, { body: { include: ['failed', 'stopped'], max_credits: null } });
       assert.equal(lifted.status, 200, lifted.text);
       assert.equal(lifted.body.max_credits, null);
       group = await waitGroup(h, cappedId, settled);
