@@ -23,6 +23,8 @@ const PRICES = {
 };
 const src = (page: string) => [{ url: `https://example.com/${page}` }];
 const storedSrc = (page: string) => src(page).map((s) => ({ ...s, verified: false, check: 'not_read' }));
+/** The cells of a row whose sources were never read: each one checked against no quote. */
+const UNREAD_SUPPORT = { sku: 'unchecked', price: 'unchecked' };
 
 function write(rows: unknown[], sources = src('a')): FakeReply {
   return { toolCalls: [{ name: 'write_rows', arguments: { output: 'prices', rows, sources } }] };
@@ -100,10 +102,10 @@ describe('keyed table outputs', () => {
     const h = await startTestHarness(t);
     const { taskId } = await threeTurns(t, h);
     assert.deepEqual(await rows(h, taskId), [
-      { _row: 1, sku: 'a', price: 1, note: null, _sources: storedSrc('a') },
-      { _row: 2, sku: 'b', price: 2, note: null, _sources: storedSrc('a') },
-      { _row: 3, sku: 'c', price: 4, note: 'old', _sources: storedSrc('a') },
-      { _row: 4, sku: 'd', price: 6, note: null, _sources: storedSrc('b') },
+      { _row: 1, sku: 'a', price: 1, note: null, _sources: storedSrc('a'), _support: UNREAD_SUPPORT },
+      { _row: 2, sku: 'b', price: 2, note: null, _sources: storedSrc('a'), _support: UNREAD_SUPPORT },
+      { _row: 3, sku: 'c', price: 4, note: 'old', _sources: storedSrc('a'), _support: { ...UNREAD_SUPPORT, note: 'unchecked' } },
+      { _row: 4, sku: 'd', price: 6, note: null, _sources: storedSrc('b'), _support: UNREAD_SUPPORT },
     ]);
     const outputs = await h.request('GET', `/task/${taskId}/outputs`);
     assert.equal(outputs.body.outputs[0].row_count, 4);
