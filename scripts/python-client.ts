@@ -90,14 +90,16 @@ class TypedDictWriter {
 
   private object(name: string, schema: Json): string {
     if (this.order.includes(name)) return name;
-    this.order.push(name); // reserved first: a schema may refer to itself
     const bases: string[] = [];
     let own = schema;
     if (Array.isArray(schema.allOf)) {
+      // Bases come first in the module: Python needs a class's bases defined when it is.
       const parts = schema.allOf as Json[];
       for (const part of parts.slice(0, -1)) bases.push(this.type(part, `${name}Base`));
       own = parts[parts.length - 1]!;
     }
+    if (this.order.includes(name)) return name;
+    this.order.push(name); // reserved before its fields: a schema may refer to itself
     const required = new Set((own.required ?? []) as string[]);
     const props = Object.entries((own.properties ?? {}) as Record<string, Json>).map(([key, s]) => ({
       key, type: this.type(s, name + pascal(key)), required: required.has(key), description: s.description as string | undefined,

@@ -8,7 +8,8 @@ import httpx
 from . import _core
 from ._core import Call, StreamCursor, seg
 from ._exceptions import QuarryConnectionError, QuarryError
-from .types import Group, GroupDetail, GroupEvent, SourceInfo, Task, TaskDetail, TaskEvent, TaskState, Webhook, WebhookDelivery, WebhookWithSecret
+from .types import (Group, GroupDetail, GroupEvent, GroupRowChange, GroupRun, OwnAccount, RecheckResult, RowChange, SourceInfo, Task, TaskDetail,
+                    TaskEvent, TaskState, Webhook, WebhookDelivery, WebhookDeliveryDetail, WebhookWithSecret)
 
 
 class _AsyncTransport:
@@ -136,17 +137,19 @@ class AsyncTasks:
         return cast(TaskState, await self._t.json(Call("GET", f"/task/{seg(task_id)}/state", params=_core.params(wait=wait))))
 
     def list(self, **filters: Any) -> AsyncIterator[Task]:
-        """Every task, page by page (``async for``)."""
+        """Every task, page by page (``async for``); filters as ``Quarry.tasks.list`` takes them."""
         return self._t.cursor_pages("/task", dict(filters), None)
 
-    async def continue_(self, task_id: str, message: str, *, idempotency_key: Optional[str] = None) -> Task:
-        """Sends a message to the task."""
-        return cast(Task, await self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/continue", {"message": message}, idempotency_key)))
-
-    async def execute(self, task_id: str, instruction: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Task:
-        """Runs the current spec again."""
-        return cast(Task, await self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/execute", _core.body(instruction=instruction),
+    async def continue_(self, task_id: str, message: str, *, offline: Optional[bool] = None, idempotency_key: Optional[str] = None) -> Task:
+        """Sends a message to the task (``offline=True``: against the evidence it already has)."""
+        return cast(Task, await self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/continue", _core.body(message=message, offline=offline),
                                                               idempotency_key)))
+
+    async def execute(self, task_id: str, instruction: Optional[str] = None, *, offline: Optional[bool] = None,
+                      idempotency_key: Optional[str] = None) -> Task:
+        """Runs the current spec again (``offline=True``: against the evidence it already has)."""
+        return cast(Task, await self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/execute",
+                                                              _core.body(instruction=instruction, offline=offline), idempotency_key)))
 
     async def stop(self, task_id: str, *, clear_queue: Optional[bool] = None) -> Task:
         """Stops the running turn."""
@@ -167,6 +170,14 @@ class AsyncTasks:
     def sources(self, task_id: str) -> AsyncIterator[SourceInfo]:
         """Every source snapshot of the task."""
         return self._t.offset_pages(f"/task/{seg(task_id)}/sources", "sources", {}, 200)
+
+    async def recheck(self, task_id: str) -> RecheckResult:
+        """Checks every row again against the stored snapshots; ``{rows, changed}``."""
+        return cast(RecheckResult, await self._t.json(Call("POST", f"/task/{seg(task_id)}/recheck", json={})))
+
+    def changes(self, task_id: str, since: Optional[str] = None, after: Optional[str] = None) -> AsyncIterator[RowChange]:
+        """What the task's turns changed in its keyed outputs, page by page."""
+        return self._t.cursor_pages(f"/task/{seg(task_id)}/changes", _core.changes_query(since, after), "changes")
 
 
 class AsyncGroups:
@@ -199,17 +210,21 @@ class AsyncGroups:
         """Every merged row."""
         return self._t.offset_pages(f"/group/{seg(group_id)}/rows", "rows", {}, _core.ROW_PAGE)
 
-    def runs(self, group_id: str) -> AsyncIterator[Task]:
-        """Every run of the group."""
-        return self._t.cursor_pages("/task", {"group_id": group_id, "limit": 200}, None)
+    def runs(self, group_id: str, status: Optional[str] = None) -> AsyncIterator[GroupRun]:
+        """Every run of the group in input order, rows or not (only those in ``status``, if given)."""
+        return self._t.cursor_pages(f"/group/{seg(group_id)}/runs", _core.runs_query(status), "runs")
+
+    def changes(self, group_id: str, since: Optional[str] = None, after: Optional[str] = None) -> AsyncIterator[GroupRowChange]:
+        """What the runs' turns changed in their keyed outputs, each with its run and input."""
+        return self._t.cursor_pages(f"/group/{seg(group_id)}/changes", _core.changes_query(since, after), "changes")
 
     async def stop(self, group_id: str) -> GroupDetail:
         """Stops every run."""
         return cast(GroupDetail, await self._t.json(Call("POST", f"/group/{seg(group_id)}/stop", json={})))
 
-    async def retry(self, group_id: str) -> GroupDetail:
-        """Runs the failed inputs again."""
-        return cast(GroupDetail, await self._t.json(Call("POST", f"/group/{seg(group_id)}/retry", json={}, resendable=False)))
+    async def retry(self, group_id: str, include: Optional[Iterable[str]] = None, max_credits: Optional[float] = None) -> GroupDetail:
+        """Runs the failed (with ``include``, also the stopped) inputs again."""
+        return cast(GroupDetail, await self._t.json(_core.group_retry(group_id, include, max_credits)))
 
 
 class AsyncWebhooks:
@@ -235,12 +250,17 @@ class AsyncWebhooks:
         """Every delivery to the endpoint, page by page."""
         return self._t.cursor_pages(f"/webhooks/{seg(webhook_id)}/deliveries", dict(filters), "deliveries")
 
+    async def delivery(self, webhook_id: str, delivery_id: str) -> WebhookDeliveryDetail:
+        """One delivery with its ``payload`` and ``attempts``."""
+        return cast(WebhookDeliveryDetail, await self._t.json(Call("GET", f"/webhooks/{seg(webhook_id)}/deliveries/{seg(delivery_id)}")))
+
 
 class AsyncQuarry:
     """A client for one Quarry service, for asyncio: the methods of :class:`quarry.Quarry` as
     coroutines, and its iterators as async iterators. Use it with ``async with``, or await
     :meth:`aclose`. The routes are grouped as ``client.tasks`` (:class:`AsyncTasks`),
-    ``client.groups`` (:class:`AsyncGroups`) and ``client.webhooks`` (:class:`AsyncWebhooks`).
+    ``client.groups`` (:class:`AsyncGroups`) and ``client.webhooks`` (:class:`AsyncWebhooks`);
+    :meth:`account` reads the account.
 
     >>> async with AsyncQuarry() as client:  # doctest: +SKIP
     ...     task = await client.tasks.create(prompt="EU plants making Li-ion cells")
@@ -255,6 +275,10 @@ class AsyncQuarry:
         self.tasks = AsyncTasks(self._transport)
         self.groups = AsyncGroups(self._transport)
         self.webhooks = AsyncWebhooks(self._transport)
+
+    async def account(self) -> OwnAccount:
+        """The API key's account, its ``balance`` and ``credits_used``."""
+        return cast(OwnAccount, await self._transport.json(Call("GET", "/account")))
 
     async def aclose(self) -> None:
         """Closes the connections."""

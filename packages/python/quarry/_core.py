@@ -286,6 +286,20 @@ def group_create(spec: Mapping[str, Any], inputs: Optional[Iterable[Mapping[str,
                                               max_credits=max_credits), idempotency_key)
 
 
+def group_retry(group_id: str, include: Optional[Iterable[str]], max_credits: Optional[float]) -> Call:
+    # Not resent after a lost answer: the runs it started may have failed again by then.
+    return Call("POST", f"/group/{seg(group_id)}/retry", json=body(include=None if include is None else list(include), max_credits=max_credits),
+                resendable=False)
+
+
+def runs_query(status: Optional[str]) -> Dict[str, Any]:
+    return {"status": status, "limit": 1000}
+
+
+def changes_query(since: Optional[str], after: Optional[str]) -> Dict[str, Any]:
+    return {"since": since, "after": after, "limit": 1000}
+
+
 def check_inputs(inputs: Optional[Iterable[Mapping[str, Any]]], inputs_file: Optional[str]) -> None:
     if (inputs is None) == (inputs_file is None):
         raise TypeError("groups.create() takes inputs= or inputs_file=, exactly one of them")

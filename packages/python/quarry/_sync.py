@@ -8,7 +8,8 @@ import httpx
 from . import _core
 from ._core import Call, StreamCursor, seg
 from ._exceptions import QuarryConnectionError, QuarryError
-from .types import Group, GroupDetail, GroupEvent, SourceInfo, Task, TaskDetail, TaskEvent, TaskState, Webhook, WebhookDelivery, WebhookWithSecret
+from .types import (Group, GroupDetail, GroupEvent, GroupRowChange, GroupRun, OwnAccount, RecheckResult, RowChange, SourceInfo, Task, TaskDetail,
+                    TaskEvent, TaskState, Webhook, WebhookDelivery, WebhookDeliveryDetail, WebhookWithSecret)
 
 
 class _Transport:
@@ -146,22 +147,28 @@ class Tasks:
     def list(self, **filters: Any) -> Iterator[Task]:
         """Every task, pinned first then most recently updated, fetched page by page as you iterate.
 
-        Filters as ``GET /task`` takes them: ``limit`` (page size, 1-200), ``group_id`` (that
-        group's runs), ``cursor`` (start there).
+        Filters as ``GET /task`` takes them: ``q`` (text in the name or the prompt, ignoring
+        case), ``state`` (``running`` or ``idle``), ``outcome`` (the last turn's: ``completed``,
+        ``failed``, ``stopped``), ``created_after`` and ``created_before`` (ISO 8601), ``limit``
+        (page size, 1-200), ``group_id`` (that group's runs), ``cursor`` (start there).
 
         >>> for task in client.tasks.list(limit=100): print(task["task_id"])  # doctest: +SKIP
         """
         return self._t.cursor_pages("/task", dict(filters), None)
 
-    def continue_(self, task_id: str, message: str, *, idempotency_key: Optional[str] = None) -> Task:
+    def continue_(self, task_id: str, message: str, *, offline: Optional[bool] = None, idempotency_key: Optional[str] = None) -> Task:
         """``POST /task/{task_id}/continue``: sends a message; it runs now when the task is idle,
-        else it is queued (``status`` is then ``accepted``)."""
-        return cast(Task, self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/continue", {"message": message}, idempotency_key)))
+        else it is queued (``status`` is then ``accepted``). ``offline=True``: that turn runs
+        against the evidence the task already has (no web search, pages only from its snapshots)."""
+        return cast(Task, self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/continue", _core.body(message=message, offline=offline),
+                                                        idempotency_key)))
 
-    def execute(self, task_id: str, instruction: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Task:
+    def execute(self, task_id: str, instruction: Optional[str] = None, *, offline: Optional[bool] = None,
+                idempotency_key: Optional[str] = None) -> Task:
         """``POST /task/{task_id}/execute``: runs the current spec again (refused with
-        ``TaskExecuting`` while a turn runs)."""
-        return cast(Task, self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/execute", _core.body(instruction=instruction), idempotency_key)))
+        ``TaskExecuting`` while a turn runs); ``offline=True`` as in :meth:`continue_`."""
+        return cast(Task, self._t.json(_core.idempotent("POST", f"/task/{seg(task_id)}/execute", _core.body(instruction=instruction, offline=offline),
+                                                        idempotency_key)))
 
     def stop(self, task_id: str, *, clear_queue: Optional[bool] = None) -> Task:
         """``POST /task/{task_id}/stop``: stops the running turn; rows written are kept."""
@@ -191,6 +198,16 @@ class Tasks:
     def sources(self, task_id: str) -> Iterator[SourceInfo]:
         """Every page and input the task read, kept as snapshots for checking citations."""
         return self._t.offset_pages(f"/task/{seg(task_id)}/sources", "sources", {}, 200)
+
+    def recheck(self, task_id: str) -> RecheckResult:
+        """``POST /task/{task_id}/recheck``: checks every row's sources and cells again against the
+        stored snapshots (nothing is fetched); ``{rows, changed}``."""
+        return cast(RecheckResult, self._t.json(Call("POST", f"/task/{seg(task_id)}/recheck", json={})))
+
+    def changes(self, task_id: str, since: Optional[str] = None, after: Optional[str] = None) -> Iterator[RowChange]:
+        """What the task's turns changed in its keyed table outputs, oldest first, page by page:
+        after the turn ``since`` (a turn id) or the time ``after`` (ISO 8601)."""
+        return self._t.cursor_pages(f"/task/{seg(task_id)}/changes", _core.changes_query(since, after), "changes")
 
 
 class Groups:
@@ -230,17 +247,25 @@ class Groups:
         columns, ``_sources``, ``_run`` (a ``quarry.types.GroupRow``)."""
         return self._t.offset_pages(f"/group/{seg(group_id)}/rows", "rows", {}, _core.ROW_PAGE)
 
-    def runs(self, group_id: str) -> Iterator[Task]:
-        """Every run of the group: a task per input (``GET /task?group_id=``)."""
-        return self._t.cursor_pages("/task", {"group_id": group_id, "limit": 200}, None)
+    def runs(self, group_id: str, status: Optional[str] = None) -> Iterator[GroupRun]:
+        """Every run of the group in input order, rows or not (``GET /group/{group_id}/runs``):
+        its input, ``status``, ``error`` and ``credits_used``; ``status`` keeps only runs in that
+        one (``pending``, ``running``, ``completed``, ``failed``, ``stopped``)."""
+        return self._t.cursor_pages(f"/group/{seg(group_id)}/runs", _core.runs_query(status), "runs")
+
+    def changes(self, group_id: str, since: Optional[str] = None, after: Optional[str] = None) -> Iterator[GroupRowChange]:
+        """What the runs' turns changed in their keyed outputs, each with the run's ``task_id``,
+        ``_input`` and ``input``, page by page (``since``: a turn id, ``after``: an ISO time)."""
+        return self._t.cursor_pages(f"/group/{seg(group_id)}/changes", _core.changes_query(since, after), "changes")
 
     def stop(self, group_id: str) -> GroupDetail:
         """Stops every run: pending ones become stopped, running ones are stopped."""
         return cast(GroupDetail, self._t.json(Call("POST", f"/group/{seg(group_id)}/stop", json={})))
 
-    def retry(self, group_id: str) -> GroupDetail:
-        """Runs the failed inputs again, each as a new run."""
-        return cast(GroupDetail, self._t.json(Call("POST", f"/group/{seg(group_id)}/retry", json={}, resendable=False)))
+    def retry(self, group_id: str, include: Optional[Iterable[str]] = None, max_credits: Optional[float] = None) -> GroupDetail:
+        """Runs the failed inputs again, each as a new run; ``include=["failed", "stopped"]``
+        runs the stopped ones again too. ``max_credits`` sets the group's cap anew."""
+        return cast(GroupDetail, self._t.json(_core.group_retry(group_id, include, max_credits)))
 
 
 class Webhooks:
@@ -267,6 +292,11 @@ class Webhooks:
         """Every delivery to the endpoint, newest first, page by page (``limit``, ``cursor``)."""
         return self._t.cursor_pages(f"/webhooks/{seg(webhook_id)}/deliveries", dict(filters), "deliveries")
 
+    def delivery(self, webhook_id: str, delivery_id: str) -> WebhookDeliveryDetail:
+        """One delivery with its ``payload`` and ``attempts`` (each answer's status, error, duration
+        and first 2 KiB)."""
+        return cast(WebhookDeliveryDetail, self._t.json(Call("GET", f"/webhooks/{seg(webhook_id)}/deliveries/{seg(delivery_id)}")))
+
 
 class Quarry:
     """A client for one Quarry service.
@@ -278,7 +308,7 @@ class Quarry:
     proxies). Use it as a context manager, or call :meth:`close`.
 
     The routes are grouped as ``client.tasks`` (:class:`Tasks`), ``client.groups``
-    (:class:`Groups`) and ``client.webhooks`` (:class:`Webhooks`).
+    (:class:`Groups`) and ``client.webhooks`` (:class:`Webhooks`); :meth:`account` reads the account.
 
     >>> with Quarry() as client:  # doctest: +SKIP
     ...     task = client.tasks.create(prompt="EU plants making Li-ion cells")
@@ -292,6 +322,10 @@ class Quarry:
         self.tasks = Tasks(self._transport)
         self.groups = Groups(self._transport)
         self.webhooks = Webhooks(self._transport)
+
+    def account(self) -> OwnAccount:
+        """``GET /account``: the API key's account, its ``balance`` and ``credits_used``."""
+        return cast(OwnAccount, self._transport.json(Call("GET", "/account")))
 
     def close(self) -> None:
         """Closes the connections."""

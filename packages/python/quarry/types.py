@@ -425,15 +425,6 @@ class TaskSpecInputColumnsItem(_TaskSpecInputColumnsItemRequired, total=False):
     description: str
 
 
-class GroupRowChange(RowChange):
-    _input: int
-    """The input's 0-based index in the group."""
-    input: Dict[str, Any]
-    """The run's input."""
-    task_id: str
-    """The run."""
-
-
 class RowChange(TypedDict):
     turn_id: str
     at: str
@@ -475,6 +466,15 @@ class RowSource(TypedDict, total=False):
     """The snapshot (GET /task/{task_id}/sources/{source_id}) the source was matched against."""
     supports: Dict[str, Optional[bool]]
     """quote_found sources: per column the source backs (its fields, else every non-null column), whether the quote holds the value after normalizing; null: not checked (booleans, json, prose)."""
+
+
+class GroupRowChange(RowChange):
+    _input: int
+    """The input's 0-based index in the group."""
+    input: Dict[str, Any]
+    """The run's input."""
+    task_id: str
+    """The run."""
 
 
 class GroupRowsPage(TypedDict):

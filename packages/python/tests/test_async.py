@@ -60,8 +60,14 @@ async def test_async_tasks() -> None:
         path = await client.tasks.export(task["task_id"], os.path.join(os.environ.get("TMPDIR", "/tmp"), f"async-{os.getpid()}.csv"))
         assert open(path).read().startswith("_row,word,count")
         os.remove(path)
-        again = await client.tasks.continue_(task["task_id"], "More.")
+        assert (await client.tasks.recheck(task["task_id"]))["rows"] == 3
+        assert [c async for c in client.tasks.changes(task["task_id"], after="2000-01-01T00:00:00Z")] == []  # no keyed output
+        assert [t["task_id"] async for t in client.tasks.list(q="async copper", outcome="completed", state="idle")] == [task["task_id"]]
+        await client.tasks.execute(task["task_id"], offline=True)
+        assert [e.get("outcome") async for e in client.tasks.stream(task["task_id"])][-1] == "completed"
+        again = await client.tasks.continue_(task["task_id"], "More.", offline=True)
         await client.tasks.stop(again["task_id"])
+        assert (await client.account())["balance"] >= 0
         with pytest.raises(quarry.TaskNotFound):
             await client.tasks.get("tsk_missing")
 
@@ -74,14 +80,18 @@ async def test_async_groups_and_webhooks() -> None:
         assert done["type"] == "done"
         rows = [r async for r in client.groups.rows(group["group_id"])]
         assert [r["company"] for r in rows] == ["Northvolt"]
-        assert [r["task_id"] async for r in client.groups.runs(group["group_id"])] == [rows[0]["_run"]["task_id"]]
+        assert [(r["task_id"], r["status"]) async for r in client.groups.runs(group["group_id"])] == [(rows[0]["_run"]["task_id"], "completed")]
+        assert [r async for r in client.groups.runs(group["group_id"], status="stopped")] == []
+        assert [c async for c in client.groups.changes(group["group_id"])] == []  # no keyed output
         assert (await client.groups.get(group["group_id"]))["status"] == "finished"
         assert group["group_id"] in [g["group_id"] async for g in client.groups.list()]
-        await client.groups.retry(group["group_id"])
+        assert (await client.groups.retry(group["group_id"], include=["stopped"]))["counts"]["completed"] == 1
         await client.groups.stop(group["group_id"])
         hook = await client.webhooks.create("https://hooks.example.com/quarry", ["group.finished"])
         assert hook["webhook_id"] in [h["webhook_id"] for h in await client.webhooks.list()]
         assert [d async for d in client.webhooks.deliveries(hook["webhook_id"])] == []
+        with pytest.raises(quarry.QuarryError):
+            await client.webhooks.delivery(hook["webhook_id"], "dlv_missing")
         await client.webhooks.delete(hook["webhook_id"])
 
 

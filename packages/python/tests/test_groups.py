@@ -1,6 +1,6 @@
 """Groups: inline inputs and an uploaded file, their stream, merged rows, runs, stop and retry."""
 import os
-from typing import Any
+from typing import Any, Dict
 
 import quarry
 from conftest import SPEC
@@ -16,7 +16,10 @@ def test_group_from_inputs(client: quarry.Quarry) -> None:
     assert sorted(r["company"] for r in rows) == ["ACC", "Northvolt"]
     assert {r["_input"] for r in rows} == {0, 1}
     runs = list(client.groups.runs(group["group_id"]))
-    assert sorted(r["task_id"] for r in runs) == sorted(r["_run"]["task_id"] for r in rows)
+    assert [(r["input_index"], r["input"], r["status"], r["error"]) for r in runs] == [
+        (0, {"company": "Northvolt"}, "completed", None), (1, {"company": "ACC"}, "completed", None)]
+    assert sorted(r["task_id"] or "" for r in runs) == sorted(r["_run"]["task_id"] for r in rows)
+    assert list(client.groups.runs(group["group_id"], status="failed")) == []
     assert client.groups.get(group["group_id"])["status"] == "finished"
     assert group["group_id"] in [g["group_id"] for g in client.groups.list(limit=1)]
     # Nothing failed, so nothing runs again.
@@ -30,6 +33,28 @@ def test_stop_a_running_group(held: quarry.Quarry) -> None:
     assert stopped["status"] == "stopped" and stopped["counts"]["pending"] == 0
     events = list(held.groups.stream(group["group_id"]))
     assert events[-1]["type"] == "done" and events[-1]["group"]["counts"]["stopped"] == 2
+    assert [(r["input_index"], r["status"]) for r in held.groups.runs(group["group_id"], status="stopped")] == [(0, "stopped"), (1, "stopped")]
+    # Only failed runs by default; stopped ones when asked for.
+    assert held.groups.retry(group["group_id"])["counts"]["stopped"] == 2
+    retried = held.groups.retry(group["group_id"], include=["failed", "stopped"], max_credits=5)
+    assert retried["counts"]["stopped"] == 0 and retried["max_credits"] == 5
+    assert held.groups.stop(group["group_id"])["counts"]["stopped"] == 2
+
+
+def test_group_changes(client: quarry.Quarry) -> None:
+    spec: Dict[str, Any] = {**SPEC, "outputs": [{"id": "hq", "kind": "table", "key": ["city"], "columns": [{"name": "city", "required": True}]}]}
+    group = client.groups.create(spec, inputs=[{"company": "Verkor"}, {"company": "Freyr"}])
+    for _ in client.groups.stream(group["group_id"]):
+        pass
+    changes = list(client.groups.changes(group["group_id"]))
+    assert sorted((c["_input"], c["input"]["company"], c["change"]) for c in changes) == [(0, "Verkor", "added"), (1, "Freyr", "added")]
+    runs = {r["input_index"]: r["task_id"] for r in client.groups.runs(group["group_id"])}
+    assert all(c["task_id"] == runs[c["_input"]] for c in changes)
+    assert list(client.groups.changes(group["group_id"], after="2999-01-01T00:00:00Z")) == []
+    # Turn ids grow with time: after the later run's turn there is nothing.
+    first, last = sorted(c["turn_id"] for c in changes)
+    assert [c["turn_id"] for c in client.groups.changes(group["group_id"], since=first)] == [last]
+    assert list(client.groups.changes(group["group_id"], since=last)) == []
 
 
 def test_group_from_a_file(client: quarry.Quarry, tmp_path: Any) -> None:

@@ -1,13 +1,15 @@
 """Every task method against a real Quarry (demo model: a turn writes one row per distinct word)."""
 import csv
+import json
 import os
 import threading
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import httpx
 import pytest
 
 import quarry
+from conftest import SPEC, new_account
 
 
 def words_task(client: quarry.Quarry, prompt: str, **kwargs: Any) -> str:
@@ -71,6 +73,77 @@ def test_continue_stop_and_list(client: quarry.Quarry) -> None:
     # Pages of one: the iterator fetches every page.
     listed = [t["task_id"] for t in client.tasks.list(limit=1)]
     assert task_id in listed and len(listed) == len(set(listed)) and len(listed) >= 2
+
+
+def test_list_filters(client: quarry.Quarry) -> None:
+    word = f"filterword{os.getpid()}"
+    task_id = words_task(client, f"{word} bismuth")
+    created = client.tasks.get(task_id)["created_at"]
+    assert [t["task_id"] for t in client.tasks.list(q=word.upper())] == [task_id]
+    assert [t["task_id"] for t in client.tasks.list(q=word, state="idle", outcome="completed")] == [task_id]
+    assert list(client.tasks.list(q=word, state="running")) == []
+    assert list(client.tasks.list(q=word, outcome="failed")) == []
+    assert [t["task_id"] for t in client.tasks.list(q=word, created_before="2999-01-01T00:00:00Z", created_after="2000-01-01T00:00:00Z")] == [task_id]
+    assert list(client.tasks.list(q=word, created_after="2999-01-01T00:00:00Z")) == []
+    assert list(client.tasks.list(q=word, created_before=created[:4] + "-01-01T00:00:00Z")) == []
+
+
+class RecordingTransport(httpx.HTTPTransport):
+    """Keeps the route and body of every write it carries to the real server, once per
+    Idempotency-Key (a resend carries the key of the first try)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: Dict[str, Tuple[str, Dict[str, Any]]] = {}
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        key = request.headers.get("Idempotency-Key")
+        if key is not None:
+            self.writes.setdefault(key, (request.url.path.rsplit("/", 1)[-1], json.loads(request.read() or b"{}")))
+        return super().handle_request(request)
+
+
+def test_offline_continue_and_execute() -> None:
+    recorder = RecordingTransport()
+    with quarry.Quarry(transport=recorder) as client:
+        task_id = words_task(client, "offline lead")
+        client.tasks.execute(task_id, offline=True)
+        done = [e for e in client.tasks.stream(task_id) if e["type"] == "done"]
+        assert done[-1]["outcome"] == "completed"
+        client.tasks.continue_(task_id, "From what you read.", offline=True)
+        done = [e for e in client.tasks.stream(task_id) if e["type"] == "done"]
+        assert done[-1]["outcome"] == "completed"
+        client.tasks.execute(task_id)
+    assert list(recorder.writes.values())[1:] == [("execute", {"offline": True}), ("continue", {"message": "From what you read.", "offline": True}),
+                                                  ("execute", {})]
+
+
+def test_changes_and_recheck(client: quarry.Quarry) -> None:
+    # The demo model keeps a spec's keyed output only in a group's runs (a task of its own gets its word counts).
+    spec: Dict[str, Any] = {**SPEC, "outputs": [{"id": "hq", "kind": "table", "key": ["city"], "columns": [{"name": "city", "required": True}]}]}
+    group = client.groups.create(spec, inputs=[{"company": "Morrow"}])
+    for _ in client.groups.stream(group["group_id"]):
+        pass
+    task_id = next(client.groups.runs(group["group_id"]))["task_id"]
+    assert task_id is not None
+    changes = list(client.tasks.changes(task_id))
+    assert [(c["change"], c["output"], c["fields"]["city"]["before"]) for c in changes] == [("added", "hq", None)]
+    assert changes[0]["key"] == {"city": changes[0]["fields"]["city"]["after"]}
+    assert list(client.tasks.changes(task_id, since=changes[0]["turn_id"])) == []
+    assert list(client.tasks.changes(task_id, after="2999-01-01T00:00:00Z")) == []
+    assert list(client.tasks.changes(task_id, after="2000-01-01T00:00:00Z")) == changes
+
+    assert client.tasks.recheck(task_id)["rows"] == 1
+    assert client.tasks.recheck(task_id) == {"rows": 1, "changed": 0}  # a second recheck changes nothing
+    with pytest.raises(quarry.TaskNotFound):
+        client.tasks.recheck("tsk_missing")
+
+
+def test_account() -> None:
+    with quarry.Quarry(api_key=new_account(7.5)) as client:
+        account = client.account()
+    assert account["name"] == "python-client" and account["balance"] == 7.5 and account["credits_used"] == 0
+    assert account["account_id"].startswith("acct_")
 
 
 def test_export_and_sources(client: quarry.Quarry, tmp_path: Any) -> None:

@@ -55,6 +55,16 @@ def test_endpoint_delivery_and_signature(receiver: str) -> None:
         deliveries = list(client.webhooks.deliveries(hook["webhook_id"]))
         assert len(deliveries) == 1 and deliveries[0]["event"] == "task.turn_completed"
         assert deliveries[0]["delivery_id"] == {k.lower(): v for k, v in headers.items()}["webhook-id"]
+        # The attempt is logged once the answer is in, just after the receiver sent it.
+        deadline = time.monotonic() + 10
+        while (detail := client.webhooks.delivery(hook["webhook_id"], deliveries[0]["delivery_id"]))["status"] != "delivered":
+            assert time.monotonic() < deadline, f"the delivery is still {detail['status']}"
+            time.sleep(0.05)
+        assert detail["payload"] == payload and detail["delivery_id"] == deliveries[0]["delivery_id"]
+        assert [a["status_code"] for a in detail["attempts"]] == [204]
+        with pytest.raises(quarry.QuarryError) as missing:
+            client.webhooks.delivery(hook["webhook_id"], "dlv_missing")
+        assert missing.value.status == 404
         assert client.webhooks.delete(hook["webhook_id"])["webhook_id"] == hook["webhook_id"]
         assert client.webhooks.list() == []
 
