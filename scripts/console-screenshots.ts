@@ -13,6 +13,7 @@ import { chromium, type Page } from 'playwright-core';
 import { until } from '../test/kit/bounded-waits.js';
 import { startHarness, waitIdle, type Harness } from '../test/kit/harness.js';
 import { GROUP_PLANTS, GROUP_TASK, groupResponder, researchTurn, startPlantPages } from '../test/kit/console-demo.js';
+import { startWebhookReceiver } from '../test/kit/webhook-receiver.js';
 import { ROOT } from './build-state.js';
 
 const OUT = path.join(ROOT, 'docs', 'screenshots');
@@ -51,12 +52,17 @@ async function shoot(page: Page, name: string): Promise<void> {
 }
 
 const pages = await startPlantPages();
-const h = await startHarness({ listen: true, env: { QUARRY_FETCH_ALLOW_PRIVATE: '1' } });
+// A receiver that is down for the first attempt of a delivery and takes the second, retried soon.
+const receiver = await startWebhookReceiver((req) => (req.index === 0 ? { status: 503, body: 'Service Unavailable: down for maintenance' } : { status: 200, body: 'ok' }));
+const h = await startHarness({ listen: true, env: { QUARRY_FETCH_ALLOW_PRIVATE: '1', QUARRY_WEBHOOK_RETRY_S: '1' } });
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 let release = () => {};
 const held = new Promise<void>((resolve) => (release = resolve));
 try {
   const model = h.model!;
+  const hook = await h.request('POST', '/webhooks', { body: { url: `${receiver.url}/quarry-hook`, events: ['task.turn_completed'] } });
+  if (hook.status !== 201) throw new Error(`POST /webhooks answered ${hook.status}: ${hook.text}`);
+  const webhookId: string = hook.body.webhook_id;
   model.script({ text: 'Three makers announced solid-state lines: Toyota, Idemitsu and Maxell.' });
   const japan = await task(h, 'Who makes solid-state batteries in Japan?');
   await h.request('PATCH', `/task/${japan}`, { body: { name: 'Solid-state makers in Japan' } });
@@ -100,6 +106,14 @@ try {
   await page.goto(`${h.url}/console/groups/${group}`);
   await page.getByRole('cell', { name: lastDone }).waitFor();
   await shoot(page, 'console-group-390.png');
+  const firstDelivery = await until('a delivery taken on its second attempt', async () => {
+    const { deliveries } = (await h.request('GET', `/webhooks/${webhookId}/deliveries`)).body;
+    const first = deliveries.at(-1);
+    return first?.status === 'delivered' ? first.delivery_id as string : undefined;
+  }, { timeoutMs: 10_000, pollMs: 100 });
+  await page.goto(`${h.url}/console/webhooks/${webhookId}/deliveries/${firstDelivery}`);
+  await page.getByText('down for maintenance').waitFor();
+  await shoot(page, 'console-delivery-390.png');
 
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto(`${h.url}/console/groups/${group}`);
@@ -110,4 +124,5 @@ try {
   await browser.close();
   await h.close();
   await pages.close();
+  await receiver.close();
 }

@@ -14,7 +14,7 @@ import { SignIn } from './sign-in.js';
 import { TaskList } from './task-list.js';
 import { Balance } from './balance.js';
 import { TaskPage } from './task-page.js';
-import { WebhookList, WebhookPage } from './webhooks.js';
+import { DeliveryPage, WebhookList, WebhookPage } from './webhooks.js';
 
 const NAV = [
   { to: '/', label: 'Tasks', section: /^\/(tasks\/.*)?$/ },
@@ -34,6 +34,7 @@ function Page(props: { path: string }) {
   if ((m = /^\/groups\/([^/]+)$/.exec(path))) return <GroupPage groupId={decodeURIComponent(m[1]!)} />;
   if (path === '/webhooks') return <WebhookList />;
   if ((m = /^\/webhooks\/([^/]+)$/.exec(path))) return <WebhookPage webhookId={decodeURIComponent(m[1]!)} />;
+  if ((m = /^\/webhooks\/([^/]+)\/deliveries\/([^/]+)$/.exec(path))) return <DeliveryPage webhookId={decodeURIComponent(m[1]!)} deliveryId={decodeURIComponent(m[2]!)} />;
   return (
     <p>
       No page here. <Link to="/">Back to the tasks</Link>

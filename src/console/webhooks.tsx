@@ -1,10 +1,10 @@
 /** Webhook endpoints (decisions §15.3): register, list, delete; an endpoint's deliveries and redelivery. */
 import { useRef, useState } from 'preact/hooks';
-import type { WebhookEventType } from './api.js';
+import type { WebhookDeliveryAttempt, WebhookEventType } from './api.js';
 import { useAction, useLoad, usePagedList } from './hooks.js';
 import { Link, navigate } from './router.js';
 import { useSession } from './session.js';
-import { ErrorNote, PageTitle, ShowMore, StatusBadge, Time } from './ui.js';
+import { duration, ErrorNote, PageTitle, ShowMore, StatusBadge, Time, toneOf } from './ui.js';
 
 const DELIVERIES_PER_PAGE = 50;
 /** How often the deliveries are read again: attempts and their answers come in the background. */
@@ -119,7 +119,9 @@ export function WebhookPage(props: { webhookId: string }) {
         {deliveries.items?.map((d) => (
           <li key={d.delivery_id} class="card">
             <div class="card-head">
-              <span class="card-title">{d.event}</span>
+              <Link to={deliveryPath(props.webhookId, d.delivery_id)} class="card-title">
+                {d.event}<span class="visually-hidden"> {d.delivery_id}</span>
+              </Link>
               <StatusBadge status={d.status} />
             </div>
             <div class="card-meta">
@@ -138,5 +140,84 @@ export function WebhookPage(props: { webhookId: string }) {
       </ul>
       <ShowMore list={deliveries} cards={cards} noun="deliveries" />
     </article>
+  );
+}
+
+function deliveryPath(webhookId: string, deliveryId: string): string {
+  return `/webhooks/${encodeURIComponent(webhookId)}/deliveries/${encodeURIComponent(deliveryId)}`;
+}
+
+/**
+ * One delivery: the body every attempt sends, and each attempt (when, the receiver's status or
+ * why none came, how long it took, the start of its answer), oldest first. Read again while it is
+ * pending, as its attempts come in the background.
+ */
+export function DeliveryPage(props: { webhookId: string; deliveryId: string }) {
+  const { client } = useSession();
+  const delivery = useLoad(() => client.webhooks.delivery(props.webhookId, props.deliveryId), [client, props.webhookId, props.deliveryId], DELIVERIES_REFRESH_MS);
+  const action = useAction();
+  const [copied, setCopied] = useState(false);
+  const d = delivery.data;
+  const payload = d ? JSON.stringify(d.payload, null, 2) : '';
+  const copy = () => action.run(async () => {
+    setCopied(false);
+    await navigator.clipboard.writeText(payload);
+    setCopied(true);
+  });
+  return (
+    <article>
+      <PageTitle tabTitle={d ? `${d.status} · delivery ${d.event}` : 'Delivery'}>Delivery</PageTitle>
+      <p><Link to={`/webhooks/${encodeURIComponent(props.webhookId)}`}>Back to the endpoint</Link></p>
+      <ErrorNote message={delivery.error ?? action.error} />
+      {d && (
+        <>
+          <p class="card-meta">
+            <StatusBadge status={d.status} />
+            <span>{d.event}</span>
+            <span class="mono">{d.delivery_id}</span>
+            <span>created <Time at={d.created_at} /></span>
+            {d.delivered_at && <span>delivered <Time at={d.delivered_at} /></span>}
+            {d.next_attempt_at && <span>next attempt <Time at={d.next_attempt_at} /></span>}
+            <button type="button" class="secondary small" disabled={action.busy} onClick={() => action.run(async () => {
+              await client.webhooks.redeliver(props.webhookId, props.deliveryId);
+              delivery.reload();
+            })}>Redeliver</button>
+          </p>
+          <h2>Attempts</h2>
+          {d.attempts.length === 0 && <p>No attempt yet.</p>}
+          <ol class="cards" aria-label="Attempts, oldest first">
+            {d.attempts.map((a, i) => <AttemptCard key={i} attempt={a} number={i + 1} />)}
+          </ol>
+          <h2>Payload</h2>
+          <div class="buttons">
+            <button type="button" class="secondary small" onClick={copy}>Copy payload</button>
+            {copied && <span role="status">Copied</span>}
+          </div>
+          <pre class="payload" tabIndex={0} role="region" aria-label="Payload">{payload}</pre>
+        </>
+      )}
+    </article>
+  );
+}
+
+/** An attempt: failed with its reason, or delivered; its receiver's answer as it came. */
+function AttemptCard(props: { attempt: WebhookDeliveryAttempt; number: number }) {
+  const a = props.attempt;
+  const outcome = a.error ? 'failed' : 'delivered';
+  return (
+    <li class={`card attempt tone-${toneOf(outcome)}`} aria-label={`Attempt ${props.number}`}>
+      <div class="card-head">
+        <StatusBadge status={outcome} />
+        <span class="card-title">{a.status_code !== null ? `HTTP ${a.status_code}` : 'no answer'}</span>
+      </div>
+      <div class="card-meta">
+        <span><Time at={a.at} seconds /></span>
+        <span>took {duration(a.duration_ms)}</span>
+      </div>
+      {a.error && <p class="card-reason">{a.error}</p>}
+      {a.response_excerpt
+        ? <pre class="excerpt" tabIndex={0} role="region" aria-label={`Answer to attempt ${props.number}`}>{a.response_excerpt}</pre>
+        : <p class="hint">No answer body.</p>}
+    </li>
   );
 }

@@ -22,6 +22,7 @@ import type { LoopbackServer } from '../kit/loopback-server.js';
 import { skipUnlessAvailable } from '../kit/require-tool.js';
 import type { FakeReply } from '../kit/fake-openai-server.js';
 import { until } from '../kit/bounded-waits.js';
+import { startWebhookReceiver } from '../kit/webhook-receiver.js';
 import { createRequire } from 'node:module';
 
 const CHROMIUM = process.env.QUARRY_CHROMIUM ?? '/usr/bin/chromium';
@@ -52,6 +53,8 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
   let taskId: string;
   let groupId: string;
   let keyedTaskId: string;
+  /** A delivery whose attempt failed: its page is checked by axe-core and at 390 px too. */
+  let deliveryPage: string;
   /**
    * What the page reported as broken: script errors, and CSP refusals (they come as console
    * errors). Error answers of the API (a wrong key) are the browser's console errors too; the
@@ -484,6 +487,46 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     await changes.getByRole('row').filter({ has: page.locator('.badge', { hasText: 'added' }) }).getByText('Northvolt').first().waitFor();
   });
 
+  it('opens a delivery from an endpoint\'s list: its failed attempt\'s status and answer, and its payload to copy', async (t) => {
+    const receiver = await startWebhookReceiver(() => ({ status: 503, body: 'receiver down for maintenance' }));
+    t.after(() => receiver.close());
+    const hook = await h.request('POST', '/webhooks', { body: { url: `${receiver.url}/hook`, events: ['task.turn_completed'] } });
+    assert.equal(hook.status, 201, hook.text);
+    const webhookId = hook.body.webhook_id as string;
+    h.model!.script({ text: 'Nothing new.' });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Any new plants this week?' } });
+    await waitIdle(h, created.body.task_id as string);
+    await receiver.waitFor(1);
+    // The attempt is recorded as it ends, just after the receiver answered.
+    const delivery = await until('the failed attempt recorded', async () => {
+      const res = await h.request('GET', `/webhooks/${webhookId}/deliveries`);
+      const d = res.body.deliveries[0];
+      return d && d.attempts > 0 ? d : undefined;
+    }, { timeoutMs: SHOWN_MS, pollMs: 100 });
+
+    await page.goto(`${h.url}/console/webhooks/${encodeURIComponent(webhookId)}`);
+    const link = page.getByRole('link', { name: `task.turn_completed ${delivery.delivery_id as string}` });
+    // By keyboard: the link takes the focus and Enter opens the delivery.
+    await link.focus();
+    await link.press('Enter');
+    await page.getByRole('heading', { name: 'Delivery', exact: true, level: 1 }).waitFor();
+    deliveryPage = new URL(page.url()).pathname;
+    const first = page.getByRole('listitem', { name: 'Attempt 1' });
+    await first.getByText('HTTP 503', { exact: true }).waitFor();
+    await first.getByText('the receiver answered HTTP 503').waitFor();
+    await first.locator('.badge', { hasText: 'failed' }).waitFor();
+    await first.getByRole('region', { name: 'Answer to attempt 1' }).getByText('receiver down for maintenance').waitFor();
+    await first.getByText(/took \d+ ms|took \d+ s/).waitFor();
+    const payload = page.getByRole('region', { name: 'Payload' });
+    assert.equal(JSON.parse(await payload.textContent() ?? '').data.task_id, created.body.task_id, 'the payload, as sent');
+    assert.match(await page.title(), /^pending · delivery task\.turn_completed/);
+    assert.deepEqual(await seriousViolations(page), [], 'the delivery');
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: h.url });
+    await page.getByRole('button', { name: 'Copy payload' }).click();
+    await page.getByRole('status').filter({ hasText: 'Copied' }).waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), await payload.textContent());
+  });
+
   it('passes axe-core with no serious violation on every page', async () => {
     const hook = await h.request('POST', '/webhooks', { body: { url: 'https://example.com/quarry-hook', events: ['task.turn_failed'] } });
     assert.equal(hook.status, 201, hook.text);
@@ -521,6 +564,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
       ['/console/groups', 'Plants by company'],
       [`/console/groups/${encodeURIComponent(groupId)}`, 'Northvolt Ett'],
       ['/console/webhooks', 'Register an endpoint'],
+      [deliveryPage, 'receiver down for maintenance'],
     ];
     for (const [path, shown] of views) {
       await page.goto(h.url + path);
