@@ -107,6 +107,12 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const accounts = new Accounts(store);
   const uploads = new Uploads(store, { dataDir: config.dataDir, maxBytes: config.maxUploadBytes });
 
+  const events = new EventFollower({ events: store.events, bus, readTimeoutMs: config.sseReadTimeoutMs });
+  const queries = new TaskQueries(store, events);
+  const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
+  // Every process that ends turns starts a group's next runs, so each has the group service.
+  const groups = new GroupService({ store, units, config, tasks, commands, uploads });
+
   const runsTurns = config.role !== 'api';
   // Deliveries are sent by the processes that run turns; an api process's (a stop's) wait for their poll.
   const dispatcher = runsTurns ? new WebhookDispatcher({ store, config: config.webhooks, allowPrivate: config.fetchAllowPrivate, logger, metrics }) : undefined;
@@ -125,7 +131,7 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
   const gate = (provider: 'model' | 'search') => new ProviderGate({ provider, limits: config.providerLimits[provider], store, metrics });
   const runner = runsTurns && sandbox
     ? new TurnRunner({
-        writes: new TurnWrites({ units, config }), tasks, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
+        writes: new TurnWrites({ units, config }), tasks, groups, queue: new TurnQueue(store), queries: new TurnQueries(store), sources: new SourceSnapshots(store), locks: store.cluster,
         uploads, config, logger, metrics,
         agent: new Agent({
           provider: opts.provider ?? providerFrom(config),
@@ -153,11 +159,6 @@ async function assemble(config: Config, opts: QuarryOptions, logger: Logger, sto
     },
   });
   let ready = false;
-  const events = new EventFollower({ events: store.events, bus, readTimeoutMs: config.sseReadTimeoutMs });
-  const queries = new TaskQueries(store, events);
-  const commands = new TaskCommands({ tasks, queries, uploads, maxBlockSeconds: config.maxBlockSeconds });
-  // Every process that ends turns starts a group's next runs, so each has the group service.
-  const groups = new GroupService({ store, units, config, tasks, commands, uploads });
   const idempotency = new IdempotencyRecords(store);
   const app = await buildApp({
     config, logger, events, commands, queries, accounts, uploads, webhooks, idempotency, groups, metrics,

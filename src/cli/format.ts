@@ -190,7 +190,7 @@ export function groupsTable(groups: Group[]): string {
 
 /**
  * One line for a group event worth a line of its own: the group created, a change to many runs
- * (inputs added, stopped, retried, max_credits reached, out of credits), a failed run with the
+ * (inputs added, stopped, retried, max_credits reached, out of credits, a scheduled tick), a failed run with the
  * command that shows why. Null for the rest, which a progress line sums up.
  */
 export function groupEventLine(event: GroupEvent): string | null {
@@ -204,5 +204,6 @@ export function groupEventLine(event: GroupEvent): string | null {
     case 'retried': return `retrying the failed runs: ${g.counts.pending} pending`;
     case 'budget_reached': return `max_credits reached (${credits(g.credits_used)} credits used): the pending inputs were stopped`;
     case 'out_of_credits': return `the account is out of credits: the pending inputs failed (add credits, then quarry group retry ${g.group_id})`;
+    case 'scheduled_tick': return `scheduled tick: ${g.counts.pending} completed runs run again`;
   }
 }

@@ -4,7 +4,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { component, IdCursor, MAX_CREDITS, MAX_EVENT_SEQ, Nullable, Str, StringEnum, Timestamp } from './common.js';
-import { TaskSpec, TaskSpecInput } from './spec.js';
+import { ScheduleInput, TaskSpec, TaskSpecInput } from './spec.js';
 import { EXPORT_FORMATS } from './outputs.js';
 
 /** Inline inputs per request; a file (input_upload_id) may hold any number. */
@@ -31,7 +31,8 @@ export const GroupBody = Type.Object({
   inputs: Type.Optional(Inputs),
   input_upload_id: Type.Optional(InputUploadId),
   max_parallel: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PARALLEL_LIMIT, description: `Runs of this group working at once (default ${DEFAULT_MAX_PARALLEL}).` })),
-  max_credits: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_CREDITS, description: 'Once the group\'s runs have used this much, the runs still pending are stopped.' })),
+  max_credits: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: MAX_CREDITS, description: 'Once the group\'s runs have used this much (a scheduled group: in this tick), the runs still pending are stopped.' })),
+  schedule: Type.Optional(ScheduleInput),
 });
 export type GroupBody = Static<typeof GroupBody>;
 
@@ -56,12 +57,13 @@ export const Group = component('Group', Type.Object({
   counts: GroupCounts,
   inputs: Type.Integer({ minimum: 0, description: 'Inputs received, duplicates included; each took the next index (`_input`).' }),
   duplicates: Type.Integer({ minimum: 0, description: 'Inputs whose `_key` the group already had: counted, never run.' }),
-  credits_used: Type.Number({ minimum: 0, description: 'What the group\'s ended runs used.' }),
+  credits_used: Type.Number({ minimum: 0, description: 'What the group\'s ended runs used; a scheduled group: what its runs used since the last tick.' }),
   max_parallel: Type.Integer({ minimum: 1 }),
   max_credits: Nullable(Type.Number()),
   created_at: Timestamp(),
   updated_at: Timestamp(),
   finished_at: Nullable(Timestamp('When no run was left pending or running (last time).')),
+  cron: Nullable(Type.Object({ expression: Type.String(), timezone: Type.String(), next_run_at: Nullable(Timestamp()) }, { description: 'A scheduled group: its schedule and next tick; null otherwise.' })),
 }));
 export type Group = Static<typeof Group>;
 
@@ -145,7 +147,7 @@ export const RunEvent = Type.Object({
 export const GroupSnapshotEvent = Type.Object({
   ...GroupEventBase,
   type: Type.Literal('group'),
-  reason: StringEnum(['created', 'inputs_added', 'stopped', 'retried', 'budget_reached', 'out_of_credits'] as const),
+  reason: StringEnum(['created', 'inputs_added', 'stopped', 'retried', 'budget_reached', 'out_of_credits', 'scheduled_tick'] as const),
   group: Group,
 }, { description: 'The group after a change to many runs at once.' });
 export const GroupDoneEvent = Type.Object({ ...GroupEventBase, type: Type.Literal('done'), group: Group }, { description: 'No run is pending or running any more.' });

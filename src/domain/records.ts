@@ -330,9 +330,13 @@ export interface GroupRecord {
   createdAt: string;
   updatedAt: string;
   finishedAt: string | null;
+  /** A scheduled group's schedule and next tick; all null otherwise. */
+  cronExpression: string | null;
+  cronTimezone: string | null;
+  cronNextRunAt: string | null;
 }
 
-export type GroupPatch = Partial<Pick<GroupRecord, 'status' | 'inputs' | 'duplicates' | 'counts' | 'creditsUsedMicros' | 'maxCreditsMicros' | 'lastEventSeq' | 'updatedAt' | 'finishedAt'>>;
+export type GroupPatch = Partial<Pick<GroupRecord, 'status' | 'inputs' | 'duplicates' | 'counts' | 'creditsUsedMicros' | 'maxCreditsMicros' | 'lastEventSeq' | 'updatedAt' | 'finishedAt' | 'cronNextRunAt'>>;
 
 /** A group's input with what its run's task shows (GET /group/{id}/runs): none before the run first started. */
 export interface GroupRunRecord {

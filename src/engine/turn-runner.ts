@@ -31,6 +31,7 @@ export interface TurnRunnerOptions {
   writes: TurnWrites;
   /** What the cron scheduler fires due ticks through. */
   tasks: CronSchedulerOptions['tasks'];
+  groups?: CronSchedulerOptions['groups'];
   queue: TurnQueue;
   queries: TurnQueries;
   sources: SourceSnapshots;
@@ -73,7 +74,7 @@ export class TurnRunner {
   constructor(private readonly opts: TurnRunnerOptions) {
     this.metrics = opts.metrics ?? NO_METRICS;
     this.cron = new CronScheduler({
-      tasks: opts.tasks, locks: opts.locks, intervalMs: opts.cronIntervalMs ?? 1000,
+      tasks: opts.tasks, groups: opts.groups, locks: opts.locks, intervalMs: opts.cronIntervalMs ?? 1000,
       onError: (err) => this.logFailure(err, 'cron tick failed'),
     });
   }

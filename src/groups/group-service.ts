@@ -28,7 +28,8 @@ import { QuarryError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { GroupInputRecord, GroupListFilter, GroupPatch, GroupRecord } from '../domain/records.js';
 import type { Repositories, Store } from '../store/store.js';
-import { invalid } from '../domain/spec.js';
+import { invalid, nextCronRun, normalizeSchedule } from '../domain/spec.js';
+import type { Schedule } from '../contract/index.js';
 import type { TaskCommands } from '../tasks/task-commands.js';
 import type { TaskService } from '../tasks/task-service.js';
 import { RecordChange, type ChangeGuard, type ChangeTarget, type TurnEnd, type UnitOfWork, type UnitsOfWork } from '../tasks/unit-of-work.js';
@@ -186,6 +187,7 @@ export class GroupService {
   /** Creates a group with its inputs and starts its first runs. Every input is checked before anything is stored. */
   async create(accountId: string, body: GroupBody, guard?: ChangeGuard): Promise<GroupDetail> {
     const spec = await this.groupSpec(accountId, body.task);
+    const schedule = body.schedule ? normalizeSchedule(body.schedule, 'schedule') : null;
     const source = await this.inputSource(accountId, spec, body);
     const target: ChangeTarget = { kind: 'group', id: newId('grp') };
     const group = await this.units.run(async (uow) => {
@@ -198,6 +200,7 @@ export class GroupService {
         maxCreditsMicros: body.max_credits === undefined ? null : toMicros(body.max_credits), status: 'running', inputs: 0, duplicates: 0,
         counts: { pending: 0, running: 0, completed: 0, failed: 0, stopped: 0 }, creditsUsedMicros: 0, lastEventSeq: 0,
         createdAt: now, updatedAt: now, finishedAt: null,
+        cronExpression: schedule?.cron ?? null, cronTimezone: schedule?.timezone ?? null, cronNextRunAt: schedule ? this.nextRun(schedule) : null,
       };
       const u = new GroupUnit(uow, group, true);
       await this.storeInputs(u, source);
@@ -302,6 +305,81 @@ export class GroupService {
     this.settle(u);
   }
 
+  // ---- schedules ------------------------------------------------------------------------------
+
+  /**
+   * The cron scheduler's call: fires every due scheduled group's tick, then starts the runs of
+   * scheduled groups that wait for a free slot. At a tick every completed run waits to run
+   * again (pending), the group's spend counts from zero (max_credits is per tick), and the next
+   * tick is set. A stopped group's ticks start nothing, nor do those of a group whose runs still
+   * wait for a slot.
+   */
+  async runDueCronTicks(limit = 100): Promise<number> {
+    let fired = 0;
+    for (const candidate of await this.store.groups.listDueCron(this.units.now(), limit)) {
+      const ticked = await this.units.run(async (uow) => {
+        const group = await uow.tx.groups.get(candidate.id, { lock: true });
+        if (!group?.cronExpression || !group.cronNextRunAt || group.cronNextRunAt > uow.now) return false;
+        const u = new GroupUnit(uow, group);
+        u.set({ cronNextRunAt: this.nextRun({ cron: group.cronExpression, timezone: group.cronTimezone ?? 'UTC' }) });
+        // Runs still waiting from the last tick go first: a tick that finds any adds none (as a task's tick is skipped while its turn runs).
+        if (group.status === 'stopped' || group.counts.pending > 0) return true;
+        const again = await uow.tx.groups.moveInputs(group.id, 'completed', 'pending');
+        if (again === 0) return true;
+        u.count('completed', 'pending', again);
+        u.set({ status: 'running', finishedAt: null, creditsUsedMicros: 0 });
+        u.snapshot('scheduled_tick');
+        return true;
+      });
+      if (ticked) fired++;
+    }
+    for (const group of await this.store.groups.listScheduledWaiting(limit)) await this.runAgain(group.id);
+    return fired;
+  }
+
+  /**
+   * Starts a scheduled group's pending runs that ran before, each as an execute turn of its own
+   * task, until its slots are full. Each in its own unit of work, which locks the run's task
+   * before the group (the order a run's end takes them). A run whose task is deleted or busy with
+   * a message of its own sits this tick out (completed, as it was).
+   */
+  private async runAgain(groupId: string): Promise<void> {
+    for (;;) {
+      const [input] = await this.store.groups.listInputs(groupId, 'pending', 1, -1, { started: true });
+      if (!input?.taskId) return;
+      const taskId = input.taskId;
+      const more = await this.units.run(async (uow) => {
+        const task = await uow.tx.tasks.get(taskId, { lock: true });
+        const group = await uow.tx.groups.get(groupId, { lock: true });
+        const current = group && (await uow.tx.groups.getInput(groupId, input.index));
+        if (!group || !current) return false;
+        // Changed meanwhile (stopped, or started): look again.
+        if (current.status !== 'pending' || current.taskId !== taskId) return true;
+        const u = new GroupUnit(uow, group);
+        let started = false;
+        if (await this.mayStartRuns(u)) {
+          if (!task || task.deletedAt || task.currentTurnId) {
+            await uow.tx.groups.setInput(groupId, current.index, { status: 'completed' });
+            u.count('pending', 'completed');
+          } else {
+            const turnId = await this.tasks.executeRun(uow, task);
+            await uow.tx.groups.setInput(groupId, current.index, { status: 'running', turnId });
+            u.count('pending', 'running');
+            u.event('run', { task_id: taskId, input: current.index, status: 'running' });
+          }
+          started = true;
+        }
+        this.settle(u);
+        return started;
+      });
+      if (!more) return;
+    }
+  }
+
+  private nextRun(schedule: Schedule): string | null {
+    return nextCronRun(schedule, this.units.clock())?.toISOString() ?? null;
+  }
+
   // ---- internals ------------------------------------------------------------------------------
 
   /** Runs `fn` on the locked group of this account in one unit of work; answers with the group. */
@@ -325,21 +403,11 @@ export class GroupService {
    */
   private async startRuns(u: GroupUnit): Promise<void> {
     const g = u.group;
-    if (g.status !== 'running' || g.counts.pending === 0) return;
-    if (g.maxCreditsMicros !== null && g.creditsUsedMicros + (await u.tx.turns.modelReserves(g.id)) >= g.maxCreditsMicros) {
-      u.count('pending', 'stopped', await u.tx.groups.moveInputs(g.id, 'pending', 'stopped'));
-      u.snapshot('budget_reached');
-      return;
-    }
-    const free = g.maxParallel - g.counts.running;
-    if (free <= 0) return;
-    if (!(await hasCredits(u.tx, g.accountId))) {
-      u.count('pending', 'failed', await u.tx.groups.moveInputs(g.id, 'pending', 'failed'));
-      u.snapshot('out_of_credits');
-      return;
-    }
+    if (!(await this.mayStartRuns(u))) return;
     const output = tableOutput(g.spec);
-    for (const input of await u.tx.groups.listInputs(g.id, 'pending', free)) {
+    // A scheduled group's runs that ran before run again on their own task (runAgain), never as a new one.
+    const pending = await u.tx.groups.listInputs(g.id, 'pending', g.maxParallel - g.counts.running, -1, g.cronExpression ? { started: false } : {});
+    for (const input of pending) {
       const run = await this.tasks.startRun(u.uow, {
         accountId: g.accountId, groupId: g.id, spec: g.spec, inputIndex: input.index, input: input.data, message: runMessage(input.index, input.data, output.id),
       });
@@ -347,6 +415,28 @@ export class GroupService {
       u.count('pending', 'running');
       u.event('run', { task_id: run.taskId, input: input.index, status: 'running' });
     }
+  }
+
+  /**
+   * Whether a pending run may start now: the group runs, has a free slot and credits left.
+   * Once its runs have used its max_credits, what is pending is stopped instead; with the
+   * account out of credits, it fails.
+   */
+  private async mayStartRuns(u: GroupUnit): Promise<boolean> {
+    const g = u.group;
+    if (g.status !== 'running' || g.counts.pending === 0) return false;
+    if (g.maxCreditsMicros !== null && g.creditsUsedMicros + (await u.tx.turns.modelReserves(g.id)) >= g.maxCreditsMicros) {
+      u.count('pending', 'stopped', await u.tx.groups.moveInputs(g.id, 'pending', 'stopped'));
+      u.snapshot('budget_reached');
+      return false;
+    }
+    if (g.maxParallel - g.counts.running <= 0) return false;
+    if (!(await hasCredits(u.tx, g.accountId))) {
+      u.count('pending', 'failed', await u.tx.groups.moveInputs(g.id, 'pending', 'failed'));
+      u.snapshot('out_of_credits');
+      return false;
+    }
+    return true;
   }
 
   /** When no run is left pending or running: the group is finished (unless stopped), says `done`, and the unit's `group_finished` handlers run (webhooks). */

@@ -20,6 +20,7 @@ export function toGroupView(g: GroupRecord): Group {
     created_at: g.createdAt,
     updated_at: g.updatedAt,
     finished_at: g.finishedAt,
+    cron: g.cronExpression ? { expression: g.cronExpression, timezone: g.cronTimezone ?? 'UTC', next_run_at: g.cronNextRunAt } : null,
   };
 }
 

@@ -318,8 +318,12 @@ export interface GroupsRepository {
   /** Stores inputs, skipping those whose key the group has already; returns the indexes stored. */
   insertInputs(inputs: GroupInputRecord[]): Promise<number[]>;
   getInput(groupId: string, index: number): Promise<GroupInputRecord | undefined>;
-  /** Inputs in `status`, in index order, after the index `after`. */
-  listInputs(groupId: string, status: RunStatus, limit: number, after?: number): Promise<GroupInputRecord[]>;
+  /** Inputs in `status`, in index order, after the index `after`; `started`: only those whose run has (or has not) had a task. */
+  listInputs(groupId: string, status: RunStatus, limit: number, after?: number, opts?: { started?: boolean }): Promise<GroupInputRecord[]>;
+  /** Scheduled groups whose next tick is due at `now`. */
+  listDueCron(now: string, limit: number): Promise<GroupRecord[]>;
+  /** Running scheduled groups with runs waiting for a free slot, and a slot free. */
+  listScheduledWaiting(limit: number): Promise<GroupRecord[]>;
   setInput(groupId: string, index: number, patch: { status: RunStatus; taskId?: string; turnId?: string }): Promise<void>;
   /** Adds what a capped group's run was just charged to the group's credits used, as it is charged. */
   addCreditsUsed(groupId: string, micros: number): Promise<void>;

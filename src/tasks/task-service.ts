@@ -105,6 +105,14 @@ export class TaskService {
   }
 
   /**
+   * Runs a group's run again at a scheduled group's tick: an execute turn of its task, in the
+   * group scheduler's unit of work, which locked the task (`task`) before the group.
+   */
+  async executeRun(uow: UnitOfWork, task: TaskRecord): Promise<string> {
+    return beginTurn(new TaskUnit(uow, task), this.admission, 'execute', null);
+  }
+
+  /**
    * A message to an existing task (continue, or a prompt sent with a task_id): starts a turn
    * when the task is idle, queues it while a turn runs.
    */

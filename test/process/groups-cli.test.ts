@@ -255,7 +255,7 @@ describe('the group progress view', () => {
   const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
   const group = (counts: Partial<Group['counts']>, extra: Partial<Group> = {}): Group => ({
     group_id: 'grp_1', name: null, status: 'running', counts: { pending: 0, running: 0, completed: 0, failed: 0, stopped: 0, ...counts },
-    inputs: 10, duplicates: 0, credits_used: 0.5, max_parallel: 2, max_credits: null, created_at: at(0), updated_at: at(0), finished_at: null, ...extra,
+    inputs: 10, duplicates: 0, credits_used: 0.5, max_parallel: 2, max_credits: null, created_at: at(0), updated_at: at(0), finished_at: null, cron: null, ...extra,
   });
   const base = (seq: number, s: number) => ({ seq, group_id: 'grp_1', at: at(s) });
   /** Ten inputs, two at a time, a run ending each second; input 3 fails. */

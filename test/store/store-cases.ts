@@ -65,7 +65,7 @@ export function group(accountId: string, overrides: Partial<GroupRecord> = {}): 
   return {
     id: newId('grp'), accountId, name: 'Zürich 北京 🚀', spec: emptySpec('q'), maxParallel: 4, maxCreditsMicros: null, status: 'running', inputs: 0, duplicates: 0,
     counts: { pending: 0, running: 0, completed: 0, failed: 0, stopped: 0 }, creditsUsedMicros: 0, lastEventSeq: 0,
-    createdAt: '2030-01-01T00:00:00.000Z', updatedAt: '2030-01-01T00:00:00.000Z', finishedAt: null, ...overrides,
+    createdAt: '2030-01-01T00:00:00.000Z', updatedAt: '2030-01-01T00:00:00.000Z', finishedAt: null, cronExpression: null, cronTimezone: null, cronNextRunAt: null, ...overrides,
   };
 }
 

@@ -450,7 +450,7 @@ export interface GroupRunEvent extends GroupEventBase {
  * if (event.type === 'group' && event.reason === 'budget_reached') console.log('max_credits reached: the rest is stopped');
  * ```
  */
-export type GroupSnapshotReason = 'created' | 'inputs_added' | 'stopped' | 'retried' | 'budget_reached' | 'out_of_credits';
+export type GroupSnapshotReason = 'created' | 'inputs_added' | 'stopped' | 'retried' | 'budget_reached' | 'out_of_credits' | 'scheduled_tick';
 
 /**
  * The group right after a change to many runs at once (created, inputs added, stopped, retried,

@@ -297,12 +297,13 @@ class Group(TypedDict):
     duplicates: int
     """Inputs whose `_key` the group already had: counted, never run."""
     credits_used: float
-    """What the group's ended runs used."""
+    """What the group's ended runs used; a scheduled group: what its runs used since the last tick."""
     max_parallel: int
     max_credits: Optional[float]
     created_at: str
     updated_at: str
     finished_at: Optional[str]
+    cron: Optional[GroupCron]
 
 
 class GroupCounts(TypedDict):
@@ -312,6 +313,13 @@ class GroupCounts(TypedDict):
     completed: int
     failed: int
     stopped: int
+
+
+class GroupCron(TypedDict):
+    """A scheduled group: its schedule and next tick; null otherwise."""
+    expression: str
+    timezone: str
+    next_run_at: Optional[str]
 
 
 class GroupDetail(TypedDict):
@@ -327,12 +335,13 @@ class GroupDetail(TypedDict):
     duplicates: int
     """Inputs whose `_key` the group already had: counted, never run."""
     credits_used: float
-    """What the group's ended runs used."""
+    """What the group's ended runs used; a scheduled group: what its runs used since the last tick."""
     max_parallel: int
     max_credits: Optional[float]
     created_at: str
     updated_at: str
     finished_at: Optional[str]
+    cron: Optional[GroupDetailCron]
     spec: TaskSpec
 
 
@@ -343,6 +352,13 @@ class GroupDetailCounts(TypedDict):
     completed: int
     failed: int
     stopped: int
+
+
+class GroupDetailCron(TypedDict):
+    """A scheduled group: its schedule and next tick; null otherwise."""
+    expression: str
+    timezone: str
+    next_run_at: Optional[str]
 
 
 class _TaskSpecRequired(TypedDict):
@@ -953,7 +969,7 @@ class GroupEventGroup(TypedDict):
     group_id: str
     at: str
     type: Literal["group"]
-    reason: Literal["created", "inputs_added", "stopped", "retried", "budget_reached", "out_of_credits"]
+    reason: Literal["created", "inputs_added", "stopped", "retried", "budget_reached", "out_of_credits", "scheduled_tick"]
     group: Group
 
 
@@ -1117,7 +1133,16 @@ class CreateGroupBody(_CreateGroupBodyRequired, total=False):
     max_parallel: int
     """Runs of this group working at once (default 8)."""
     max_credits: float
-    """Once the group's runs have used this much, the runs still pending are stopped."""
+    """Once the group's runs have used this much (a scheduled group: in this tick), the runs still pending are stopped."""
+    schedule: CreateGroupBodySchedule
+
+
+class _CreateGroupBodyScheduleRequired(TypedDict):
+    cron: str
+
+
+class CreateGroupBodySchedule(_CreateGroupBodyScheduleRequired, total=False):
+    timezone: str
 
 
 class AddGroupInputsBody(TypedDict, total=False):

@@ -29,11 +29,14 @@ function toGroup(r: Selectable<GroupsTable>): GroupRecord {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    cronExpression: r.cron_expression,
+    cronTimezone: r.cron_timezone,
+    cronNextRunAt: r.cron_next_run_at,
   };
 }
 
 function groupRow(patch: GroupPatch): Updateable<GroupsTable> {
-  const { counts, creditsUsedMicros, maxCreditsMicros, lastEventSeq, updatedAt, finishedAt, ...same } = patch;
+  const { counts, creditsUsedMicros, maxCreditsMicros, lastEventSeq, updatedAt, finishedAt, cronNextRunAt, ...same } = patch;
   return {
     ...same,
     ...(counts ?? {}),
@@ -42,6 +45,7 @@ function groupRow(patch: GroupPatch): Updateable<GroupsTable> {
     ...(lastEventSeq === undefined ? {} : { last_event_seq: lastEventSeq }),
     ...(updatedAt === undefined ? {} : { updated_at: updatedAt }),
     ...(finishedAt === undefined ? {} : { finished_at: finishedAt }),
+    ...(cronNextRunAt === undefined ? {} : { cron_next_run_at: cronNextRunAt }),
   };
 }
 
@@ -58,6 +62,7 @@ export class SqlGroups extends SqlRepository implements GroupsRepository {
       id: g.id, account_id: g.accountId, name: g.name, spec: JSON.stringify(g.spec), max_parallel: g.maxParallel, max_credits_micros: g.maxCreditsMicros,
       status: g.status, inputs: g.inputs, duplicates: g.duplicates, ...g.counts, credits_used_micros: g.creditsUsedMicros,
       last_event_seq: g.lastEventSeq, created_at: g.createdAt, updated_at: g.updatedAt, finished_at: g.finishedAt,
+      cron_expression: g.cronExpression, cron_timezone: g.cronTimezone, cron_next_run_at: g.cronNextRunAt,
     };
     await this.db.insertInto('groups').values(row).execute();
   }
@@ -106,11 +111,27 @@ export class SqlGroups extends SqlRepository implements GroupsRepository {
     return r && toInput(r);
   }
 
-  async listInputs(groupId: string, status: RunStatus, limit: number, after = -1): Promise<GroupInputRecord[]> {
-    const rows = await this.db.selectFrom('group_inputs').selectAll()
-      .where('group_id', '=', groupId).where('status', '=', status).where('idx', '>', after)
-      .orderBy('idx').limit(limit).execute();
+  async listInputs(groupId: string, status: RunStatus, limit: number, after = -1, opts: { started?: boolean } = {}): Promise<GroupInputRecord[]> {
+    let q = this.db.selectFrom('group_inputs').selectAll()
+      .where('group_id', '=', groupId).where('status', '=', status).where('idx', '>', after);
+    if (opts.started !== undefined) q = q.where('task_id', opts.started ? 'is not' : 'is', null);
+    const rows = await q.orderBy('idx').limit(limit).execute();
     return rows.map(toInput);
+  }
+
+  async listDueCron(now: string, limit: number): Promise<GroupRecord[]> {
+    const rows = await this.db.selectFrom('groups').selectAll()
+      .where('cron_next_run_at', 'is not', null).where('cron_next_run_at', '<=', now)
+      .orderBy('cron_next_run_at').limit(limit).execute();
+    return rows.map(toGroup);
+  }
+
+  async listScheduledWaiting(limit: number): Promise<GroupRecord[]> {
+    const rows = await this.db.selectFrom('groups').selectAll()
+      .where('cron_expression', 'is not', null).where('status', '=', 'running').where('pending', '>', 0)
+      .whereRef('running', '<', 'max_parallel')
+      .orderBy('id').limit(limit).execute();
+    return rows.map(toGroup);
   }
 
   async setInput(groupId: string, index: number, patch: { status: RunStatus; taskId?: string; turnId?: string }): Promise<void> {

@@ -979,7 +979,7 @@ export type components = {
             inputs: number;
             /** @description Inputs whose `_key` the group already had: counted, never run. */
             duplicates: number;
-            /** @description What the group's ended runs used. */
+            /** @description What the group's ended runs used; a scheduled group: what its runs used since the last tick. */
             credits_used: number;
             max_parallel: number;
             max_credits: number | null;
@@ -988,6 +988,11 @@ export type components = {
             /** Format: date-time */
             updated_at: string;
             finished_at: string | null;
+            cron: {
+                expression: string;
+                timezone: string;
+                next_run_at: string | null;
+            } | null;
         };
         /** @description A group with the spec its runs share. */
         GroupDetail: {
@@ -1010,7 +1015,7 @@ export type components = {
             inputs: number;
             /** @description Inputs whose `_key` the group already had: counted, never run. */
             duplicates: number;
-            /** @description What the group's ended runs used. */
+            /** @description What the group's ended runs used; a scheduled group: what its runs used since the last tick. */
             credits_used: number;
             max_parallel: number;
             max_credits: number | null;
@@ -1019,6 +1024,11 @@ export type components = {
             /** Format: date-time */
             updated_at: string;
             finished_at: string | null;
+            cron: {
+                expression: string;
+                timezone: string;
+                next_run_at: string | null;
+            } | null;
             spec: components["schemas"]["TaskSpec"];
         };
         GroupRowChange: components["schemas"]["RowChange"] & {
@@ -3239,8 +3249,12 @@ export interface operations {
                     input_upload_id?: string;
                     /** @description Runs of this group working at once (default 8). */
                     max_parallel?: number;
-                    /** @description Once the group's runs have used this much, the runs still pending are stopped. */
+                    /** @description Once the group's runs have used this much (a scheduled group: in this tick), the runs still pending are stopped. */
                     max_credits?: number;
+                    schedule?: {
+                        cron: string;
+                        timezone?: string;
+                    };
                 };
             };
         };
