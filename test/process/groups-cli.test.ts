@@ -234,7 +234,7 @@ describe('quarry group', () => {
       ['follow an unknown group', ['group', 'follow', 'grp_nope'], {}, 4, /group_not_found, HTTP 404/],
       ['stop an unknown group', ['group', 'stop', 'grp_nope'], {}, 4, /group_not_found, HTTP 404/],
       ['two formats', ['group', 'rows', 'grp_x', '--csv', '--jsonl'], {}, 2, /one of --csv and --jsonl/],
-      ['unknown subcommand', ['group', 'run'], {}, 2, /unknown command "group run"; try: create, ls, list, get, show, follow, rows, stop, retry, add-inputs/],
+      ['unknown subcommand', ['group', 'run'], {}, 2, /unknown command "group run"; try: create, ls, list, get, show, follow, rows, changes, stop, retry, runs, add-inputs/],
       ['no key', ['group', 'ls'], { QUARRY_API_KEY: undefined }, 3, /QUARRY_API_KEY is not set/],
     ];
     const runs = await Promise.all(cases.map(([, args, extra]) => quarry(args, extra)));
