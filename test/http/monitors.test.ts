@@ -134,6 +134,9 @@ describe('changes', () => {
       { added: 1, changed: 1, unconfirmed: 0 },
       { added: 0, changed: 1, unconfirmed: 2 },
     ]);
+    const task = (await h.request('GET', `/task/${taskId}`)).body;
+    assert.equal(task.last_turn.turn_id, done[2].turn_id);
+    assert.deepEqual(task.last_turn.changes, { added: 0, changed: 1, unconfirmed: 2 }, "the Task body's last turn carries the counts of its done event");
 
     const all = (await changes(h, taskId)).body.changes;
     const brief = all.map((c: Json) => [turns.indexOf(c.turn_id), c.change, c.key.sku]);
@@ -188,6 +191,7 @@ describe('changes', () => {
     await waitIdle(h, taskId);
     assert.equal((await rows(h, taskId)).length, 2, 'without a key, rows are appended');
     assert.equal((await lastDone(h, taskId)).changes, undefined);
+    assert.equal((await h.request('GET', `/task/${taskId}`)).body.last_turn.changes, undefined);
     assert.deepEqual((await changes(h, taskId)).body.changes, []);
   });
 
