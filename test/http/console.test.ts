@@ -359,7 +359,7 @@ describe('the console in a real browser', { skip: noBrowser }, () => {
     const made = await Promise.all(Array.from({ length: 50 }, (_, i) => h.request('POST', '/task', { body: { prompt: `Filler task ${i + 1}` } })));
     for (const res of made) assert.equal(res.status, 200, res.text);
     await page.getByRole('link', { name: 'Tasks', exact: true }).click();
-    const tasks = page.getByRole('list', { name: 'Tasks' });
+    const tasks = page.getByRole('list', { name: 'Tasks', exact: true });
     await page.getByText('50 tasks shown').waitFor();
     assert.equal(await tasks.getByRole('link', { name: 'EU battery plants' }).count(), 0, 'on the second page');
 
