@@ -30,7 +30,7 @@ import { normalizeQuoteText } from '../src/domain/value-match.js';
 import { OPEN_POLICY } from '../src/net/domain-policy.js';
 import type { SourceSnapshotRecord } from '../src/domain/records.js';
 import type { RowSource } from '../src/contract/index.js';
-import { loadAverage, log, noteLoad, percentile, reportHeader, round, startWatchdog, table, writeReport } from './lib.js';
+import { loadAverage, log, noteLoad, percentile, reportHeader, round, seededRandom, startWatchdog, table, writeReport } from './lib.js';
 
 const ROWS = Number(process.env.BENCH_CITATIONS_ROWS ?? 5000);
 const PAGES = Number(process.env.BENCH_CITATIONS_PAGES ?? 50);
@@ -40,19 +40,6 @@ const REPS = Math.max(1, Number(process.env.BENCH_CITATIONS_REPS ?? 5));
 const SOURCES_PER_ROW = 2;
 
 // ---- text -----------------------------------------------------------------------------------------
-
-/** A small deterministic generator (xorshift32), so every run checks the same text. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 const WORDS = (
   'the of and to in a is that for it as was with be by on not he this are or his from at which but have an they you were her she there ' +
@@ -92,7 +79,7 @@ function sentence(r: () => number): string {
 
 /** Prose of about `bytes` bytes of UTF-8: paragraphs of 3–8 sentences, a blank line between them. */
 function prose(bytes: number, seed: number): string {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   const paragraphs: string[] = [];
   let size = 0;
   while (size < bytes) {
@@ -165,7 +152,7 @@ interface Cited {
 }
 
 function rowsCase(pageKb: number, found: boolean) {
-  const r = rng(pageKb * 7919 + (found ? 1 : 2));
+  const r = seededRandom(pageKb * 7919 + (found ? 1 : 2));
   const snapshots = Array.from({ length: PAGES }, (_, i) => snapshot(i, prose(pageKb * 1000, pageKb * 100_003 + i)));
   const cited: Cited[] = [];
   for (let row = 0; row < ROWS; row++) {
@@ -213,7 +200,7 @@ function rowsCase(pageKb: number, found: boolean) {
 // ---- 2. per MB ------------------------------------------------------------------------------------
 
 function sizeCase(mb: number) {
-  const r = rng(mb * 31 + 5);
+  const r = seededRandom(mb * 31 + 5);
   const text = prose(mb * 1e6, mb * 1_000_003);
   const bytes = Buffer.byteLength(text);
   const s = snapshot(0, text);

@@ -475,6 +475,19 @@ export async function waitForQuiet(label: string, maxForeignCores: number, maxWa
   return { waited_ms: waited, foreign_cores: foreign };
 }
 
+/** A small deterministic generator (xorshift32) of numbers in [0, 1): every run of a benchmark seeded alike sees the same data. */
+export function seededRandom(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
 export function round(n: number, digits = 1): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;

@@ -14,24 +14,11 @@
  */
 import { valueInQuote } from '../src/domain/value-match.js';
 import type { ColumnType } from '../src/contract/index.js';
-import { loadAverage, log, noteLoad, percentile, reportHeader, round, startWatchdog, table, writeReport } from './lib.js';
+import { loadAverage, log, noteLoad, percentile, reportHeader, round, seededRandom, startWatchdog, table, writeReport } from './lib.js';
 
 const CELLS = Number(process.env.BENCH_SUPPORT_CELLS ?? 100_000);
 const REPS = Math.max(1, Number(process.env.BENCH_SUPPORT_REPS ?? 5));
 const COLUMNS: ColumnType[] = ['string', 'number', 'integer', 'date'];
-
-/** A small deterministic generator (xorshift32), so every run checks the same cells. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 const NAMES = ['Ørsted', 'Société Générale', 'Zürich Energie', 'São Paulo Metro', 'Łódź Power', 'Nestlé', 'Hydro-Québec', 'Vattenfall', 'Siemens Energy', 'Müller GmbH'];
 const FILLER = 'the company said in its annual report that capacity and output of the plant grew as the grid operator had forecast for the region'.split(' ');
@@ -51,7 +38,7 @@ function filler(r: () => number, n: number): string {
 }
 
 function cells(): Cell[] {
-  const r = rng(17);
+  const r = seededRandom(17);
   const out: Cell[] = [];
   for (let row = 0; out.length < CELLS; row++) {
     const supported = row % 2 === 0;
