@@ -3,6 +3,7 @@
  * machine without one, those tests are skipped and say why (test/kit/require-tool.ts).
  */
 import pg from 'pg';
+import { startServer, type ServerOptions, type ServerProcess } from './process.js';
 import { skipUnlessAvailable } from './require-tool.js';
 
 export const TEST_DATABASE_URL = process.env.QUARRY_TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
@@ -57,5 +58,18 @@ export function testStoreEnv(prefix: string): { env: Record<string, string>; sch
 export async function dropSchemas(...names: string[]): Promise<void> {
   await withClient(async (client) => {
     for (const name of names) await client.query(`drop schema if exists "${name}" cascade`);
+  });
+}
+
+/**
+ * One node of a cluster on PostgreSQL: `quarry serve --role <role>` from the build, on the
+ * cluster's `schema` of the test database, with `name` as its worker id; `env` adds the node's own
+ * settings (the admin key, the model, limits).
+ */
+export function startClusterNode(opts: Omit<ServerOptions, 'env' | 'name' | 'role'> & { name: string; role: 'api' | 'worker'; schema: string; env?: Record<string, string> }): Promise<ServerProcess> {
+  const { schema, env, ...server } = opts;
+  return startServer({
+    ...server,
+    env: { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema, QUARRY_WORKER_ID: opts.name, ...env },
   });
 }

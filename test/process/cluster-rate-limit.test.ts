@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fetchJson } from '../kit/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from '../kit/postgres.js';
-import { makeDataDir, removeDataDir, startServer, type ServerProcess } from '../kit/process.js';
+import { dropSchemas, skipWithoutPostgres, startClusterNode } from '../kit/postgres.js';
+import { makeDataDir, removeDataDir, type ServerProcess } from '../kit/process.js';
 
 const ADMIN_KEY = 'rate-admin-key';
 const LIMIT = 5;
@@ -18,9 +18,9 @@ describe('the rate limit across two API nodes on PostgreSQL', { timeout: 120_000
   const dataDir = makeDataDir('quarry-rate-');
   const nodes: ServerProcess[] = [];
 
-  const startNode = (name: string, waitForStarterKey = false) => startServer({
-    name, role: 'api', dataDir, waitForStarterKey,
-    env: { QUARRY_DATABASE_URL: TEST_DATABASE_URL, QUARRY_DATABASE_SCHEMA: schema, QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_RATE_LIMIT_PER_MIN: String(LIMIT) },
+  const startNode = (name: string, waitForStarterKey = false) => startClusterNode({
+    name, role: 'api', schema, dataDir, waitForStarterKey,
+    env: { QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_RATE_LIMIT_PER_MIN: String(LIMIT) },
   });
 
   before(async () => {

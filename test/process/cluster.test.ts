@@ -7,28 +7,15 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from '../kit/fake-openai-server.js';
 import { until } from '../kit/bounded-waits.js';
 import { fetchJson, httpClient, waitIdle } from '../kit/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL, withClient } from '../kit/postgres.js';
-import { makeDataDir, removeDataDir, startServer, type ServerProcess } from '../kit/process.js';
+import { dropSchemas, skipWithoutPostgres, startClusterNode, withClient } from '../kit/postgres.js';
+import { makeDataDir, removeDataDir, type ServerProcess } from '../kit/process.js';
 import { readSse } from '../kit/sse-client.js';
 
 const ADMIN_KEY = 'cluster-admin-key';
 
-/** `quarry serve --role <role>` from the build, on the cluster's schema; `name` is its worker id. */
+/** A node of the cluster under test, on `schema`, calling `model`. */
 function startNode(name: string, role: 'api' | 'worker', schema: string, dataDir: string, model: FakeOpenAI, waitForStarterKey = false): Promise<ServerProcess> {
-  return startServer({
-    name,
-    role,
-    dataDir,
-    waitForStarterKey,
-    env: {
-      QUARRY_DATABASE_URL: TEST_DATABASE_URL,
-      QUARRY_DATABASE_SCHEMA: schema,
-      QUARRY_ADMIN_KEY: ADMIN_KEY,
-      QUARRY_MODEL_BASE_URL: model.url,
-      QUARRY_WORKER_ID: name,
-      QUARRY_LEASE_SECONDS: '2',
-    },
-  });
+  return startClusterNode({ name, role, schema, dataDir, waitForStarterKey, env: { QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_MODEL_BASE_URL: model.url, QUARRY_LEASE_SECONDS: '2' } });
 }
 
 async function call(node: ServerProcess, key: string, method: string, p: string, body?: unknown) {

@@ -6,23 +6,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFakeOpenAI, type FakeOpenAI } from '../kit/fake-openai-server.js';
 import { fetchJson, httpClient, waitIdle } from '../kit/http.js';
-import { dropSchemas, skipWithoutPostgres, TEST_DATABASE_URL } from '../kit/postgres.js';
-import { makeDataDir, removeDataDir, startServer, type ServerProcess } from '../kit/process.js';
+import { dropSchemas, skipWithoutPostgres, startClusterNode } from '../kit/postgres.js';
+import { makeDataDir, removeDataDir, type ServerProcess } from '../kit/process.js';
 
 const ADMIN_KEY = 'limits-admin-key';
 
 function startNode(name: string, role: 'api' | 'worker', schema: string, dataDir: string, model: FakeOpenAI, waitForStarterKey = false): Promise<ServerProcess> {
-  return startServer({
-    name, role, dataDir, waitForStarterKey,
-    env: {
-      QUARRY_DATABASE_URL: TEST_DATABASE_URL,
-      QUARRY_DATABASE_SCHEMA: schema,
-      QUARRY_ADMIN_KEY: ADMIN_KEY,
-      QUARRY_MODEL_BASE_URL: model.url,
-      QUARRY_WORKER_ID: name,
-      // 5% under the provider's 300 a minute (docs/deploy.md#provider-limits).
-      QUARRY_MODEL_RPM: '285',
-    },
+  return startClusterNode({
+    name, role, schema, dataDir, waitForStarterKey,
+    // 5% under the provider's 300 a minute (docs/deploy.md#provider-limits).
+    env: { QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL_RPM: '285' },
   });
 }
 
