@@ -45,6 +45,8 @@ export const RATE_WINDOW_MS = 60_000;
 
 /** A node takes at most this share of what is left of a key's minute from the store at a time. */
 const RESERVE_SHARE = 8;
+/** Past the last 1/NEAR_FULL_SHARE of a key's minute, a node takes only as many tokens as it has requests waiting. */
+const NEAR_FULL_SHARE = 2;
 /** Tokens a node holds for a key it has not seen a request of for this long go back to the store. */
 const IDLE_MS = 1000;
 /** A window the store said is full is taken as full for this long before the store is asked again (tokens given back may free some). */
@@ -61,6 +63,8 @@ interface KeyWindow {
   lastTakeAt: number;
   /** The reservation under way: requests that find no token wait for it rather than each asking. */
   reserving: Promise<void> | undefined;
+  /** Requests waiting for a token of this node. */
+  waiting: number;
 }
 
 /**
@@ -91,7 +95,7 @@ export class StoreRateLimiter implements RateLimiter {
     const start = now - (now % RATE_WINDOW_MS);
     let window = this.windows.get(keyId);
     if (!window || window.start !== start) {
-      window = { start, tokens: 0, known: 0, knownAt: Number.NEGATIVE_INFINITY, lastTakeAt: now, reserving: undefined };
+      window = { start, tokens: 0, known: 0, knownAt: Number.NEGATIVE_INFINITY, lastTakeAt: now, reserving: undefined, waiting: 0 };
       this.windows.set(keyId, window);
     }
     window.lastTakeAt = now;
@@ -101,19 +105,26 @@ export class StoreRateLimiter implements RateLimiter {
     }
     if (window.known >= this.perMinute && now - window.knownAt < FULL_MS) return Math.max(1, Math.ceil((start + RATE_WINDOW_MS - now) / 1000));
     const w = window;
+    w.waiting++;
     w.reserving ??= this.reserve(keyId, w).finally(() => {
       w.reserving = undefined;
     });
     // Decided again once the batch is in: a token of it, or the store's word that the minute is full.
-    return w.reserving.then(() => this.take(keyId));
+    return w.reserving.then(() => {
+      w.waiting--;
+      return this.take(keyId);
+    });
   }
 
   /** Takes a batch of tokens for the window from the store; what the limit leaves of it stays here, the rest goes back. */
   private async reserve(keyId: string, window: KeyWindow): Promise<void> {
     // An eighth of what is left while much is left, shrinking faster as the minute fills (one at a
-    // time over the last few dozen): tokens one node holds unused are refused to the others.
+    // time over the last few dozen): tokens one node holds unused are refused to the others. In
+    // the last half no more than the requests waiting here, so that no node holds tokens it
+    // has no request for while another node is refused.
     const left = Math.max(0, this.perMinute - window.known);
-    const want = Math.max(1, Math.floor((left * left) / (RESERVE_SHARE * this.perMinute)));
+    const share = Math.max(1, Math.floor((left * left) / (RESERVE_SHARE * this.perMinute)));
+    const want = left * NEAR_FULL_SHARE < this.perMinute ? Math.max(1, Math.min(share, window.waiting)) : share;
     const windowStart = new Date(window.start).toISOString();
     const total = await this.counts.hitRateWindow(keyId, windowStart, want);
     const granted = Math.min(want, Math.max(0, this.perMinute - (total - want)));
