@@ -3,7 +3,7 @@
  * SQLite) and the shared limiter on PostgreSQL (the test database), whose common request is let
  * through on a token the node holds. BENCH_RATE_TAKES takes (default 1,000,000) of one key, under
  * a limit high enough never to refuse (as the throughput benches set it), then under 600 a
- * minute with 600 takes (every one let through, the last few dozen asking the store).
+ * minute with 600 takes one at a time (every one let through; over the minute's last half each asks the store).
  *
  *   npm run bench:rate-limit
  */
