@@ -595,6 +595,8 @@ export class BwrapSandbox implements Sandbox {
     const deadline = setTimeout(() => killAll('deadline'), timeoutS * 1000 + graceMs);
     const onAbort = () => killAll('abort');
     req.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the cgroup was being made fired no listener.
+    if (req.signal?.aborted) onAbort();
 
     let spawnError: Error | null = null;
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {

@@ -94,7 +94,8 @@ export class TaskQueries {
     if (timeoutMs <= 0 || signal?.aborted) return;
     // A queued turn that a stop with clear_queue dropped ends without a `done`: its row says so.
     const turn = await this.store.turns.get(turnId);
-    if (!turn || turn.endedAt) return;
+    // A client that left during that read has no wait to end: an abort listener added now never fires.
+    if (!turn || turn.endedAt || signal?.aborted) return;
     const waiting = new AbortController();
     const timer = setTimeout(() => waiting.abort(), timeoutMs);
     const leave = () => waiting.abort();

@@ -14,11 +14,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { probeCgroups } from '../../src/sandbox/cgroups.js';
+import { probeCgroups, type CgroupSupport } from '../../src/sandbox/cgroups.js';
 import { createSandbox, type RunRequest, type RunResult, type Sandbox } from '../../src/sandbox/sandbox.js';
 import { extractTar, safeRelative, SnapshotError } from '../../src/sandbox/tar-extract.js';
 import { ensureWorkspace, inputNames, taskWorkspaceDir } from '../../src/sandbox/workspace.js';
-import { until } from '../kit/bounded-waits.js';
+import { until, within } from '../kit/bounded-waits.js';
 import { hostProcessesWith } from '../kit/process.js';
 import { skipUnlessAvailable } from '../kit/require-tool.js';
 
@@ -335,6 +335,30 @@ describe('sandbox: limits', { skip }, () => {
     const started = Date.now();
     await assert.rejects(running, /stopped/);
     assert.ok(Date.now() - started < 3000);
+    assert.deepEqual(fs.readdirSync(path.join(ws, 'outputs')), []);
+    await stillWorks(ws);
+  });
+
+  it('cancels a run aborted while its cgroup is being made, rather than running the code to its deadline', async () => {
+    const ws = workspace();
+    const cgroups = (sandbox as unknown as { cgroups: CgroupSupport }).cgroups;
+    const create = cgroups.create;
+    const made = { started: false, go: () => {} };
+    cgroups.create = async (limits) => {
+      made.started = true;
+      await new Promise<void>((resolve) => (made.go = resolve));
+      return create.call(cgroups, limits);
+    };
+    const controller = new AbortController();
+    const running = run({ workspaceDir: ws, language: 'shell', code: 'echo x > outputs/new.txt; sleep 15', signal: controller.signal });
+    try {
+      await until('the run to make its cgroup', () => made.started);
+      controller.abort(new Error('stopped'));
+    } finally {
+      cgroups.create = create;
+      made.go();
+    }
+    await assert.rejects(within(running, 5000, 'the aborted run to end'), /stopped/);
     assert.deepEqual(fs.readdirSync(path.join(ws, 'outputs')), []);
     await stillWorks(ws);
   });

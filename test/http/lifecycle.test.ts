@@ -658,6 +658,42 @@ describe('waits', () => {
       await until(`the long-poll of ${path} to stop listening`, () => bus.listenerCount(task.task_id) === 0, { timeoutMs: 3000 });
     }
   });
+
+  it('a long-poll whose client goes away while it still reads the running turn never starts listening', async (t) => {
+    const h = await startTestHarness(t, { listen: true });
+    fakeModel(h).script({ hang: true });
+    const task = await createBySpec(h);
+    await fakeModel(h).waitForRequests(1);
+    // The long-poll's read of the running turn is held until the client has gone (a slow database).
+    const turns = h.quarry.store.turns;
+    const getTurn = turns.get.bind(turns);
+    const read = { started: false, release: () => {} };
+    turns.get = async (id) => {
+      read.started = true;
+      await new Promise<void>((resolve) => (read.release = resolve));
+      return getTurn(id);
+    };
+    const states = h.quarry.store.tasks;
+    const getState = states.getState.bind(states);
+    let stateReads = 0;
+    states.getState = (id) => (stateReads++, getState(id));
+    let closed = false;
+    h.quarry.app.server.on('request', (request, response) => {
+      if (request.url?.includes('/state?wait')) response.once('close', () => (closed = true));
+    });
+
+    const gone = new AbortController();
+    const poll = fetch(`${h.url}/task/${task.task_id}/state?wait=60`, { headers: { 'x-api-key': h.key }, signal: gone.signal }).catch(() => 'aborted');
+    await until('the long-poll to read the turn', () => read.started);
+    gone.abort();
+    assert.equal(await poll, 'aborted');
+    await until('the server to see the client go', () => closed);
+    turns.get = getTurn;
+    read.release();
+    // The poll ends (its closing state read) at once, rather than when its 60 s are up.
+    await until('the abandoned long-poll to end', () => stateReads === 2, { timeoutMs: 3000 });
+    assert.equal(h.quarry.bus.listenerCount(task.task_id), 0, 'the abandoned long-poll listens to the task');
+  });
 });
 
 // ---- the agent's turn ---------------------------------------------------------------------------------
