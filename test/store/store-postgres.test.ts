@@ -120,6 +120,38 @@ test('a store migrates while other schemas of the same database are being create
   }
 });
 
+test('a text search (q) seeks rare text by trigram index, and reads its case and LIKE characters as plain text', { skip }, async () => {
+  const mine = `t_trgm_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: mine });
+  const admin = await connectClient();
+  try {
+    await store.migrate();
+    const acct = 'acct_trgm';
+    // 50,000 tasks of one account, one of which holds the rare text (the planner seeks by index only where scanning costs more).
+    await admin.query(`insert into "${mine}".tasks (id, account_id, name, type, status, phase, activity, spec, pinned, created_at, updated_at, credits_used_micros, last_event_seq, queued_count, version, prompt)
+      select 'tsk_trgm_' || lpad(i::text, 5, '0'), '${acct}', 'battery makers ' || i, 'research', 'plan', 'plan', 'idle', '{"outputs":[]}', 0,
+        to_char(timestamp '2030-01-01' + i * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), to_char(timestamp '2030-01-01' + i * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 0, 0, 0, 1,
+        case when i = 1234 then 'Where are the Zeppelin hangars? Report 100%_done.' else 'Find battery makers in region ' || (i % 37) || '.' end
+      from generate_series(0, 49999) as i`);
+    await admin.query(`analyze "${mine}".tasks`);
+    const found = async (q: string) => (await store.tasks.listPage(acct, 50, undefined, { q })).tasks.map((t) => t.id);
+    assert.deepEqual(await found('zePPelin'), ['tsk_trgm_01234']);
+    assert.deepEqual(await found('100%_d'), ['tsk_trgm_01234']);
+    assert.deepEqual(await found('100x_d'), []);
+    assert.equal((await found('battery')).length, 50);
+
+    // The list statement for a rare text starts at the trigram index, not at every task of the account.
+    await admin.query(`set search_path to "${mine}"`);
+    const plan = (await admin.query(`explain select id from tasks where account_id = 'acct_trgm' and group_id is null and deleted_at is null
+      and (name ilike '%zeppelin%' escape '\\' or prompt ilike '%zeppelin%' escape '\\') order by pinned desc, updated_at desc, id desc limit 51`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    assert.match(plan, /tasks_prompt_trgm/, plan);
+  } finally {
+    await store.close();
+    await admin.end();
+    await dropSchemas(mine);
+  }
+});
+
 test('the introspector of a store reads its own schema only', { skip }, async () => {
   const mine = `t_introspect_${process.pid}`;
   const other = `t_introspect_other_${process.pid}`;

@@ -23,6 +23,7 @@ import * as m000014 from '../migrations/000014_fair_share.js';
 import * as m000015 from '../migrations/000015_provider_limits.js';
 import * as m000016 from '../migrations/000016_monitors.js';
 import * as m000017 from '../migrations/000017_finding_work.js';
+import * as m000018 from '../migrations/000018_text_search.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink, type Notice } from './cluster.js';
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000015_provider_limits': m000015,
   '000016_monitors': m000016,
   '000017_finding_work': m000017,
+  '000018_text_search': m000018,
 };
 
 class StaticMigrations implements MigrationProvider {
