@@ -99,9 +99,9 @@ describe('PostgreSQL stops and starts again under a running Quarry', { skip, tim
           const r = await send(s, key, 'GET', `/task/${taskId}`);
           return r.status === 503 ? r : undefined;
         }, { timeoutMs: 10_000, pollMs: 50 }) as TestResponse;
-        assertUnavailable(res, `GET /task/{id} on ${s.name}, stopped ${mode}`);
-        assertUnavailable(await send(s, key, 'POST', `/task/${taskId}/continue`, { message: 'more' }), `continue on ${s.name}, stopped ${mode}`);
-        assertUnavailable(await send(s, key, 'POST', '/task/start', { task: { prompt: 'another' } }), `start on ${s.name}, stopped ${mode}`);
+        assertUnavailable(res, `GET /task/{id} on ${s.name}, stopped ${mode}`, { keyed: true });
+        assertUnavailable(await send(s, key, 'POST', `/task/${taskId}/continue`, { message: 'more' }), `continue on ${s.name}, stopped ${mode}`, { keyed: true });
+        assertUnavailable(await send(s, key, 'POST', '/task/start', { task: { prompt: 'another' } }), `start on ${s.name}, stopped ${mode}`, { keyed: true });
         assertUnavailable(await fetchJson('GET', `${s.url}/readyz`), `/readyz on ${s.name}, stopped ${mode}`);
         assertUnavailable(await send(s, ADMIN_KEY, 'GET', `/admin/accounts/${accountId}`), `an admin route on ${s.name}, stopped ${mode}`);
         // A key that cannot be checked: auth_unavailable, before the route is reached.
