@@ -3,7 +3,7 @@
  * what is over it; QUARRY_MODEL_CONCURRENCY kept while the turns over it wait; a 429 or the
  * rate-limit headers one turn met slowing the other turns (OpenAI's and Anthropic's headers); a
  * turn waiting its place shown as `waiting` in the task's state and body, and the waits in
- * /metrics; the same for web_search: QUARRY_SEARCH_RPM.
+ * /metrics; the same for web_search: QUARRY_SEARCH_RPM, and a search 429's Retry-After.
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
@@ -200,6 +200,19 @@ test('QUARRY_SEARCH_RPM: searches over the rate wait their place instead of fail
   }
   const metrics = (await h.request('GET', '/metrics', { key: ADMIN_KEY })).text;
   assert.equal(sample(metrics, /^quarry_provider_wait_seconds_count\{provider="search"\} (\S+)$/m), 4);
+});
+
+test('a search provider\'s 429 holds every search until its Retry-After, and the turn completes', async (t) => {
+  const { h, search } = await startSearchHarness(t);
+  search.failNext(429, JSON.stringify({ error: 'Too many requests' }), 'application/json', { 'retry-after': '2' });
+  const id = await startTask(h, 'granite');
+  await waitIdle(h, id, 10_000);
+  assert.equal((await taskState(h, id)).last_error, null);
+  assert.equal(search.requests.length, 2);
+  const [refused, next] = search.requests.map((r) => r.at);
+  assert.ok(next! - refused! >= 2000, `the search was sent again ${next! - refused!} ms after a 429 asking for 2 s`);
+  const tool = fakeModel(h).requests.at(-1)!.body.messages!.find((m) => m.role === 'tool');
+  assert.match(String(tool?.content), /^Results for/);
 });
 
 test('a bad provider limit setting refuses to start, naming it', async () => {
