@@ -8,7 +8,7 @@ import { createWebSearchTool } from '../../src/agent/tools/web-search.js';
 import { blockedReason } from '../../src/net/address-policy.js';
 import { createWebTools } from '../../src/agent/web/index.js';
 import type { Lookup, ResolvedAddress } from '../../src/net/safe-fetch.js';
-import { createSearchProvider } from '../../src/agent/web/search.js';
+import { createSearchProvider, SearchError } from '../../src/agent/web/search.js';
 import { searchConfigProblem, type SearchConfig } from '../../src/config.js';
 import { BRAVE_KEY, startFakeSearch, TAVILY_KEY, type FakeSearch } from '../kit/fake-search-server.js';
 import { ARTICLE_FACT, BOILERPLATE, CSV, startFixtureWeb, type FixtureWeb } from '../kit/fixture-web.js';
@@ -473,6 +473,21 @@ describe('web_search', () => {
     search.failNext(200, '<html>not json</html>', 'text/html');
     const notJson = await run({ provider: 'searxng', url: search.url }, { query: 'x' });
     assert.match(notJson.content, /not JSON/);
+  });
+
+  it('reads a 429\'s Retry-After, in seconds or as an HTTP date', async () => {
+    const provider = createSearchProvider({ provider: 'searxng', url: search.url });
+    const refusal = async (retryAfter: string) => {
+      search.failNext(429, JSON.stringify({ error: 'Too many requests' }), 'application/json', { 'retry-after': retryAfter });
+      const err = await provider.search('x', 5, new AbortController().signal).then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof SearchError && err.status === 429, String(err));
+      return err.retryAfterMs;
+    };
+    assert.equal(await refusal('3'), 3000);
+    // An HTTP date has whole seconds: 30 s from now reads as a little under 30 s.
+    const inHalfAMinute = await refusal(new Date(Date.now() + 30_000).toUTCString());
+    assert.ok(inHalfAMinute !== undefined && inHalfAMinute > 28_000 && inHalfAMinute <= 30_000, String(inHalfAMinute));
+    assert.equal(await refusal('soon'), undefined);
   });
 
   it('says when nothing was found', async () => {

@@ -1,15 +1,18 @@
 /**
- * The model provider's limits (decisions §18): QUARRY_MODEL_RPM kept against a provider that
- * refuses what is over it; a 429 or the rate-limit headers one turn met slowing the other turns
- * (OpenAI's and Anthropic's headers); a turn waiting its place shown as `waiting` in the task's
- * state and body, and the waits in /metrics.
+ * The providers' limits (decisions §18): QUARRY_MODEL_RPM kept against a provider that refuses
+ * what is over it; QUARRY_MODEL_CONCURRENCY kept while the turns over it wait; a 429 or the
+ * rate-limit headers one turn met slowing the other turns (OpenAI's and Anthropic's headers); a
+ * turn waiting its place shown as `waiting` in the task's state and body, and the waits in
+ * /metrics; the same for web_search: QUARRY_SEARCH_RPM, and a search 429's Retry-After.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { ADMIN_KEY, waitIdle, type Harness } from '../kit/harness.js';
 import { until } from '../kit/bounded-waits.js';
 import { startFakeAnthropic } from '../kit/fake-anthropic-server.js';
-import { fakeModel, getTask, startTestHarness, taskState } from '../kit/task-api.js';
+import type { FakeRequestBody } from '../kit/fake-openai-server.js';
+import { startFakeSearch, type FakeSearch } from '../kit/fake-search-server.js';
+import { fakeModel, getTask, startTestHarness, taskState, userText } from '../kit/task-api.js';
 
 async function startTask(h: Harness, prompt: string): Promise<string> {
   const res = await h.request('POST', '/task', { body: { prompt } });
@@ -19,6 +22,17 @@ async function startTask(h: Harness, prompt: string): Promise<string> {
 
 async function lastErrors(h: Harness, ids: string[]): Promise<unknown[]> {
   return Promise.all(ids.map(async (id) => (await taskState(h, id)).last_error));
+}
+
+/** A harness whose turns search with the fake search server, closed when the test ends. */
+async function startSearchHarness(t: TestContext, env: Record<string, string> = {}): Promise<{ h: Harness; search: FakeSearch }> {
+  const search = await startFakeSearch();
+  t.after(() => search.close());
+  const h = await startTestHarness(t, { env: { QUARRY_SEARCH_PROVIDER: 'searxng', QUARRY_SEARCH_URL: search.url, ...env } });
+  // Each turn searches once for its prompt, then ends.
+  fakeModel(h).setResponder((body: FakeRequestBody) =>
+    body.messages?.some((m) => m.role === 'tool') ? { text: 'Done.' } : { toolCalls: [{ name: 'web_search', arguments: { query: userText(body) } }] });
+  return { h, search };
 }
 
 function sample(text: string, line: RegExp): number | undefined {
@@ -132,6 +146,73 @@ test('a turn that waits its place shows waiting: model_rate_limit in its state a
   assert.equal((await taskState(h, second)).waiting, null);
   const after = (await h.request('GET', '/metrics', { key: ADMIN_KEY })).text;
   assert.equal(sample(after, /^quarry_provider_waiting_calls\{provider="model"\} (\S+)$/m), 0);
+});
+
+test('QUARRY_MODEL_CONCURRENCY: no more calls are in flight at once, the turns over it show they wait, and all complete', async (t) => {
+  // The test reads five tasks' states often: more than the key's default rate limit allows.
+  const h = await startTestHarness(t, { env: { QUARRY_MODEL_CONCURRENCY: '2', QUARRY_RATE_LIMIT_PER_MIN: '100000' } });
+  const model = fakeModel(h);
+  // Every answer is held until the test lets it go.
+  const held: (() => void)[] = [];
+  let holding = true;
+  model.setResponder(() => (holding ? new Promise((resolve) => held.push(() => resolve({ text: 'Done.' }))) : { text: 'Done.' }));
+  const ids = await Promise.all(Array.from({ length: 5 }, (_, i) => startTask(h, `task ${i}`)));
+  await until('two calls in flight', () => held.length === 2);
+  // The three others wait their place, and say so.
+  await until('three turns show their wait', async () => {
+    const states = await Promise.all(ids.map((id) => taskState(h, id)));
+    return states.filter((s) => s.waiting === 'model_rate_limit').length === 3;
+  }, { timeoutMs: 5000 });
+  assert.equal(model.requests.length, 2, 'no third call reached the provider');
+
+  // Each answer frees a place for one more call.
+  held.shift()!();
+  await until('a third call in flight', () => held.length === 2 && model.requests.length === 3);
+  holding = false;
+  for (const release of held.splice(0)) release();
+  for (const id of ids) await waitIdle(h, id, 10_000);
+  assert.deepEqual(await lastErrors(h, ids), ids.map(() => null));
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await taskState(h, id)).waiting)), ids.map(() => null));
+  assert.equal(model.peakPending(), 2, 'never more than QUARRY_MODEL_CONCURRENCY calls in flight at the provider');
+  assert.ok(model.requests.length >= 5);
+});
+
+test('QUARRY_SEARCH_RPM: searches over the rate wait their place instead of failing, the provider never sees more, and all complete', async (t) => {
+  // 5% under a provider's 60 a minute, which it counts over windows of 2 s.
+  const { h, search } = await startSearchHarness(t, { QUARRY_SEARCH_RPM: '57', QUARRY_RATE_LIMIT_PER_MIN: '100000' });
+  const ids = await Promise.all(Array.from({ length: 4 }, (_, i) => startTask(h, `topic ${i}`)));
+  await until('a turn shows its search waits', async () => {
+    const states = await Promise.all(ids.map((id) => taskState(h, id)));
+    return states.some((s) => s.waiting === 'search_rate_limit');
+  }, { timeoutMs: 5000 });
+  for (const id of ids) await waitIdle(h, id, 15_000);
+  assert.deepEqual(await lastErrors(h, ids), ids.map(() => null));
+  assert.equal(search.requests.length, 4);
+  // A search may reach the provider a little later than it left (the first opens the connection): the window, not each gap.
+  const times = search.requests.map((r) => r.at);
+  for (const end of times) {
+    const inWindow = times.filter((at) => at > end - 2000 && at <= end).length;
+    assert.ok(inWindow <= 2, `${inWindow} searches came within 2 s: ${times.map((at) => at - times[0]!).join(', ')} ms`);
+  }
+  // Every search found its results: none was answered with a failure.
+  for (const request of fakeModel(h).requests) {
+    for (const m of request.body.messages ?? []) if (m.role === 'tool') assert.match(String(m.content), /^Results for/, String(m.content));
+  }
+  const metrics = (await h.request('GET', '/metrics', { key: ADMIN_KEY })).text;
+  assert.equal(sample(metrics, /^quarry_provider_wait_seconds_count\{provider="search"\} (\S+)$/m), 4);
+});
+
+test('a search provider\'s 429 holds every search until its Retry-After, and the turn completes', async (t) => {
+  const { h, search } = await startSearchHarness(t);
+  search.failNext(429, JSON.stringify({ error: 'Too many requests' }), 'application/json', { 'retry-after': '2' });
+  const id = await startTask(h, 'granite');
+  await waitIdle(h, id, 10_000);
+  assert.equal((await taskState(h, id)).last_error, null);
+  assert.equal(search.requests.length, 2);
+  const [refused, next] = search.requests.map((r) => r.at);
+  assert.ok(next! - refused! >= 2000, `the search was sent again ${next! - refused!} ms after a 429 asking for 2 s`);
+  const tool = fakeModel(h).requests.at(-1)!.body.messages!.find((m) => m.role === 'tool');
+  assert.match(String(tool?.content), /^Results for/);
 });
 
 test('a bad provider limit setting refuses to start, naming it', async () => {

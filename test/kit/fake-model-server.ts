@@ -97,6 +97,8 @@ export interface FakeModelServer<Reply, Body> {
   recordChecks(): void;
   /** Requests being answered right now (a hanging request counts until the client leaves). */
   pending(): number;
+  /** The most requests that were being answered at once. */
+  peakPending(): number;
   /** Resolves once at least `n` requests have been recorded; rejects after `timeoutMs`. */
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
   /** Stops the server and drops open connections, hanging requests included. */
@@ -132,6 +134,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
   const queue: Reply[] = [];
   let responder: FakeModelResponder<Reply, Body> | null = null;
   let active = 0;
+  let peak = 0;
   let answerChecks = true;
   let rateLimit: FakeRateLimit | null = null;
   /** Arrival times of the requests answered within the last window (a sliding window, as the providers' buckets refill). */
@@ -240,6 +243,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
 
   const server = await startLoopbackServer((req, res) => {
     active += 1;
+    peak = Math.max(peak, active);
     const gone = new AbortController();
     // Fires when the answer is complete or the client went away; it ends any delay or hang.
     res.once('close', () => {
@@ -265,6 +269,7 @@ export async function startFakeModelServer<Reply extends FakeModelReply, Body ex
     setResponder: (fn) => void (responder = fn),
     recordChecks: () => void (answerChecks = false),
     pending: () => active,
+    peakPending: () => peak,
     waitForRequests(n, timeoutMs = 5000) {
       if (requests.length >= n) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {

@@ -195,6 +195,19 @@ export class ProviderGate {
     waiter.endShown ??= waiter.onLongWait?.();
   }
 
+  /**
+   * Shows the wait of every call queued here for SHOWN_AFTER_MS or more: when every place is
+   * taken no wait can be foreseen, so a call behind the head shows it only once it has waited.
+   */
+  private showLongWaits(): void {
+    const shownBefore = this.now() - SHOWN_AFTER_MS;
+    // The queue is in order of arrival: the first that has not waited long ends the scan.
+    for (const waiter of this.queue) {
+      if (waiter.enqueuedAt > shownBefore) break;
+      this.show(waiter);
+    }
+  }
+
   /** The waiter is out of the queue, granted or not. */
   private leave(waiter: Waiter): void {
     waiter.signal.removeEventListener('abort', waiter.onAbort);
@@ -207,6 +220,7 @@ export class ProviderGate {
     this.pumping = true;
     try {
       while (this.queue.length > 0) {
+        this.showLongWaits();
         const head = this.queue[0]!;
         if (head.signal.aborted) {
           this.queue.shift();
@@ -224,7 +238,6 @@ export class ProviderGate {
           continue;
         }
         if ('busy' in reservation) {
-          this.show(head);
           this.waitingForPlace = true;
           await this.sleepUntil(this.now() + BUSY_RECHECK_MS);
           this.waitingForPlace = false;

@@ -51,7 +51,7 @@ export function createWebSearchTool(provider: SearchProvider | undefined, gate?:
         } catch (err) {
           if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;
           if (gate && err.status === 429) {
-            await gate.learn({}, { retryAfterMs: undefined }).catch(() => undefined);
+            await gate.learn({}, { retryAfterMs: err.retryAfterMs }).catch(() => undefined);
             continue;
           }
           return { isError: true, content: `The search failed: ${err.message}`, summary: `search failed (${provider.name})` };

@@ -6,6 +6,7 @@
  * fetch_url's address checks.
  */
 import { searchConfigProblem, type SearchConfig, type SearchProviderName } from '../../config.js';
+import { retryAfterMs } from '../../retry-policy.js';
 
 
 
@@ -31,6 +32,8 @@ export class SearchError extends Error {
   constructor(
     message: string,
     readonly status?: number,
+    /** How long the provider asked to be left alone (its `Retry-After`), when it said. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'SearchError';
@@ -72,7 +75,8 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
       if (name === 'searxng' && response.status === 403) hint = ' (is "json" listed under search.formats in SearXNG\'s settings.yml?)';
       if (response.status === 401 || response.status === 403) hint ||= ' (check QUARRY_SEARCH_API_KEY)';
       if (response.status === 429) hint = ' (rate limited: try again later, or search less often)';
-      throw new SearchError(`${name} answered HTTP ${response.status}${hint}: ${preview(errorMessage(text))}`, response.status);
+      const retryAfter = response.status === 429 ? retryAfterMs((header) => response.headers.get(header) ?? undefined) : undefined;
+      throw new SearchError(`${name} answered HTTP ${response.status}${hint}: ${preview(errorMessage(text))}`, response.status, retryAfter);
     }
     try {
       return JSON.parse(text);
