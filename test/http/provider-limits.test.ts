@@ -93,8 +93,10 @@ test('OpenAI\'s x-ratelimit headers slow every turn: a burst past the limit is r
   for (let i = 0; i < 10; i++) ids.push(await startTask(h, `task ${i}`));
   for (const id of ids) await waitIdle(h, id, 20_000);
   assert.deepEqual(await lastErrors(h, ids), ids.map(() => null));
-  // The first answer stated the limit: the ten turns after it were paced, not refused.
-  assert.ok(model.rateLimited() <= 1, `${model.rateLimited()} calls were refused`);
+  // The first answer stated the limit: the ten turns after it were paced, not refused. Calls are
+  // spaced 2% wider than the limit, which in this 1 s window is 20 ms: on a loaded host one call
+  // sent that late may crowd the window once (against a provider's minute window it is 1.2 s).
+  assert.ok(model.rateLimited() <= 2, `${model.rateLimited()} calls were refused`);
 });
 
 test('Anthropic\'s anthropic-ratelimit headers slow every turn: a spent limit holds all calls until its reset', async (t) => {
