@@ -4,9 +4,9 @@
  */
 import { once } from 'node:events';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { QuarryClient } from '../../packages/client/src/index.js';
+import { QuarryClient, type GroupRowChange, type RowChange } from '../../packages/client/src/index.js';
 import { ExitCode, HelpRequested, UsageError, type ExitCodeValue } from './exit-codes.js';
-import { fields } from './format.js';
+import { changesTable, fields } from './format.js';
 
 export interface CliIo {
   stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
@@ -133,20 +133,21 @@ export function numberArg(value: string, name: string): number {
 export const LIST_OPTIONS = { limit: { type: 'string', short: 'n' }, all: { type: 'boolean' } } as const satisfies OptionSpec;
 
 /** `task changes` and `group changes`: the list options, and `--since TURN` (changes of later turns). */
-export const CHANGES_OPTIONS = { ...LIST_OPTIONS, since: { type: 'string' } } as const satisfies OptionSpec;
+const CHANGES_OPTIONS = { ...LIST_OPTIONS, since: { type: 'string' } } as const satisfies OptionSpec;
 
 /**
- * The first items of a paged list as `--limit N` (default 20) or `--all` asks: `list(pageSize)`
- * is iterated with pages of at most 200 (the most a page holds), and no page more than needed.
+ * The first items of a paged list as `--limit N` (default 20) or `--all` asks, and whether more
+ * remain: `list(pageSize)` is iterated with pages of at most 200 (the most a page holds) up to one
+ * item past the limit, so a page more is read only where the limit ends a page of 200.
  */
-export async function listItems<T>(values: { limit?: string; all?: boolean }, list: (pageSize: number) => AsyncIterable<T>): Promise<T[]> {
+export async function listItems<T>(values: { limit?: string; all?: boolean }, list: (pageSize: number) => AsyncIterable<T>): Promise<{ items: T[]; more: boolean }> {
   const limit = values.all ? Infinity : (intOption(values.limit, 'limit', { min: 1 }) ?? 20);
   const items: T[] = [];
-  for await (const item of list(Math.min(200, limit))) {
+  for await (const item of list(Math.min(200, limit + 1))) {
+    if (items.length === limit) return { items, more: true };
     items.push(item);
-    if (items.length >= limit) break;
   }
-  return items;
+  return { items, more: false };
 }
 
 /** `--limit N`, `--offset N`, `--csv` and `--jsonl`: the options of a command that shows rows (`task rows`, `group rows`). */
@@ -187,9 +188,27 @@ export async function writeExport(ctx: CliContext, chunks: AsyncIterable<Uint8Ar
 export function listCommand<T>(list: (ctx: CliContext, pageSize: number) => AsyncIterable<T>, table: (items: T[]) => string, empty: string): Command {
   return async (ctx, args) => {
     const { values } = parseCommand(args, LIST_OPTIONS, { min: 0, max: 0, names: '' });
-    const items = await listItems(values, (pageSize) => list(ctx, pageSize));
+    const { items } = await listItems(values, (pageSize) => list(ctx, pageSize));
     if (ctx.json) ctx.printJson(items);
     else ctx.out(items.length ? table(items) : empty);
+    return ExitCode.ok;
+  };
+}
+
+/**
+ * `task changes ID` and `group changes ID`: the changes `list` reads, oldest first. Those a limit
+ * leaves out are the newest, the ones a monitor is read for, so the table says when more remain.
+ */
+export function changesCommand(list: (client: QuarryClient, id: string, params: { limit: number; since?: string }) => AsyncIterable<RowChange | GroupRowChange>): Command {
+  return async (ctx, args) => {
+    const { values, positionals } = parseCommand(args, CHANGES_OPTIONS, { min: 1, max: 1, names: 'ID' });
+    const { items, more } = await listItems(values, (pageSize) => list(ctx.client(), positionals[0]!, { limit: pageSize, since: values.since }));
+    if (ctx.json) {
+      ctx.printJson(items);
+      return ExitCode.ok;
+    }
+    ctx.out(items.length ? changesTable(items) : 'no changes');
+    if (more) ctx.err(`the first ${items.length} changes, oldest first; more remain: --limit N or --all`);
     return ExitCode.ok;
   };
 }

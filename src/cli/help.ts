@@ -35,7 +35,8 @@ Tasks (QUARRY_URL, QUARRY_API_KEY):
   task recheck ID                         check every row's sources and cells again against
                                           the pages already read (fetches nothing)
   task changes ID [--since TURN] [--limit N] [--all]
-                                          what the turns changed in keyed outputs
+                                          what the turns changed in keyed outputs, oldest
+                                          first
   upload FILE [--content-type TYPE] [--name NAME]
                                           upload an input file; prints its upload_id
   eval FILE [--limit N] [--concurrency N] [--out DIR] [--grader exact|model]
@@ -57,7 +58,8 @@ Task groups: one spec over many inputs, each input a run (QUARRY_URL, QUARRY_API
   group rows ID [--limit N] [--offset N] [--csv | --jsonl]
                                           read the merged rows; --csv/--jsonl export all
   group changes ID [--since TURN] [--limit N] [--all]
-                                          the runs' changes, each with its input
+                                          the runs' changes, oldest first, each with its
+                                          input's index
   group stop ID                           stop every run (pending ones never start)
   group retry ID [--include failed,stopped] [--follow]
                                           run the failed (or the listed) runs again

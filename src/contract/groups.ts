@@ -57,7 +57,7 @@ export const Group = component('Group', Type.Object({
   counts: GroupCounts,
   inputs: Type.Integer({ minimum: 0, description: 'Inputs received, duplicates included; each took the next index (`_input`).' }),
   duplicates: Type.Integer({ minimum: 0, description: 'Inputs whose `_key` the group already had: counted, never run.' }),
-  credits_used: Type.Number({ minimum: 0, description: 'What the group\'s ended runs used; a scheduled group: what its runs used since the last tick.' }),
+  credits_used: Type.Number({ minimum: 0, description: 'What the group\'s runs used: with max_credits as they are charged, without as each run ends; a scheduled group: since the last tick.' }),
   max_parallel: Type.Integer({ minimum: 1 }),
   max_credits: Nullable(Type.Number()),
   created_at: Timestamp(),

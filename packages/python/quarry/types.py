@@ -297,7 +297,7 @@ class Group(TypedDict):
     duplicates: int
     """Inputs whose `_key` the group already had: counted, never run."""
     credits_used: float
-    """What the group's ended runs used; a scheduled group: what its runs used since the last tick."""
+    """What the group's runs used: with max_credits as they are charged, without as each run ends; a scheduled group: since the last tick."""
     max_parallel: int
     max_credits: Optional[float]
     created_at: str
@@ -335,7 +335,7 @@ class GroupDetail(TypedDict):
     duplicates: int
     """Inputs whose `_key` the group already had: counted, never run."""
     credits_used: float
-    """What the group's ended runs used; a scheduled group: what its runs used since the last tick."""
+    """What the group's runs used: with max_credits as they are charged, without as each run ends; a scheduled group: since the last tick."""
     max_parallel: int
     max_credits: Optional[float]
     created_at: str

@@ -8,9 +8,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import {
   ConnectionError, QuarryError, type Group, type GroupDetail, type GroupInputFormat, type GroupRunsParams, type QuarryClient, type RetryGroupParams,
 } from '../../../packages/client/src/index.js';
-import { CHANGES_OPTIONS, intOption, LIST_OPTIONS, listCommand, listItems, numberArg, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
+import { changesCommand, intOption, LIST_OPTIONS, listCommand, listItems, numberArg, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError, type ExitCodeValue } from '../exit-codes.js';
-import { changesTable, fields, groupCounts, groupFields, groupsTable, inputCount, rowsTable, runsTable } from '../format.js';
+import { fields, groupCounts, groupFields, groupsTable, inputCount, rowsTable, runsTable } from '../format.js';
 import { GroupProgressView } from '../progress-view.js';
 import { readSpec } from './task-commands.js';
 
@@ -189,7 +189,7 @@ const stop: Command = async (ctx, args) => {
 const runs: Command = async (ctx, args) => {
   const { values, positionals } = parseCommand(args, { ...LIST_OPTIONS, status: { type: 'string' } }, { min: 1, max: 1, names: 'ID' });
   const status = values.status as GroupRunsParams['status'];
-  const list = await listItems(values, (limit) => ctx.client().groups.runs(positionals[0]!, { limit, status }));
+  const { items: list } = await listItems(values, (limit) => ctx.client().groups.runs(positionals[0]!, { limit, status }));
   if (ctx.json) ctx.printJson(list);
   else ctx.out(list.length ? runsTable(list) : 'no runs');
   return ExitCode.ok;
@@ -216,13 +216,7 @@ const addInputs: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
-const changes: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, CHANGES_OPTIONS, { min: 1, max: 1, names: 'ID' });
-  const list = await listItems(values, (limit) => ctx.client().groups.changes(positionals[0]!, { limit, since: values.since }));
-  if (ctx.json) ctx.printJson(list);
-  else ctx.out(list.length ? changesTable(list) : 'no changes');
-  return ExitCode.ok;
-};
+const changes = changesCommand((client, id, params) => client.groups.changes(id, params));
 
 export const GROUP_COMMANDS: Record<string, Command> = {
   create,

@@ -3,9 +3,9 @@
  */
 import fs from 'node:fs/promises';
 import type { ListTasksParams, Row, Task, TaskEvent } from '../../../packages/client/src/index.js';
-import { CHANGES_OPTIONS, intOption, LIST_OPTIONS, listItems, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
+import { changesCommand, intOption, LIST_OPTIONS, listItems, parseCommand, ROWS_OPTIONS, rowsRequest, writeExport, type CliContext, type Command } from '../context.js';
 import { ExitCode, UsageError } from '../exit-codes.js';
-import { changesTable, credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
+import { credits, eventLine, fields, outputsTable, rowsTable, shortTime, taskStatus, tasksTable } from '../format.js';
 import { followStream } from './follow.js';
 
 async function readStdin(ctx: CliContext): Promise<string> {
@@ -76,7 +76,7 @@ const ls: Command = async (ctx, args) => {
     q: values.q, state: values.state as ListTasksParams['state'], outcome: values.outcome as ListTasksParams['outcome'],
     created_after: values['created-after'], created_before: values['created-before'],
   };
-  const tasks = await listItems(values, (limit) => ctx.client().tasks.list({ limit, ...filters }));
+  const { items: tasks } = await listItems(values, (limit) => ctx.client().tasks.list({ limit, ...filters }));
   if (ctx.json) ctx.printJson(tasks);
   else ctx.out(tasks.length ? tasksTable(tasks) : 'no tasks');
   return ExitCode.ok;
@@ -213,13 +213,7 @@ const rows: Command = async (ctx, args) => {
   return ExitCode.ok;
 };
 
-const changes: Command = async (ctx, args) => {
-  const { values, positionals } = parseCommand(args, CHANGES_OPTIONS, { min: 1, max: 1, names: 'ID' });
-  const list = await listItems(values, (limit) => ctx.client().tasks.changes(positionals[0]!, { limit, since: values.since }));
-  if (ctx.json) ctx.printJson(list);
-  else ctx.out(list.length ? changesTable(list) : 'no changes');
-  return ExitCode.ok;
-};
+const changes = changesCommand((client, id, params) => client.tasks.changes(id, params));
 
 export const TASK_COMMANDS: Record<string, Command> = {
   create,

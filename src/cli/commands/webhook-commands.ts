@@ -65,7 +65,7 @@ const rotateSecret: Command = async (ctx, args) => {
 
 const deliveries: Command = async (ctx, args) => {
   const { values, positionals } = parseCommand(args, LIST_OPTIONS, { min: 1, max: 1, names: 'ID' });
-  const list = await listItems(values, (limit) => ctx.client().webhooks.deliveries(positionals[0]!, { limit }));
+  const { items: list } = await listItems(values, (limit) => ctx.client().webhooks.deliveries(positionals[0]!, { limit }));
   if (ctx.json) ctx.printJson(list);
   else ctx.out(list.length ? deliveriesTable(list) : 'no deliveries');
   return ExitCode.ok;

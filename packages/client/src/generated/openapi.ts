@@ -979,7 +979,7 @@ export type components = {
             inputs: number;
             /** @description Inputs whose `_key` the group already had: counted, never run. */
             duplicates: number;
-            /** @description What the group's ended runs used; a scheduled group: what its runs used since the last tick. */
+            /** @description What the group's runs used: with max_credits as they are charged, without as each run ends; a scheduled group: since the last tick. */
             credits_used: number;
             max_parallel: number;
             max_credits: number | null;
@@ -1015,7 +1015,7 @@ export type components = {
             inputs: number;
             /** @description Inputs whose `_key` the group already had: counted, never run. */
             duplicates: number;
-            /** @description What the group's ended runs used; a scheduled group: what its runs used since the last tick. */
+            /** @description What the group's runs used: with max_credits as they are charged, without as each run ends; a scheduled group: since the last tick. */
             credits_used: number;
             max_parallel: number;
             max_credits: number | null;
