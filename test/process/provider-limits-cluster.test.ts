@@ -14,8 +14,10 @@ const ADMIN_KEY = 'limits-admin-key';
 function startNode(name: string, role: 'api' | 'worker', schema: string, dataDir: string, model: FakeOpenAI, waitForStarterKey = false): Promise<ServerProcess> {
   return startClusterNode({
     name, role, schema, dataDir, waitForStarterKey,
-    // 5% under the provider's 300 a minute (docs/deploy.md#provider-limits).
-    env: { QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL_RPM: '285' },
+    // 10% under the provider's 300 a minute: in its 4 s window that leaves room for two calls sent
+    // late on a loaded host (5%, as docs/deploy.md#provider-limits advises for a minute's window,
+    // is one call here).
+    env: { QUARRY_ADMIN_KEY: ADMIN_KEY, QUARRY_MODEL_BASE_URL: model.url, QUARRY_MODEL_RPM: '270' },
   });
 }
 
@@ -41,7 +43,7 @@ describe('two worker processes share the model provider\'s limits', { timeout: 1
   it('together they send no more than QUARRY_MODEL_RPM, and every turn completes', async () => {
     const api = nodes[0]!;
     const key = api.starterKey!;
-    // 20 in any 4 s is 300 a minute: each worker alone at 285 a minute would go over it with the other.
+    // 20 in any 4 s is 300 a minute: each worker alone at 270 a minute would go over it with the other.
     model.limitRate({ requests: 20, windowMs: 4000 });
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) {
