@@ -157,9 +157,10 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
    */
   private async respace(line: string, accountId: string): Promise<void> {
     await this.runCompiled('turns.respace', [line, accountId], () => withLines(this.db, line, accountId)
-      .with('waiting(id, line, fair_key)', () => sql`(select w.id, w.line, w.fair_key from turns as w
-        where w.status = 'pending' and w.line in (select id from other_lines)
-        and not exists (select 1 from turns as p where p.line = ${myLine} and p.status = 'pending'))`)
+      // `begins` first (CROSS JOIN keeps that order on SQLite): while the line has turns waiting, as it mostly has, nothing else is read.
+      .with('waiting(id, line, fair_key)', () => sql`(select w.id, w.line, w.fair_key
+        from (select 1 as yes where not exists (select 1 from turns as p where p.line = ${myLine} and p.status = 'pending')) as begins
+        cross join turns as w where w.status = 'pending' and w.line in (select id from other_lines))`)
       .with('numbered(id, line, fair_key, j, step)', () => sql`(select id, line, fair_key, row_number() over (partition by line order by fair_key, id) - 1,
         ${sql.lit(FAIR_ROUND)} * (1 + ${otherLinesWaiting}) from waiting)`)
       // The j-th waiting turn of a line goes at least `step` after the one before it, and never earlier than it is:
