@@ -27,7 +27,8 @@ export interface TurnFlags {
 
 /**
  * A new turn of `task`. It waits in its group's line for a group's run, else in its account's
- * line of single tasks (decisions §18: workers take turns between lines).
+ * line of single tasks (decisions §18: workers take turns between accounts, and within an
+ * account between its lines).
  */
 export function newTurn(task: Pick<TaskRecord, 'id' | 'accountId' | 'group'>, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', flags: TurnFlags = {}): TurnRecord {
   return {

@@ -4,7 +4,8 @@
  * order in which they were claimed. Each release ends one turn and frees one slot; the next
  * model call to arrive is the turn the worker picked. A single task created behind a 40-run group
  * is picked at the first slot that frees; two accounts take turns; within an account, a single
- * task and two groups take turns.
+ * task and two groups take turns; an account with two groups gets no more turns than an account
+ * with one.
  */
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -135,5 +136,23 @@ describe('fair scheduling of waiting turns', () => {
     const picked: string[] = [];
     for (let i = 0; i < 6; i++) picked.push(await endOneTurn());
     assert.deepEqual(picked, [g2, single, g1, g2, g1, g2], 'each line\'s first waiting turn before any line\'s second, then the groups alternate');
+  });
+
+  it('takes turns between accounts first, then between an account\'s groups', async () => {
+    const a = await createAccount(h, `a ${uid()}`, 1000);
+    const b = await createAccount(h, `b ${uid()}`, 1000);
+    const a1 = `a1-${uid()}`;
+    const a2 = `a2-${uid()}`;
+    const b1 = `b1-${uid()}`;
+    await createGroup(a1, 40, a.api_key);
+    await callsArrived(SLOTS);
+    await createGroup(a2, 40, a.api_key);
+    await createGroup(b1, 40, b.api_key);
+    const picked: string[] = [];
+    for (let i = 0; i < 18; i++) picked.push(await endOneTurn());
+    const ofB = picked.filter((line) => line === b1).length;
+    assert.ok(Math.abs(ofB - picked.length / 2) <= 1, `the account with one group got half the turns, within one round (${ofB} of ${picked.length}: ${picked.join(', ')})`);
+    const ofA = picked.filter((line) => line !== b1);
+    assert.ok(ofA.every((line, i) => i === 0 || line !== ofA[i - 1]), `the other account's two groups alternate (${ofA.join(', ')})`);
   });
 });

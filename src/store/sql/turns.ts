@@ -7,13 +7,13 @@
  * between two workers, and the loser's UPDATE matches nothing. SQLite writes one transaction at a
  * time, so there the write itself is the lock.
  */
-import { sql, type ExpressionOrFactory, type RawBuilder, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
+import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
 import type { Database, TurnsTable } from '../database.js';
 import type { ChangeCounts, TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
 import type { TurnError } from '../../errors.js';
 import type { TurnsRepository, TurnUsage } from '../store.js';
-import { SqlRepository } from './sql-repository.js';
+import { SqlRepository, type SqlHandle } from './sql-repository.js';
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {
   return {
@@ -69,31 +69,69 @@ function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
 
 /**
  * Fair scheduling (decisions §18). Workers claim pending turns by `fair_key`, smallest first, so
- * the order is decided once, when a turn becomes pending, and a claim costs what it cost when
- * turns were taken oldest first: one walk of an index that stops at the claim's limit.
+ * the order is decided when a turn becomes pending, and a claim costs what it cost when turns
+ * were taken oldest first: one walk of an index that stops at the claim's limit.
  *
- * The keys are start-time fair queueing over lines (a group's runs are one line, an account's
- * single tasks another). A line's next turn goes one round (FAIR_ROUND) after the line's last
- * waiting turn; a line with nothing waiting starts half a round after the last turn claimed (the
- * largest key running), ahead of every line's next round. So each line with waiting turns gets
- * one turn per round, and a turn of a line that waited for nothing is claimed at the next free
- * slot, behind only other lines that also just began to wait: a single task created behind a
- * group of any size waits for one turn to end on a busy worker. Turns made in the same round tie
- * and go oldest first. A turn whose lease is handed back keeps its key, so it goes first again.
+ * The keys are start-time fair queueing over accounts, and within an account over its lines (a
+ * group's runs are one line, the account's single tasks another). Rounds are FAIR_ROUND apart.
+ * An account with n lines waiting spaces each line's turns n rounds apart, so its lines take
+ * turns within one turn per round, and every account with turns waiting gets one per round:
+ *
+ * - A line with nothing waiting starts half a round after the last turn claimed (the largest key
+ *   running), ahead of every line's next round: a single task created behind groups of any size,
+ *   or another account's first turn, waits for one turn to end on a busy worker.
+ * - A line's next turn goes n rounds after its last waiting one, n counted as it becomes pending
+ *   (the lines of its account with turns waiting, its own included).
+ * - When a line begins to wait, its account's other waiting turns that are closer than the new
+ *   count asks move later (respace): each line keeps its first key, the rest follow at least n
+ *   rounds apart. Keys were given for the count before, and the order between two accounts'
+ *   turns has to change when one account's count does; without the move, a group started beside
+ *   another would leave that group's waiting turns (up to max_parallel) at the old share.
+ *
+ * A respace reads the account's waiting turns (at most max_parallel of each group, and its
+ * single tasks waiting) and writes only those it moves. It never moves a turn closer: then an
+ * account whose lines begin and stop waiting by turns would move its whole backlog each time,
+ * whereas stretching moves a turn only when the count grows past what it was spaced for. The
+ * price: no claim writes keys either, so a line that stops waiting leaves its account's other
+ * turns spaced for the count before, and while other accounts wait too, the account gets less
+ * than one turn per round until those turns have run; its new turns are spaced for the count of
+ * then. Turns made in the same round tie and go oldest first. A turn whose lease is handed back
+ * keeps its key, so it goes first again.
  */
 const FAIR_ROUND = 2;
 
+/** The turn's line and account, from the CTE `me` of withLines. */
+const myLine = sql<string>`(select line from me)`;
+const myAccount = sql<string>`(select account from me)`;
+
 /**
- * The key of a turn of `line` (a value, or the updated row's own column) that becomes pending
- * now: one expression, evaluated inside the statement that makes the turn pending.
+ * The CTEs fairKey and respace read: `me`, the turn's line and account (each bound once, read as
+ * myLine and myAccount: scalar subqueries, which both databases take as constants for an index
+ * look-up); `other_lines`, the account's other lines that may have turns waiting (its single
+ * tasks' line, its running groups), found through the index of accounts' groups rather than a
+ * walk of the account's turns. A run of a finished group continued by a message waits in its
+ * group's line, which its account's other lines do not count then: one line fewer, for a while.
  */
-function fairKey(line: string | RawBuilder<string>) {
-  return sql<number>`(select max(k) from (
+function withLines(db: SqlHandle, line: string, accountId: string) {
+  return db
+    .with('me(line, account)', () => sql`(select cast(${line} as text), cast(${accountId} as text))`)
+    .with('other_lines(id)', () => sql`(select ${myAccount} where ${myAccount} <> ${myLine}
+      union all
+      select g.id from groups as g where g.account_id = ${myAccount} and g.status = 'running' and g.id <> ${myLine})`);
+}
+/**
+ * How many of the account's other lines have turns waiting (on withLines): one look-up of index
+ * turns_line per line, as a scalar subquery, which PostgreSQL cannot turn into a join over every
+ * waiting turn as it may an EXISTS.
+ */
+const otherLinesWaiting = sql<number>`(select count(*) from other_lines as l where (select 1 from turns as p where p.line = l.id and p.status = 'pending' limit 1) is not null)`;
+
+/** The key of a turn of `me` that becomes pending now, inside the statement that makes it pending (on withLines). */
+const fairKey = sql<number>`(select max(k) from (
     select coalesce((select max(w.fair_key) from turns as w where w.status = 'running'), (select min(w.fair_key) from turns as w where w.status = 'pending') - 1, 0) + ${sql.lit(FAIR_ROUND / 2)} as k
     union all
-    select max(w.fair_key) + ${sql.lit(FAIR_ROUND)} from turns as w where w.line = ${line} and w.status = 'pending'
+    select max(w.fair_key) + ${sql.lit(FAIR_ROUND)} * (1 + ${otherLinesWaiting}) from turns as w where w.line = ${myLine} and w.status = 'pending'
   ) as keys)`;
-}
 
 export class SqlTurns extends SqlRepository implements TurnsRepository {
   /** No lock of its own: a new turn is added under its task's row lock (or with a new task); a pending one gets its fair key. */
@@ -105,7 +143,39 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
       await this.runCompiled(`turns.insert:${Object.keys(row)}`, values, () => this.db.insertInto('turns').values(row));
       return;
     }
-    await this.runCompiled(`turns.insertPending:${Object.keys(row)}`, [...values, line], () => this.db.insertInto('turns').values({ ...row, fair_key: fairKey(line) }));
+    await this.respace(line, accountId);
+    await this.runCompiled(`turns.insertPending:${Object.keys(row)}`, [line, accountId, ...values], () => withLines(this.db, line, accountId).insertInto('turns').values({ ...row, fair_key: fairKey }));
+  }
+
+  /**
+   * When `line` has no turn waiting (it is about to begin), moves its account's other waiting
+   * turns that are closer than the account's new count of waiting lines asks (fairKey). Under the
+   * turn's task row lock, in the transaction that makes the turn pending. It moves turns of other
+   * tasks, so on PostgreSQL it locks those in id order: two respaces of one account wait on each
+   * other rather than deadlock, and a claim (SKIP LOCKED) passes over them meanwhile. A turn a
+   * claim took first is running by then, and keeps its key.
+   */
+  private async respace(line: string, accountId: string): Promise<void> {
+    await this.runCompiled('turns.respace', [line, accountId], () => withLines(this.db, line, accountId)
+      // `begins` first (CROSS JOIN keeps that order on SQLite): while the line has turns waiting, as it mostly has, nothing else is read.
+      .with('waiting(id, line, fair_key)', () => sql`(select w.id, w.line, w.fair_key
+        from (select 1 as yes where not exists (select 1 from turns as p where p.line = ${myLine} and p.status = 'pending')) as begins
+        cross join turns as w where w.status = 'pending' and w.line in (select id from other_lines))`)
+      .with('numbered(id, line, fair_key, j, step)', () => sql`(select id, line, fair_key, row_number() over (partition by line order by fair_key, id) - 1,
+        ${sql.lit(FAIR_ROUND)} * (1 + ${otherLinesWaiting}) from waiting)`)
+      // The j-th waiting turn of a line goes at least `step` after the one before it, and never earlier than it is:
+      // k_j = max(key_j, k_(j-1) + step) = j * step + the largest (key_i - i * step) for i <= j.
+      // Materialized: inlined, PostgreSQL may compute the windows again for each turn it joins them with.
+      .with((cte) => cte('spaced(id, fair_key, k)').materialized(), () => sql`(select id, fair_key,
+        j * step + max(fair_key - j * step) over (partition by line order by j rows between unbounded preceding and current row)
+        from numbered)`)
+      // Only the turns closer than the spacing asks move, later; from `spaced` to each turn by its id (CROSS JOIN keeps that order on SQLite).
+      .with('moved(id, k)', () => sql`(select s.id, s.k from spaced as s cross join turns as t
+        where t.id = s.id and s.k > s.fair_key and t.status = 'pending' order by s.id${this.profile.rowLocks ? sql` for update of t` : sql``})`)
+      .updateTable('turns')
+      .set({ fair_key: sql<number>`moved.k` })
+      .from('moved')
+      .whereRef('turns.id', '=', 'moved.id'));
   }
 
   async get(id: string): Promise<TurnRecord | undefined> {
@@ -122,7 +192,9 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
       await this.updateById('turns', id, turnRow(patch));
       return;
     }
-    await this.db.updateTable('turns').set({ ...turnRow(patch), fair_key: fairKey(sql.ref<string>('turns.line')) }).where('id', '=', id).execute();
+    const { line, account_id: accountId } = await this.db.selectFrom('turns').select(['line', 'account_id']).where('id', '=', id).executeTakeFirstOrThrow();
+    await this.respace(line, accountId);
+    await withLines(this.db, line, accountId).updateTable('turns').set({ ...turnRow(patch), fair_key: fairKey }).where('id', '=', id).execute();
   }
 
   /** Under the task's row lock, like update. */
