@@ -7,12 +7,14 @@
  * runs some twenty of them.
  *
  * The names are shared by every connection of the process and capped: texts past the cap (an
- * `IN` list of a length never seen before, say) run unnamed as before. A prepared statement whose
+ * `IN` list of a length never seen before, say) run unnamed as before, and so do texts that end
+ * with PLANNED_EACH_RUN (their best plan changes with their tables' size). A prepared statement whose
  * table changed shape under it (another process migrated the schema) fails with "cached plan must
  * not change result type"; that failure clears the names, so the next run of any statement
  * prepares it afresh under a new name.
  */
 import pg from 'pg';
+import { PLANNED_EACH_RUN } from '../sql/sql-repository.js';
 
 /** Distinct statement texts given a name; beyond it, statements run unnamed. */
 const MAX_NAMED = 1000;
@@ -56,7 +58,7 @@ export class PreparingClient extends pg.Client {
     this.query = ((...args: unknown[]) => {
       const [text, values, callback] = args;
       if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || callback !== undefined) return query(...args);
-      const name = statementNames.nameOf(text);
+      const name = text.endsWith(PLANNED_EACH_RUN) ? undefined : statementNames.nameOf(text);
       return (query(name === undefined ? { text, values } : { name, text, values }) as Promise<unknown>).catch((err: unknown) => {
         if (isStalePlan(err)) statementNames.reset();
         throw err;

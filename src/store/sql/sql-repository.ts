@@ -19,6 +19,13 @@ export type SqlHandle = Kysely<Database> | Transaction<Database>;
  */
 export type RunInTransaction = <R>(sql: string, parameters: readonly unknown[]) => QueryResult<R>;
 
+/**
+ * Ends a statement whose best plan depends on how many rows its tables hold at that moment
+ * (a walk of every waiting turn of an account, or none): PostgreSQL plans it on each run instead of
+ * keeping a plan made while the tables were small (src/store/postgres/prepared-statements.ts).
+ */
+export const PLANNED_EACH_RUN = '/* planned each run */';
+
 const COMPILED_SHAPES_MAX = 256;
 /** The statements of runCompiled, by dialect and shape, shared by every repository and transaction. */
 const compiledByDialect: Partial<Record<DialectProfile['kind'], Map<string, CompiledQuery>>> = {};

@@ -13,7 +13,7 @@ import type { Database, TurnsTable } from '../database.js';
 import type { ChangeCounts, TurnPatch, TurnRecord, TurnStatus } from '../../domain/records.js';
 import type { TurnError } from '../../errors.js';
 import type { TurnsRepository, TurnUsage } from '../store.js';
-import { SqlRepository, type SqlHandle } from './sql-repository.js';
+import { PLANNED_EACH_RUN, SqlRepository, type SqlHandle } from './sql-repository.js';
 
 function toTurn(r: Selectable<TurnsTable>): TurnRecord {
   return {
@@ -151,9 +151,10 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
    * When `line` has no turn waiting (it is about to begin), moves its account's other waiting
    * turns that are closer than the account's new count of waiting lines asks (fairKey). Under the
    * turn's task row lock, in the transaction that makes the turn pending. It moves turns of other
-   * tasks, so on PostgreSQL it locks those in id order: two respaces of one account wait on each
-   * other rather than deadlock, and a claim (SKIP LOCKED) passes over them meanwhile. A turn a
-   * claim took first is running by then, and keeps its key.
+   * tasks, and on PostgreSQL it moves only those no other transaction holds (SKIP LOCKED): it
+   * never waits on a lock while it holds its task's (and perhaps its group's), so it adds no
+   * deadlock, and a turn held meanwhile (a claim taking it, a stop) keeps its key, a best effort
+   * like the rest of the spacing. A claim passes over the turns it moves until it commits.
    */
   private async respace(line: string, accountId: string): Promise<void> {
     await this.runCompiled('turns.respace', [line, accountId], () => withLines(this.db, line, accountId)
@@ -171,11 +172,12 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
         from numbered)`)
       // Only the turns closer than the spacing asks move, later; from `spaced` to each turn by its id (CROSS JOIN keeps that order on SQLite).
       .with('moved(id, k)', () => sql`(select s.id, s.k from spaced as s cross join turns as t
-        where t.id = s.id and s.k > s.fair_key and t.status = 'pending' order by s.id${this.profile.rowLocks ? sql` for update of t` : sql``})`)
+        where t.id = s.id and s.k > s.fair_key and t.status = 'pending' order by s.id${this.profile.skipLocked ? sql` for update of t skip locked` : sql``})`)
       .updateTable('turns')
       .set({ fair_key: sql<number>`moved.k` })
       .from('moved')
-      .whereRef('turns.id', '=', 'moved.id'));
+      .whereRef('turns.id', '=', 'moved.id')
+      .modifyEnd(sql.raw(PLANNED_EACH_RUN)));
   }
 
   async get(id: string): Promise<TurnRecord | undefined> {
