@@ -104,17 +104,27 @@ const FAIR_ROUND = 2;
 const myLine = sql<string>`(select line from me)`;
 const myAccount = sql<string>`(select account from me)`;
 
+/** Whose line a statement of withLines is about: a turn's about to be made (its values), or a stored turn's (read in the statement). */
+type LineOf = { line: string; accountId: string } | { turnId: string };
+
+/** What LineOf binds, in order, and the runCompiled shape's suffix that tells the two apart. */
+function lineBinding(of: LineOf): { shape: string; parameters: string[] } {
+  return 'turnId' in of ? { shape: 'turn', parameters: [of.turnId] } : { shape: 'line', parameters: [of.line, of.accountId] };
+}
+
 /**
- * The CTEs fairKey and respace read: `me`, the turn's line and account (each bound once, read as
- * myLine and myAccount: scalar subqueries, which both databases take as constants for an index
- * look-up); `other_lines`, the account's other lines that may have turns waiting (its single
+ * The CTEs fairKey and respace read: `me`, the turn's line and account (bound once, or read from
+ * the stored turn, and read as myLine and myAccount: scalar subqueries, which both databases take
+ * as constants for an index look-up); `other_lines`, the account's other lines that may have turns waiting (its single
  * tasks' line, its running groups), found through the index of accounts' groups rather than a
  * walk of the account's turns. A run of a finished group continued by a message waits in its
  * group's line, which its account's other lines do not count then: one line fewer, for a while.
  */
-function withLines(db: SqlHandle, line: string, accountId: string) {
+function withLines(db: SqlHandle, of: LineOf) {
   return db
-    .with('me(line, account)', () => sql`(select cast(${line} as text), cast(${accountId} as text))`)
+    .with('me(line, account)', () => ('turnId' in of
+      ? sql`(select line, account_id from turns where id = ${of.turnId})`
+      : sql`(select cast(${of.line} as text), cast(${of.accountId} as text))`))
     .with('other_lines(id)', () => sql`(select ${myAccount} where ${myAccount} <> ${myLine}
       union all
       select g.id from groups as g where g.account_id = ${myAccount} and g.status = 'running' and g.id <> ${myLine})`);
@@ -143,12 +153,12 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
       await this.runCompiled(`turns.insert:${Object.keys(row)}`, values, () => this.db.insertInto('turns').values(row));
       return;
     }
-    await this.respace(line, accountId);
-    await this.runCompiled(`turns.insertPending:${Object.keys(row)}`, [line, accountId, ...values], () => withLines(this.db, line, accountId).insertInto('turns').values({ ...row, fair_key: fairKey }));
+    await this.respace({ line, accountId });
+    await this.runCompiled(`turns.insertPending:${Object.keys(row)}`, [line, accountId, ...values], () => withLines(this.db, { line, accountId }).insertInto('turns').values({ ...row, fair_key: fairKey }));
   }
 
   /**
-   * When `line` has no turn waiting (it is about to begin), moves its account's other waiting
+   * When the line has no turn waiting (it is about to begin), moves its account's other waiting
    * turns that are closer than the account's new count of waiting lines asks (fairKey). Under the
    * turn's task row lock, in the transaction that makes the turn pending. It moves turns of other
    * tasks, and on PostgreSQL it moves only those no other transaction holds (SKIP LOCKED): it
@@ -156,8 +166,9 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
    * deadlock, and a turn held meanwhile (a claim taking it, a stop) keeps its key, a best effort
    * like the rest of the spacing. A claim passes over the turns it moves until it commits.
    */
-  private async respace(line: string, accountId: string): Promise<void> {
-    await this.runCompiled('turns.respace', [line, accountId], () => withLines(this.db, line, accountId)
+  private async respace(of: LineOf): Promise<void> {
+    const { shape, parameters } = lineBinding(of);
+    await this.runCompiled(`turns.respace:${shape}`, parameters, () => withLines(this.db, of)
       // `begins` first (CROSS JOIN keeps that order on SQLite): while the line has turns waiting, as it mostly has, nothing else is read.
       .with('waiting(id, line, fair_key)', () => sql`(select w.id, w.line, w.fair_key
         from (select 1 as yes where not exists (select 1 from turns as p where p.line = ${myLine} and p.status = 'pending')) as begins
@@ -172,7 +183,7 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
         from numbered)`)
       // Only the turns closer than the spacing asks move, later; from `spaced` to each turn by its id (CROSS JOIN keeps that order on SQLite).
       .with('moved(id, k)', () => sql`(select s.id, s.k from spaced as s cross join turns as t
-        where t.id = s.id and s.k > s.fair_key and t.status = 'pending' order by s.id${this.profile.skipLocked ? sql` for update of t skip locked` : sql``})`)
+        where t.id = s.id and s.k > s.fair_key and t.status = 'pending'${this.profile.skipLocked ? sql` for update of t skip locked` : sql``})`)
       .updateTable('turns')
       .set({ fair_key: sql<number>`moved.k` })
       .from('moved')
@@ -194,9 +205,9 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
       await this.updateById('turns', id, turnRow(patch));
       return;
     }
-    const { line, account_id: accountId } = await this.db.selectFrom('turns').select(['line', 'account_id']).where('id', '=', id).executeTakeFirstOrThrow();
-    await this.respace(line, accountId);
-    await withLines(this.db, line, accountId).updateTable('turns').set({ ...turnRow(patch), fair_key: fairKey }).where('id', '=', id).execute();
+    // Both statements read the turn's line and account from its row.
+    await this.respace({ turnId: id });
+    await withLines(this.db, { turnId: id }).updateTable('turns').set({ ...turnRow(patch), fair_key: fairKey }).where('id', '=', id).execute();
   }
 
   /** Under the task's row lock, like update. */
