@@ -18,6 +18,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { QUARRY_BUILD, ROOT, staleBuild } from '../../scripts/build-state.js';
+import { httpClient, waitIdle, type TestResponse } from './http.js';
 
 export { ROOT } from '../../scripts/build-state.js';
 
@@ -259,6 +260,24 @@ export function startQuarryCli(args: string[], opts: SpawnOptions = {}): NodePro
 /** Runs `quarry <args>` from the build to its end. */
 export function runQuarryCli(args: string[], opts: SpawnOptions = {}): Promise<Run> {
   return startQuarryCli(args, opts).result();
+}
+
+/**
+ * A CLI test's three moves against a started server, as its starter account: run the CLI
+ * (`quarry`), call the API (`api`), and wait until a task runs nothing (`idle`). `server` is read
+ * at each call, so the helpers can be made before a `before` hook starts it.
+ */
+export function starterCli(server: () => ServerProcess): {
+  quarry: (args: string[]) => Promise<Run>;
+  api: (method: string, path: string, body?: unknown) => Promise<TestResponse>;
+  idle: (taskId: string) => Promise<void>;
+} {
+  const send = () => httpClient(server().url, server().starterKey!);
+  return {
+    quarry: (args) => runQuarryCli(args, { env: { NO_COLOR: '1', QUARRY_URL: server().url, QUARRY_API_KEY: server().starterKey! } }),
+    api: (method, path, body) => send()(method, path, body === undefined ? {} : { body }),
+    idle: (taskId) => waitIdle(send(), taskId, { timeoutMs: 15_000 }),
+  };
 }
 
 // ---- servers ------------------------------------------------------------------------------------

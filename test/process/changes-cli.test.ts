@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../kit/fake-openai-server.js';
 import { until } from '../kit/bounded-waits.js';
 import { dropSchemas, testStoreEnv } from '../kit/postgres.js';
-import { fetchJson } from '../kit/http.js';
-import { runQuarryCli, startServer, tempDataDir, type ServerProcess } from '../kit/process.js';
+import { starterCli, startServer, tempDataDir, type ServerProcess } from '../kit/process.js';
 import { userText } from '../kit/task-api.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -58,9 +57,7 @@ after(async () => {
 });
 
 describe('quarry task changes and group changes', () => {
-  const quarry = (args: string[]) => runQuarryCli(args, { env: { NO_COLOR: '1', QUARRY_URL: server.url, QUARRY_API_KEY: server.starterKey! } });
-  const api = (method: string, path: string, body?: unknown) => fetchJson(method, `${server.url}${path}`, { key: server.starterKey!, ...(body === undefined ? {} : { body }) });
-  const idle = (taskId: string) => until(`${taskId} idle`, async () => (await api('GET', `/task/${taskId}/state`)).body.active === false, { timeoutMs: 15_000 });
+  const { quarry, api, idle } = starterCli(() => server);
   /** Every change the API lists, page by page. */
   const allChanges = async (path: string): Promise<Json[]> => {
     const all: Json[] = [];

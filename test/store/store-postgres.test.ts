@@ -35,6 +35,20 @@ const skip = await skipWithoutPostgres();
 
 runStoreCases('postgres', async () => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema }), () => dropSchemas(schema), { skip });
 
+/** `fn` with a migrated store on schema `own` and another connection to the database; then both are closed and the schema dropped. */
+async function withOwnStore(own: string, fn: (store: Store, other: pg.Client) => Promise<void>): Promise<void> {
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: own });
+  const other = await connectClient();
+  try {
+    await store.migrate();
+    await fn(store, other);
+  } finally {
+    await other.end();
+    await store.close();
+    await dropSchemas(own);
+  }
+}
+
 test('installs in two schemas of one database each hold their own named lock (each runs its own cron scheduler)', { skip }, async () => {
   const schemas = [`t_lock_a_${process.pid}`, `t_lock_b_${process.pid}`];
   const stores = await Promise.all(schemas.map((s) => openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: s })));
@@ -52,10 +66,7 @@ test('installs in two schemas of one database each hold their own named lock (ea
 
 test('statements run prepared; when another process changes a table under them, one statement fails at most, then they prepare again', { skip }, async () => {
   const own = `t_prep_${process.pid}`;
-  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: own });
-  const other = await connectClient();
-  try {
-    await store.migrate();
+  await withOwnStore(own, async (store, other) => {
     const id = 'acct_prepared';
     await store.accounts.insert({ id, name: 'p', balanceMicros: 5_000_000, creditsUsedMicros: 0, createdAt: new Date().toISOString() });
     for (let i = 0; i < 3; i++) assert.equal((await store.accounts.get(id))?.balanceMicros, 5_000_000);
@@ -80,11 +91,7 @@ test('statements run prepared; when another process changes a table under them, 
     }
     assert.ok(outcomes.filter((o) => o.startsWith('failed')).length <= 1, outcomes.join('\n'));
     assert.deepEqual(outcomes.slice(1), ['5000000', '5000000', '5000000']);
-  } finally {
-    await other.end();
-    await store.close();
-    await dropSchemas(own);
-  }
+  });
 });
 
 test('a store migrates while other schemas of the same database are being created and dropped', { skip }, async () => {
@@ -122,10 +129,7 @@ test('a store migrates while other schemas of the same database are being create
 
 test('a text search (q) seeks rare text by trigram index, and reads its case and LIKE characters as plain text', { skip }, async () => {
   const mine = `t_trgm_${process.pid}`;
-  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: mine });
-  const admin = await connectClient();
-  try {
-    await store.migrate();
+  await withOwnStore(mine, async (store, admin) => {
     const acct = 'acct_trgm';
     // 50,000 tasks of one account, one of which holds the rare text (the planner seeks by index only where scanning costs more).
     await admin.query(`insert into "${mine}".tasks (id, account_id, name, type, status, phase, activity, spec, pinned, created_at, updated_at, credits_used_micros, last_event_seq, queued_count, version, prompt)
@@ -145,11 +149,7 @@ test('a text search (q) seeks rare text by trigram index, and reads its case and
     const plan = (await admin.query(`explain select id from tasks where account_id = 'acct_trgm' and group_id is null and deleted_at is null
       and (name ilike '%zeppelin%' escape '\\' or prompt ilike '%zeppelin%' escape '\\') order by pinned desc, updated_at desc, id desc limit 51`)).rows.map((r) => r['QUERY PLAN']).join('\n');
     assert.match(plan, /tasks_prompt_trgm/, plan);
-  } finally {
-    await store.close();
-    await admin.end();
-    await dropSchemas(mine);
-  }
+  });
 });
 
 test('the introspector of a store reads its own schema only', { skip }, async () => {
