@@ -109,11 +109,9 @@ export class StoreRateLimiter implements RateLimiter {
     w.reserving ??= this.reserve(keyId, w).finally(() => {
       w.reserving = undefined;
     });
-    // Decided again once the batch is in: a token of it, or the store's word that the minute is full.
-    return w.reserving.then(() => {
-      w.waiting--;
-      return this.take(keyId);
-    });
+    // Decided again once the batch is in: a token of it, or the store's word that the minute is
+    // full. A request stops waiting here whether the batch came or the store failed.
+    return w.reserving.finally(() => w.waiting--).then(() => this.take(keyId));
   }
 
   /** Takes a batch of tokens for the window from the store; what the limit leaves of it stays here, the rest goes back. */
