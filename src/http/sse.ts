@@ -75,12 +75,13 @@ export function unstoredFrame<T extends EventType>(type: T, taskId: string | nul
 }
 
 /**
- * The resume point: a numeric `Last-Event-ID` header, else `?after=`, else 0. `after` is bounded
- * by its schema; the header is held to the same range (a sequence number), else 422.
+ * The resume point: a numeric `Last-Event-ID` header, else `?after=`, else undefined (none
+ * given; `0` is one: from the first event). `after` is bounded by its schema; the header is held
+ * to the same range (a sequence number), else 422.
  */
-export function resumeSeq(request: FastifyRequest, after: number | undefined): number {
+export function resumeSeq(request: FastifyRequest, after: number | undefined): number | undefined {
   const header = request.headers['last-event-id'];
-  if (typeof header !== 'string' || !/^\d+$/.test(header.trim())) return after ?? 0;
+  if (typeof header !== 'string' || !/^\d+$/.test(header.trim())) return after;
   const seq = Number(header.trim());
   if (seq > MAX_EVENT_SEQ) {
     throw QuarryError.validation('Last-Event-ID', `Last-Event-ID must be a sequence number up to ${MAX_EVENT_SEQ}`, [

@@ -465,6 +465,22 @@ describe('event streams', () => {
     assert.equal(again.status, 204);
   });
 
+  it('?after=0 on a finished task replays every stored event, then the snapshot and done (a turn that ended before the stream opened is still seen)', async () => {
+    const prompt = 'Stream-after-zero: finishes before anyone follows.';
+    router.script(prompt, { text: 'Done already.', toolCalls: writeRows([{ name: 'y' }]) });
+    const taskId = await startTask(h, prompt);
+    await waitIdle(h, taskId);
+    const all = await history(h, taskId);
+    const resumes: { query: string; headers: Record<string, string> }[] = [{ query: '?after=0', headers: {} }, { query: '', headers: { 'last-event-id': '0' } }];
+    for (const resume of resumes) {
+      const s = await readSse(h.url, `/task/${taskId}/stream${resume.query}`, { key: h.key, headers: resume.headers }, 5_000);
+      assert.equal(s.status, 200);
+      const stored = s.events.filter(isStored);
+      assert.deepEqual(stored.map((e) => e.json), all, `every stored event, from the first (${JSON.stringify(resume)})`);
+      assert.deepEqual(s.events.slice(stored.length).map((e) => [e.id, e.event]), [[undefined, 'task'], [undefined, 'done']], 'no other frame');
+    }
+  });
+
   it('a reading client resuming a history larger than the buffer limit (1 MiB default) gets all of it', async () => {
     const prompt = 'Stream-big-history: much text.';
     const piece = 320 * 1024;

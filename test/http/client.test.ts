@@ -501,6 +501,18 @@ describe('client against a server that runs turns', () => {
     assert.equal(events[1]!.type === 'done' && events[1]!.outcome, 'idle');
   });
 
+  it('on an idle task, with after 0: every stored event, then the snapshot and an idle done', async () => {
+    const task = await client(h).tasks.create({ prompt: 'idle stream from the first event' });
+    await waitIdle(h, task.task_id);
+    const stream = client(h).tasks.stream(task.task_id, { after: 0 });
+    const events = await collect(stream);
+    const stored = await history(task.task_id);
+    assert.ok(stored.length > 2);
+    assert.deepEqual(events.slice(0, stored.length), stored);
+    assert.deepEqual(events.slice(stored.length).map((e) => e.type === 'done' ? `done ${e.outcome}` : e.type), ['task', 'done idle']);
+    assert.equal(stream.lastEventId, stored.at(-1)!.seq);
+  });
+
   it('on an idle task, from its last event: the snapshot and idle done, in one connection, and its position kept', async () => {
     const task = await client(h).tasks.create({ prompt: 'idle stream from its last event' });
     await waitIdle(h, task.task_id);

@@ -16,7 +16,8 @@ def main(prompt: str) -> int:
             print(f"refused: {err.code}: {err.message}", file=sys.stderr)
             return 1
         print("task", task["task_id"])
-        for event in client.tasks.stream(task["task_id"]):
+        # after=0: from the task's first event, so a turn that ends before the stream opens is still seen.
+        for event in client.tasks.stream(task["task_id"], after=0):
             if event["type"] == "tool":
                 print(f"  {event['name']} {event['state']} {event.get('summary') or ''}")
             elif event["type"] == "text":

@@ -49,7 +49,7 @@ async def test_async_tasks() -> None:
     cutter = CuttingAsyncTransport()
     async with quarry.AsyncQuarry(env("QUARRY_URL"), env("QUARRY_API_KEY"), transport=cutter) as client:
         task = await client.tasks.create(prompt="async copper tin")
-        events = [e async for e in client.tasks.stream(task["task_id"])]
+        events = [e async for e in client.tasks.stream(task["task_id"], after=0)]
         stored = (await client.tasks.get(task["task_id"]))["events"]
         assert [(e["seq"], e["type"]) for e in events] == [(e["seq"], e["type"]) for e in stored]
         assert cutter.last_event_ids == [None, "2"]
@@ -63,8 +63,9 @@ async def test_async_tasks() -> None:
         assert (await client.tasks.recheck(task["task_id"]))["rows"] == 3
         assert [c async for c in client.tasks.changes(task["task_id"], after="2000-01-01T00:00:00Z")] == []  # no keyed output
         assert [t["task_id"] async for t in client.tasks.list(q="async copper", outcome="completed", state="idle")] == [task["task_id"]]
+        mark = (await client.tasks.state(task["task_id"]))["last_event_id"]
         await client.tasks.execute(task["task_id"], offline=True)
-        assert [e.get("outcome") async for e in client.tasks.stream(task["task_id"])][-1] == "completed"
+        assert [e.get("outcome") async for e in client.tasks.stream(task["task_id"], after=mark)][-1] == "completed"
         again = await client.tasks.continue_(task["task_id"], "More.", offline=True)
         await client.tasks.stop(again["task_id"])
         assert (await client.account())["balance"] >= 0

@@ -14,7 +14,8 @@ from conftest import SPEC, new_account
 
 def words_task(client: quarry.Quarry, prompt: str, **kwargs: Any) -> str:
     task = client.tasks.create(prompt=prompt, **kwargs)
-    for _ in client.tasks.stream(task["task_id"]):
+    # after=0: from the first event, so a turn that ended before the stream opened is seen too.
+    for _ in client.tasks.stream(task["task_id"], after=0):
         pass
     return task["task_id"]
 
@@ -22,7 +23,7 @@ def words_task(client: quarry.Quarry, prompt: str, **kwargs: Any) -> str:
 def test_create_stream_rows_state_get(client: quarry.Quarry) -> None:
     task = client.tasks.create(prompt="nickel cobalt lithium")
     assert task["task_id"].startswith("tsk_")
-    events = list(client.tasks.stream(task["task_id"]))
+    events = list(client.tasks.stream(task["task_id"], after=0))
     assert events[-1]["type"] == "done" and events[-1]["outcome"] == "completed"
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert {"task", "tool", "text"} <= {e["type"] for e in events}
@@ -54,12 +55,13 @@ def test_spec_task_id_idempotency_and_plan_execute(client: quarry.Quarry) -> Non
     first = client.tasks.create(spec=spec, task_id=f"py-spec-{os.getpid()}", idempotency_key=key)
     again = client.tasks.create(spec=spec, task_id=f"py-spec-{os.getpid()}", idempotency_key=key)
     assert first["task_id"] == again["task_id"] == f"py-spec-{os.getpid()}"
-    for _ in client.tasks.stream(first["task_id"]):
+    for _ in client.tasks.stream(first["task_id"], after=0):
         pass
+    mark = client.tasks.state(first["task_id"])["last_event_id"]
     executed = client.tasks.execute(first["task_id"], instruction="Count again.")
     assert executed["task_id"] == first["task_id"]
-    done = [e for e in client.tasks.stream(first["task_id"]) if e["type"] == "done"]
-    assert done[-1]["outcome"] in ("completed", "idle")
+    done = [e for e in client.tasks.stream(first["task_id"], after=mark) if e["type"] == "done"]
+    assert done[-1]["outcome"] == "completed"
     with pytest.raises(TypeError):
         client.tasks.create()
 
@@ -107,11 +109,13 @@ def test_offline_continue_and_execute() -> None:
     recorder = RecordingTransport()
     with quarry.Quarry(transport=recorder) as client:
         task_id = words_task(client, "offline lead")
+        mark = client.tasks.state(task_id)["last_event_id"]
         client.tasks.execute(task_id, offline=True)
-        done = [e for e in client.tasks.stream(task_id) if e["type"] == "done"]
+        done = [e for e in client.tasks.stream(task_id, after=mark) if e["type"] == "done"]
         assert done[-1]["outcome"] == "completed"
+        mark = client.tasks.state(task_id)["last_event_id"]
         client.tasks.continue_(task_id, "From what you read.", offline=True)
-        done = [e for e in client.tasks.stream(task_id) if e["type"] == "done"]
+        done = [e for e in client.tasks.stream(task_id, after=mark) if e["type"] == "done"]
         assert done[-1]["outcome"] == "completed"
         client.tasks.execute(task_id)
     assert list(recorder.writes.values())[1:] == [("execute", {"offline": True}), ("continue", {"message": "From what you read.", "offline": True}),
@@ -202,7 +206,7 @@ def test_stream_cut_mid_turn_resumes_without_loss_or_duplicates() -> None:
     cutter = CuttingTransport(cut_after=3)
     with quarry.Quarry(transport=cutter) as client:
         task = client.tasks.create(prompt="a stream cut in the middle of its turn resumes")
-        events = list(client.tasks.stream(task["task_id"]))
+        events = list(client.tasks.stream(task["task_id"], after=0))
         stored = client.tasks.get(task["task_id"])["events"]
     assert [(e["seq"], e["type"]) for e in events] == [(e["seq"], e["type"]) for e in stored]
     assert events[-1]["type"] == "done" and events[-1]["outcome"] == "completed"

@@ -71,7 +71,7 @@ export async function groupRoutes(fastify: FastifyInstance): Promise<void> {
   app.route({
     ...contractRoute(ROUTES.streamGroup),
     handler: async (request, reply) => {
-      const resumeAt = resumeSeq(request, request.query.after);
+      const resumeAt = resumeSeq(request, request.query.after) ?? 0;
       const group = await groups.find(request.accountId, request.params.group_id);
       const afterSeq = Math.min(resumeAt, group.lastEventSeq);
       const idle = group.counts.pending + group.counts.running === 0;

@@ -137,7 +137,7 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
       // A resume point past the task's last event has nothing new: the stream goes on from the
       // last event (else it would skip every event to come, its own turn's `done` too, for ever).
       const task = await queries.task(request.accountId, request.params.task_id);
-      const afterSeq = Math.min(resumeAt, task.lastEventSeq);
+      const afterSeq = Math.min(resumeAt ?? 0, task.lastEventSeq);
       // A reconnect (EventSource sends Last-Event-ID) to a task with no running turn and nothing
       // new: 204 tells a standard EventSource to stop instead of reconnecting for ever.
       if (!task.currentTurnId && request.headers['last-event-id'] !== undefined && afterSeq >= task.lastEventSeq) {
@@ -147,18 +147,19 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
         await streamEvents(request, reply, { ...streamOptions, streamId: task.id, afterSeq, isLast: leavesTaskIdle });
         return;
       }
-      // Idle: what was missed (when resuming), then the snapshot and a done, neither stored. A
+      // Idle: what was missed after the resume point when one is given (`after=0`: every event,
+      // so a turn that ended before its follower connected is still seen), then the snapshot and a done, neither stored. A
       // client that did not follow the task before (no resume point) gets the stored `error` of
       // a last turn that failed first, as it was sent then: the stream then shows why nothing
       // happens (a turn without a model fails at once), and clients take it as any stored event.
       // The done carries the last stored seq as its id (decisions §13), unless this stream just
       // sent that event: an EventSource that reconnects then says where it is and gets the 204
       // above, and no client sees an id twice.
-      const failure = afterSeq > 0 ? undefined : await queries.lastTurnError(task);
+      const failure = resumeAt !== undefined ? undefined : await queries.lastTurnError(task);
       const at = new Date().toISOString();
       await streamEvents(request, reply, {
         ...streamOptions, streamId: task.id,
-        afterSeq: afterSeq > 0 ? afterSeq : task.lastEventSeq,
+        afterSeq: resumeAt !== undefined ? afterSeq : task.lastEventSeq,
         isLast: () => false,
         closing: {
           throughSeq: task.lastEventSeq,

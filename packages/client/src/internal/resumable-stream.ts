@@ -30,7 +30,7 @@ export interface StreamSpec<E> {
   name: string;
   /** The event kinds handed out; a new stored frame of another kind is skipped, yet counts as news. */
   kinds: ReadonlySet<string>;
-  /** Resume after this sequence number (none, or 0 or less: from the start). */
+  /** Resume after this sequence number (0 or less: from the first event, an idle task's too; none: the server's default). */
   after: number | undefined;
   /** The stream's path below the base URL, asked for on every connection. */
   path(): string;
@@ -72,6 +72,8 @@ export class ResumableStream<E extends { type: string }> implements AsyncIterabl
   private first: Promise<CallResult> | undefined;
   private started = false;
   private lastSeq: number | undefined;
+  /** `after` was given as 0 (or less): until an event comes, the stream resumes from the first (an idle task's too). */
+  private readonly fromStart: boolean;
   private reconnectCount = 0;
   /** Connections in a row that brought no new stored event. */
   private drops = 0;
@@ -81,6 +83,7 @@ export class ResumableStream<E extends { type: string }> implements AsyncIterabl
     private readonly spec: StreamSpec<E>,
   ) {
     this.lastSeq = spec.after !== undefined && spec.after > 0 ? spec.after : undefined;
+    this.fromStart = spec.after !== undefined && spec.after <= 0;
   }
 
   /** Sequence number of the last stored event handed out. */
@@ -240,8 +243,9 @@ export class ResumableStream<E extends { type: string }> implements AsyncIterabl
     const first = this.reconnectCount === 0;
     const byQuery = first && this.spec.firstResumesBy === 'after';
     const headers: Record<string, string> = { ...this.settings.options.headers };
-    if (this.lastSeq !== undefined && !byQuery) headers['last-event-id'] = String(this.lastSeq);
-    const query = this.lastSeq !== undefined && byQuery ? `?after=${this.lastSeq}` : '';
+    const resumeAt = this.lastSeq ?? (this.fromStart ? 0 : undefined);
+    if (resumeAt !== undefined && !byQuery) headers['last-event-id'] = String(resumeAt);
+    const query = resumeAt !== undefined && byQuery ? `?after=${resumeAt}` : '';
     return this.settings.transport.send(
       { method: 'GET', path: `${this.spec.path()}${query}`, auth: 'key', accept: 'text/event-stream', resendable: true, streaming: true },
       { ...this.settings.options, headers, signal: this.signal(), requestId: first ? this.settings.options.requestId : undefined },

@@ -149,7 +149,9 @@ export interface ExportParams {
 export type EventsParams = QueryOf<'listEvents'>;
 
 /**
- * `GET /task/{id}/stream`.
+ * `GET /task/{id}/stream`. `after: 0` follows from the task's first event, so a turn that ended
+ * before the stream opened is still seen; without `after`, an idle task answers its snapshot and
+ * an idle `done`.
  *
  * @example
  * ```ts
