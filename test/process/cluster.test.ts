@@ -74,7 +74,7 @@ describe('a cluster of API and worker processes on PostgreSQL', { timeout: 180_0
     );
     const created = await call(api1, key, 'POST', '/task', { prompt: 'cross-node' });
     assert.equal(created.status, 200);
-    const events = await readStream(api2, key, `/task/${created.body.task_id}/stream`);
+    const events = await readStream(api2, key, `/task/${created.body.task_id}/stream?after=0`);
     const stored = events.filter((e) => e.data?.seq !== undefined);
     assert.deepEqual(stored.map((e) => e.id), stored.map((_, i) => i + 1), 'every stored event once, in order');
     assert.equal(events.at(-1)!.type, 'done');
