@@ -83,8 +83,8 @@ export async function startBaseline(apiKey: string): Promise<{ url: string; chil
 }
 
 /** The framework floor (bench/fastify-floor-server.ts): the state route on a bare Fastify app. */
-export async function startFastifyFloor(apiKey: string): Promise<{ url: string; child: Child }> {
-  const child = spawnNode('bench/fastify-floor-server.ts', [apiKey], { name: 'fastify-floor', raiseFdLimit: true });
+export async function startFastifyFloor(apiKey: string, nodeArgs: string[] = []): Promise<{ url: string; child: Child }> {
+  const child = spawnNode('bench/fastify-floor-server.ts', [apiKey], { name: 'fastify-floor', raiseFdLimit: true, nodeArgs });
   const url = (await child.waitForLine(/^fastify floor listening on (http:\/\/\S+)/, 30_000))[1]!;
   return { url, child };
 }

@@ -36,7 +36,7 @@
  *   BENCH_SSE_CLIENTS=5000                SSE clients (split over BENCH_SSE_PROCS=2 processes)
  *   BENCH_QUIET_WAIT_S=15                 before each benchmark, wait up to this long for other
  *                                         processes to use < 0.5 core (they skew every figure)
- *   BENCH_CPU_PROF=1                      run Quarry with --cpu-prof (profiles in .bench/prof/<bench>/;
+ *   BENCH_CPU_PROF=1                      run Quarry (and state-pinned's bare Fastify) with --cpu-prof (profiles in .bench/prof/<bench>/;
  *                                         summarize with bench/profile-summary.ts)
  */
 import autocannon from 'autocannon';
@@ -285,7 +285,7 @@ const PINNED_CONNECTIONS = Number(process.env.BENCH_PINNED_CONNECTIONS ?? 32);
  */
 async function benchStatePinned(): Promise<void> {
   await withStateServers('state-pinned', async (q, b, { statePath, stateBody }) => {
-    const floor = await startFastifyFloor(q.key);
+    const floor = await startFastifyFloor(q.key, profArgs('state-pinned-fastify-floor'));
     try {
       await expectOk('POST', `${floor.url}/_bench/config`, { body: { statePath, stateBody } });
       const servers = {
