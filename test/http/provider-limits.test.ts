@@ -217,6 +217,25 @@ test('a search provider\'s 429 holds every search until its Retry-After, and the
   assert.match(String(tool?.content), /^Results for/);
 });
 
+test('a search 429 asking for longer than a search waits is told to the model at once, and the turns go on', async (t) => {
+  const { h, search } = await startSearchHarness(t);
+  search.failNext(429, JSON.stringify({ error: 'Too many requests' }), 'application/json', { 'retry-after': '3600' });
+  const toolAnswer = (prompt: string) => {
+    const request = fakeModel(h).requests.find((r) => r.body.messages?.some((m) => m.role === 'tool') && userText(r.body) === prompt);
+    return String(request?.body.messages?.find((m) => m.role === 'tool')?.content);
+  };
+  const first = await startTask(h, 'basalt');
+  await waitIdle(h, first, 10_000);
+  assert.equal((await taskState(h, first)).last_error, null);
+  assert.match(toolAnswer('basalt'), /^web_search is held by the search provider's rate limit for about 3600 s/);
+  // Another turn's search within the hold is told the same without asking the provider.
+  const second = await startTask(h, 'gneiss');
+  await waitIdle(h, second, 10_000);
+  assert.equal((await taskState(h, second)).last_error, null);
+  assert.match(toolAnswer('gneiss'), /rate limit for about 3\d{3} s/);
+  assert.equal(search.requests.length, 1);
+});
+
 test('a bad provider limit setting refuses to start, naming it', async () => {
   const { loadConfig } = await import('../../src/config.js');
   for (const name of ['QUARRY_MODEL_RPM', 'QUARRY_MODEL_TPM', 'QUARRY_MODEL_CONCURRENCY', 'QUARRY_SEARCH_RPM']) {

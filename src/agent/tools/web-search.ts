@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import { domainPolicy } from '../../net/domain-policy.js';
 import { SearchError, type SearchProvider } from '../web/search.js';
 import type { AgentTool } from './tool.js';
-import type { ProviderGate } from '../providers/provider-gate.js';
+import { ProviderWaitTooLong, type ProviderGate } from '../providers/provider-gate.js';
 
 interface WebSearchArgs {
   query: string;
@@ -15,6 +15,12 @@ interface WebSearchArgs {
 }
 
 export const DEFAULT_MAX_RESULTS = 8;
+/**
+ * The longest a search waits for its place (a provider's Retry-After included), as long as a
+ * model call waits for a Retry-After. Past it the model is told at once and goes on without
+ * search: waiting would spend the turn's time, and a turn can often go on from pages it has.
+ */
+export const MAX_SEARCH_WAIT_MS = 60_000;
 export const MAX_RESULTS = 20;
 
 const parameters = Type.Object({
@@ -42,9 +48,24 @@ export function createWebSearchTool(provider: SearchProvider | undefined, gate?:
       if (query === '') return { isError: true, content: 'The query is empty.', summary: 'empty query' };
       const max = args.max_results ?? DEFAULT_MAX_RESULTS;
       let results;
-      // A 429 is no failure: the search waits its place again (every turn's searches slow down), until the turn ends.
+      // A 429 is no failure: the search waits its place again (every turn's searches slow down),
+      // for up to MAX_SEARCH_WAIT_MS; a longer hold is told to the model at once.
+      const deadline = Date.now() + MAX_SEARCH_WAIT_MS;
       for (;;) {
-        const permit = await gate?.acquire({ tokens: () => 0, signal: ctx.signal, deadline: Infinity, onLongWait: () => ctx.waitingOn('search_rate_limit') });
+        let permit;
+        try {
+          permit = await gate?.acquire({ tokens: () => 0, signal: ctx.signal, deadline, onLongWait: () => ctx.waitingOn('search_rate_limit') });
+        } catch (err) {
+          if (!(err instanceof ProviderWaitTooLong)) throw err;
+          const seconds = Math.ceil(err.waitMs / 1000);
+          return {
+            isError: true,
+            content:
+              `web_search is held by the search provider's rate limit for about ${seconds} s, longer than a search waits. ` +
+              'Go on without searching for now: read pages you already found with fetch_url, or use the task inputs; search again later if the task still needs it.',
+            summary: `search rate-limited (${seconds} s)`,
+          };
+        }
         try {
           results = await provider.search(query, max, ctx.signal);
           break;
