@@ -270,6 +270,22 @@ export class ProviderGate {
     clearTimeout(this.startTimer);
     this.startTimer = undefined;
     const now = this.now();
+    // A hold learned after these calls were given their start (a 429 of a call that started
+    // before them) holds them too: the provider asked for no call before its end. One that would
+    // then start past its deadline is not waited for, as in the queue.
+    const heldUntil = this.known?.blockedUntil ?? 0;
+    for (let i = 0; heldUntil > now && i < this.starting.length; ) {
+      const reserved = this.starting[i]!;
+      if (reserved.startAt < heldUntil && heldUntil >= reserved.waiter.deadline) {
+        this.starting.splice(i, 1);
+        this.leave(reserved.waiter);
+        this.releaseCall(reserved.reservation.callId);
+        reserved.waiter.reject(new ProviderWaitTooLong(this.opts.provider, heldUntil - now));
+        continue;
+      }
+      reserved.startAt = Math.max(reserved.startAt, heldUntil);
+      i++;
+    }
     while (this.starting.length > 0 && this.starting[0]!.startAt <= now) {
       const { waiter, reservation } = this.starting.shift()!;
       this.leave(waiter);

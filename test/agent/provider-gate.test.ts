@@ -1,0 +1,46 @@
+/**
+ * The provider gate on its own, over a real SQLite store: what it learns from a 429 holds the
+ * calls it has already given a start to, not only the calls still queued.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ProviderGate, ProviderWaitTooLong } from '../../src/agent/providers/provider-gate.js';
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+test('a hold learned while calls wait for their start holds them too', async (t) => {
+  const store = openSqliteStore(fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-gate-')));
+  await store.migrate();
+  t.after(() => store.close());
+  const gate = new ProviderGate({ provider: 'model', limits: {}, store, metrics: { providerWait() {}, providerWaiting() {} } });
+  // A first 429 holds calls for 600 ms: the two calls below get their start at its end.
+  await gate.learn({}, { retryAfterMs: 600 });
+  const signal = new AbortController().signal;
+  const started: number[] = [];
+  const calls = [0, 1].map(async () => {
+    const permit = await gate.acquire({ tokens: () => 0, signal, deadline: Infinity });
+    started.push(Date.now());
+    permit.release();
+  });
+  // Well before that end, another call's 429 asks for 800 ms from now.
+  await sleep(100);
+  const heldAt = Date.now();
+  await gate.learn({}, { retryAfterMs: 800 });
+  await Promise.all(calls);
+  for (const at of started) assert.ok(at >= heldAt + 800, `a call started ${at - heldAt} ms after a 429 asked for 800 ms`);
+});
+
+test('a call given its start before such a hold, which the hold would take past its deadline, is not waited for', async (t) => {
+  const store = openSqliteStore(fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-gate-')));
+  await store.migrate();
+  t.after(() => store.close());
+  const gate = new ProviderGate({ provider: 'search', limits: {}, store, metrics: { providerWait() {}, providerWaiting() {} } });
+  await gate.learn({}, { retryAfterMs: 600 });
+  const call = gate.acquire({ tokens: () => 0, signal: new AbortController().signal, deadline: Date.now() + 900 });
+  await sleep(100);
+  await gate.learn({}, { retryAfterMs: 1000 });
+  await assert.rejects(call, (err: Error) => err instanceof ProviderWaitTooLong);
+});
