@@ -2,20 +2,26 @@
  * The provider gate on its own, over a real SQLite store: what it learns from a 429 holds the
  * calls it has already given a start to, not only the calls still queued.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ProviderGate, ProviderWaitTooLong } from '../../src/agent/providers/provider-gate.js';
+import type { LimitedProvider } from '../../src/metrics/metrics.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-test('a hold learned while calls wait for their start holds them too', async (t) => {
+/** A gate with no limits of its own over a fresh migrated SQLite store, closed after the test. */
+async function gateOverStore(t: TestContext, provider: LimitedProvider): Promise<ProviderGate> {
   const store = openSqliteStore(fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-gate-')));
   await store.migrate();
   t.after(() => store.close());
-  const gate = new ProviderGate({ provider: 'model', limits: {}, store, metrics: { providerWait() {}, providerWaiting() {} } });
+  return new ProviderGate({ provider, limits: {}, store, metrics: { providerWait() {}, providerWaiting() {} } });
+}
+
+test('a hold learned while calls wait for their start holds them too', async (t) => {
+  const gate = await gateOverStore(t, 'model');
   // A first 429 holds calls for 600 ms: the two calls below get their start at its end.
   await gate.learn({}, { retryAfterMs: 600 });
   const signal = new AbortController().signal;
@@ -34,10 +40,7 @@ test('a hold learned while calls wait for their start holds them too', async (t)
 });
 
 test('a call given its start before such a hold, which the hold would take past its deadline, is not waited for', async (t) => {
-  const store = openSqliteStore(fs.mkdtempSync(path.join(os.tmpdir(), 'quarry-gate-')));
-  await store.migrate();
-  t.after(() => store.close());
-  const gate = new ProviderGate({ provider: 'search', limits: {}, store, metrics: { providerWait() {}, providerWaiting() {} } });
+  const gate = await gateOverStore(t, 'search');
   await gate.learn({}, { retryAfterMs: 600 });
   const call = gate.acquire({ tokens: () => 0, signal: new AbortController().signal, deadline: Date.now() + 900 });
   await sleep(100);
