@@ -30,6 +30,7 @@
  *   BENCH_ONLY=state,state-pinned,list,creates,turns,output,sse   run a subset
  *   BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1   state-pinned: the core each server is pinned to, the load generator's
  *   BENCH_PINNED_CONNECTIONS=32           state-pinned: wrk connections
+ *   BENCH_PINNED_WARMUP_S=10              state-pinned: seconds of load each server gets before the rounds
  *   BENCH_ROUNDS=3 BENCH_ROUND_S=5        autocannon: rounds per server (alternating), seconds each
  *   BENCH_SSE_WINDOW_S=10                 how long the SSE benchmark's turn emits events
  *   BENCH_CONNECTIONS=50                  autocannon connections
@@ -275,13 +276,21 @@ async function benchState(): Promise<void> {
 const SERVER_CPU = Number(process.env.BENCH_SERVER_CPU ?? 0);
 const LOAD_CPU = Number(process.env.BENCH_LOAD_CPU ?? 1);
 const PINNED_CONNECTIONS = Number(process.env.BENCH_PINNED_CONNECTIONS ?? 32);
+/**
+ * Each server's load before the rounds. Longer than the other benchmarks' 2 s: started fresh and
+ * loaded in 1 s windows, Quarry served 13k, then 23-24k/s for five seconds, and its 26k/s only
+ * from the seventh second (V8 optimizes a longer request path over more calls); the bare
+ * servers were at their rate by the third second.
+ */
+const PINNED_WARMUP_S = Number(process.env.BENCH_PINNED_WARMUP_S ?? 10);
 
 /**
  * Throughput with the server held to one core: Quarry and the baseline each pinned to
  * SERVER_CPU, the load generator (wrk, one thread) to LOAD_CPU, so neither side can spread its
- * work over the machine's other cores and the rate is what one core serves. Rounds alternate
- * Quarry and the baseline; the share of the core each server got is recorded per round (another
- * process on the same core shows as a share below 1).
+ * work over the machine's other cores and the rate is what one core serves. Each round runs
+ * Quarry, the baseline and bare Fastify one after another, each starting the round in turn; the
+ * share of the core each server got is recorded per round (another process on the same core
+ * shows as a share below 1).
  */
 async function benchStatePinned(): Promise<void> {
   await withStateServers('state-pinned', async (q, b, { statePath, stateBody }) => {
@@ -297,12 +306,14 @@ async function benchStatePinned(): Promise<void> {
       for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
       const load = (url: string, seconds: number) =>
         pinnedLoad({ url: url + statePath, headers: { 'x-api-key': q.key }, connections: PINNED_CONNECTIONS, seconds, cpu: LOAD_CPU });
-      log(`state-pinned: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${WARMUP_S} s each, then ${ROUNDS} alternating rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
-      for (const side of sides) await load(servers[side].url, WARMUP_S);
+      log(`state-pinned: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${PINNED_WARMUP_S} s each, then ${ROUNDS} rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
+      for (const side of sides) await load(servers[side].url, PINNED_WARMUP_S);
       type Round = PinnedLoad & { server_cpu_s: number; cpu: CpuUse };
       const rounds = Object.fromEntries(sides.map((side) => [side, [] as Round[]])) as Record<keyof typeof servers, Round[]>;
       for (let i = 0; i < ROUNDS; i++) {
-        for (const side of sides) {
+        // Each server takes each place in a round equally often: on this machine the place alone
+        // moved a server's rate by up to 6% (two copies of one server, measured side by side).
+        for (const side of [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)]) {
           const cpu = cpuWindow();
           const server = processCpu(servers[side].pid);
           const r = await load(servers[side].url, ROUND_S);

@@ -26,7 +26,7 @@ import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandl
 import { registerIdempotency } from './http/idempotency.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
-import { requestLoggerFactory } from './http/request-logger.js';
+import { requestLoggers } from './http/request-logger.js';
 import { MemoryRateLimiter, StoreRateLimiter, type RateWindows } from './http/rate-limiter.js';
 import { accountRoutes } from './http/routes/account.js';
 import { adminRoutes } from './http/routes/admin.js';
@@ -39,7 +39,7 @@ import { uploadRoutes } from './http/routes/uploads.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { groupRoutes } from './http/routes/groups.js';
 import { schemaValidator } from './domain/json-schema.js';
-import { mcpOriginGuard, mcpRoutes } from './frontends/mcp/mcp-routes.js';
+import { guardMcpOrigins, mcpRoutes } from './frontends/mcp/mcp-routes.js';
 import { a2aRoutes } from './frontends/a2a/a2a-routes.js';
 
 export interface AppDeps {
@@ -111,7 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Node's default for headers, but never longer than the whole request may take.
   const headersTimeoutMs = Math.min(60_000, requestTimeoutMs);
   const app = Fastify({
-    loggerInstance: deps.logger as FastifyBaseLogger,
+    loggerInstance: requestLoggers(deps.logger as FastifyBaseLogger),
     bodyLimit: deps.config.maxBodyBytes,
     // Request ids: a valid client X-Request-ID is kept, anything else gets a fresh req_ id.
     genReqId: requestIdOf,
@@ -132,7 +132,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       answerClientError(deps.logger as FastifyBaseLogger, err, socket);
     },
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
-    childLoggerFactory: requestLoggerFactory,
     return503OnClosing: false,
     // Path parameters are checked by route schemas (and a long unknown id is simply not found).
     routerOptions: { maxParamLength: 8192 },
@@ -197,7 +196,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // for a browser to let its script read them.
   if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
   registerIdempotency(app);
-  app.addHook('onRequest', mcpOriginGuard(deps.config));
+  guardMcpOrigins(app, deps.config);
   registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.rateWindows
       ? new StoreRateLimiter(deps.rateWindows, deps.config.rateLimitPerMin)
       : new MemoryRateLimiter(deps.config.rateLimitPerMin),

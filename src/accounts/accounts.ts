@@ -59,9 +59,10 @@ export async function requireCredits(
 export class Accounts {
   /**
    * Recent verdicts by the key as sent, so a cached key costs no hash. The keys are already in
-   * this process's memory with every request that carries one.
+   * this process's memory with every request that carries one. The verdict is handed out as it
+   * is kept (shared: never changed).
    */
-  private readonly keyCache = new Map<string, { accountId: string | null; keyId: string | null; at: number }>();
+  private readonly keyCache = new Map<string, { verdict: Readonly<VerifiedKey> | null; at: number }>();
 
   constructor(
     private readonly store: Store,
@@ -110,7 +111,7 @@ export class Accounts {
    * The account a key belongs to, or null for an unknown or revoked key. A store failure is
    * 503 auth_unavailable: the key may be fine, we just cannot tell.
    */
-  async verifyKey(apiKey: string): Promise<VerifiedKey | null> {
+  async verifyKey(apiKey: string): Promise<Readonly<VerifiedKey> | null> {
     const cached = this.cachedKey(apiKey);
     if (cached !== undefined) return cached;
     const hash = hashKey(apiKey);
@@ -121,17 +122,17 @@ export class Accounts {
     } catch {
       throw new QuarryError('auth_unavailable', 'Key verification is unavailable right now: wait retry_after seconds, then resend.', { retry_after: 2 });
     }
-    const valid = key && !key.revokedAt ? key : undefined;
+    const verdict = key && !key.revokedAt ? { accountId: key.accountId, keyId: key.id } : null;
     if (this.keyCache.size >= KEY_CACHE_MAX) this.keyCache.clear();
-    this.keyCache.set(apiKey, { accountId: valid?.accountId ?? null, keyId: valid?.id ?? null, at: now });
-    return valid ? { accountId: valid.accountId, keyId: valid.id } : null;
+    this.keyCache.set(apiKey, { verdict, at: now });
+    return verdict;
   }
 
   /** The verdict on a key verified in the last few seconds (null: invalid), or undefined when there is none. */
-  cachedKey(apiKey: string): VerifiedKey | null | undefined {
+  cachedKey(apiKey: string): Readonly<VerifiedKey> | null | undefined {
     const cached = this.keyCache.get(apiKey);
     if (!cached || Date.now() - cached.at >= KEY_CACHE_MS) return undefined;
-    return cached.accountId ? { accountId: cached.accountId, keyId: cached.keyId! } : null;
+    return cached.verdict;
   }
 
   async getAccount(accountId: string): Promise<AccountRecord> {
@@ -175,7 +176,7 @@ export class Accounts {
 
   /** Drops every cached verdict for a key, so it is checked against the store again. */
   forgetKey(keyId: string): void {
-    for (const [apiKey, entry] of this.keyCache) if (entry.keyId === keyId) this.keyCache.delete(apiKey);
+    for (const [apiKey, entry] of this.keyCache) if (entry.verdict?.keyId === keyId) this.keyCache.delete(apiKey);
   }
 
   async usage(accountId: string, limit = 1000): Promise<TurnRecord[]> {

@@ -1,10 +1,10 @@
 /**
- * The request gate, run on every request before the body is read (decisions §11 order):
+ * The request gate, run on every request a route matches before its body is read (decisions §11 order):
  * 405 for a known path with the wrong method, then credentials (401 / 503 auth_unavailable),
  * then the per-key rate limit (429).
  */
 import crypto from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import type { Accounts, VerifiedKey } from '../accounts/accounts.js';
 import { QuarryError } from '../errors.js';
 import { sendError } from './error-handler.js';
@@ -40,18 +40,35 @@ function sameSecret(a: string, b: string): boolean {
   return crypto.timingSafeEqual(x, y);
 }
 
-export function registerAuth(app: FastifyInstance, deps: { accounts: Accounts; adminKey: string | undefined; limiter: RateLimiter }): void {
+type GateDeps = { accounts: Accounts; adminKey: string | undefined; limiter: RateLimiter };
+
+/**
+ * The gate goes on every route, after the route's own onRequest hooks (the MCP Origin guard), as
+ * a hook of the route: it reads the route's options where Fastify hands them over rather than
+ * rebuilding them at every request, and an unknown path (no route) needs no key.
+ */
+export function registerAuth(app: FastifyInstance, deps: GateDeps): void {
   app.decorateRequest('accountId', '');
-  // Callback style, with no promise on the hot path: a key verified moments ago and an in-memory
-  // rate limit are answered synchronously. A hook that answers the request does not call done.
-  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
-    const config = request.routeOptions.config;
+  app.addHook('onRoute', (route) => {
+    route.onRequest = [...[route.onRequest ?? []].flat(), requestGate(route, deps)];
+  });
+}
+
+/**
+ * Callback style, with no promise on the hot path: a key verified moments ago and an in-memory
+ * rate limit are answered synchronously, with no closure made. A hook that answers the request
+ * does not call done. The route's config is read when a request comes, not when the route is
+ * added: onRoute hooks added later (the API reference's) may still set it.
+ */
+function requestGate(route: { config?: FastifyContextConfig }, deps: GateDeps): onRequestHookHandler {
+  return (request, reply, done) => {
+    const config = route.config ?? {};
     if (config.methodNotAllowed) {
       const { allow } = config.methodNotAllowed;
       sendError(reply, request, new QuarryError('method_not_allowed', `${request.method} is not allowed here; use ${allow}.`, { headers: { Allow: allow } }));
       return;
     }
-    if (request.is404 || config.auth === 'none') return done();
+    if (config.auth === 'none') return done();
     const credential = credentialOf(request);
     if (config.auth === 'admin') {
       if (!deps.adminKey) {
@@ -67,22 +84,25 @@ export function registerAuth(app: FastifyInstance, deps: { accounts: Accounts; a
       sendError(reply, request, new QuarryError('unauthorized', 'No API key: send it in X-API-Key or Authorization: Bearer.'));
       return;
     }
-    const afterWait = (wait: number) => {
-      if (wait > 0) sendError(reply, request, new QuarryError('rate_limited', `Too many requests for this key: wait ${wait} s, then resend.`, { retry_after: wait }));
-      else done();
-    };
-    const admit = (key: VerifiedKey | null) => {
-      if (!key) {
-        sendError(reply, request, new QuarryError('unauthorized', 'The API key is invalid or revoked.'));
-        return;
-      }
-      request.accountId = key.accountId;
-      const wait = deps.limiter.take(key.keyId);
-      if (typeof wait === 'number') afterWait(wait);
-      else wait.then(afterWait, done);
-    };
     const cached = deps.accounts.cachedKey(credential);
-    if (cached !== undefined) admit(cached);
-    else deps.accounts.verifyKey(credential).then(admit, done);
-  });
+    if (cached !== undefined) admitKey(request, reply, done, cached, deps.limiter);
+    else deps.accounts.verifyKey(credential).then((key) => admitKey(request, reply, done, key, deps.limiter), done);
+  };
+}
+
+/** A verified key (null: unknown or revoked) through the rate limit. */
+function admitKey(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, key: Readonly<VerifiedKey> | null, limiter: RateLimiter): void {
+  if (!key) {
+    sendError(reply, request, new QuarryError('unauthorized', 'The API key is invalid or revoked.'));
+    return;
+  }
+  request.accountId = key.accountId;
+  const wait = limiter.take(key.keyId);
+  if (typeof wait === 'number') afterWait(request, reply, done, wait);
+  else wait.then((seconds) => afterWait(request, reply, done, seconds), done);
+}
+
+function afterWait(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, wait: number): void {
+  if (wait > 0) sendError(reply, request, new QuarryError('rate_limited', `Too many requests for this key: wait ${wait} s, then resend.`, { retry_after: wait }));
+  else done();
 }

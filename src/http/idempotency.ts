@@ -14,7 +14,7 @@
  */
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
 import { QuarryError } from '../errors.js';
 import type { IdempotencyRecord } from '../domain/records.js';
 import type { IdempotencyRecords } from '../tasks/idempotency-records.js';
@@ -200,12 +200,23 @@ export async function withIdempotency(request: FastifyRequest, reply: FastifyRep
   }
 }
 
+/** Stores a change's answer under its key before the answer is sent. */
+const rememberAnswer: onSendHookHandler = (request, reply, payload, done) => {
+  const marked = request.idempotency;
+  if (!marked || reply.statusCode >= 300 || typeof payload !== 'string') return done(null, payload);
+  request.server.deps.idempotency
+    .put(null, request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
+    .then(() => done(null, payload), (err: Error) => done(err));
+};
+
+/**
+ * Only the routes that take an Idempotency-Key (their headers schema names it; each answers
+ * through withIdempotency) get the hook that remembers answers: every other answer skips it.
+ */
 export function registerIdempotency(app: FastifyInstance): void {
-  app.addHook('onSend', (request, reply, payload, done) => {
-    const marked = request.idempotency;
-    if (!marked || reply.statusCode >= 300 || typeof payload !== 'string') return done(null, payload);
-    app.deps.idempotency
-      .put(null, request.accountId, marked.key, { requestHash: marked.requestHash, status: reply.statusCode, body: payload, createdAt: new Date().toISOString() })
-      .then(() => done(null, payload), (err: Error) => done(err));
+  app.addHook('onRoute', (route) => {
+    const headers = (route.schema?.headers ?? {}) as { properties?: Record<string, unknown> };
+    if (!headers.properties || !('Idempotency-Key' in headers.properties)) return;
+    route.onSend = [rememberAnswer, ...[route.onSend ?? []].flat()];
   });
 }

@@ -15,13 +15,17 @@ class RequestLogger {
   private made: FastifyBaseLogger | undefined;
 
   constructor(
-    private readonly parent: FastifyBaseLogger,
+    private readonly parent: FastifyBaseLogger | RequestLogger,
     private readonly bindings: Bindings,
     private readonly options: ChildOptions,
   ) {}
 
   private get logger(): FastifyBaseLogger {
-    return (this.made ??= this.parent.child(this.bindings, this.options));
+    if (!this.made) {
+      const parent = this.parent instanceof RequestLogger ? this.parent.logger : this.parent;
+      this.made = parent.child(this.bindings, this.options);
+    }
+    return this.made;
   }
 
   get level(): Level {
@@ -58,12 +62,18 @@ class RequestLogger {
 
   silent(): void {}
 
+  /** Made when it first logs, too: Fastify makes each request's logger as a child of its own. */
   child(bindings: Bindings, options?: ChildOptions): FastifyBaseLogger {
-    return this.logger.child(bindings, options);
+    return new RequestLogger(this, bindings, options ?? {}) as unknown as FastifyBaseLogger;
   }
 }
 
-/** Fastify's childLoggerFactory. */
-export function requestLoggerFactory(logger: FastifyBaseLogger, bindings: Bindings, options: ChildOptions): FastifyBaseLogger {
-  return new RequestLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+/**
+ * The logger Fastify is given: the service's logger as a RequestLogger, so that the logger Fastify
+ * makes for each request (a `child` of this one) is one. Through `child` rather than Fastify's
+ * `childLoggerFactory` option: Fastify checks each logger such a factory returns (seven method
+ * look-ups and an array, at every request) and trusts its logger's own `child`.
+ */
+export function requestLoggers(logger: FastifyBaseLogger): FastifyBaseLogger {
+  return new RequestLogger(logger, {}, {}) as unknown as FastifyBaseLogger;
 }

@@ -60,8 +60,12 @@ export interface TasksRepository {
   insert(task: TaskRecord): Promise<void>;
   get(id: string, opts?: { lock?: boolean }): Promise<TaskRecord | undefined>;
   update(id: string, patch: TaskPatch): Promise<void>;
-  /** The task's state and its current turn in one indexed read, without the spec (the /state poll). */
-  getState(id: string): Promise<TaskStateRecord | undefined>;
+  /**
+   * The task's state and its current turn in one indexed read, without the spec (the /state
+   * poll). A store that holds the record in memory answers at once, without a promise: a poll is
+   * then answered in the same tick it arrived.
+   */
+  getState(id: string): TaskStateRecord | undefined | Promise<TaskStateRecord | undefined>;
   /**
    * One page of the list in its order (pinned first, then newest update), starting after
    * `after`: each task's id and row version, read from the list's index alone. Deleted tasks

@@ -137,14 +137,27 @@ export class TaskQueries {
     return event?.seq === task.lastErrorSeq ? event : undefined;
   }
 
-  /** The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. */
-  async state(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Promise<Readonly<TaskState>> {
-    let state = await this.store.tasks.getState(taskId);
-    if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
-    if (waitSeconds > 0 && state.currentTurnId) {
-      await this.waitForTurn(taskId, state.currentTurnId, state.lastEventSeq, waitSeconds * 1000, signal);
-      state = (await this.store.tasks.getState(taskId))!;
-    }
+  /**
+   * The cheap poll, from one indexed read; with `waitSeconds`, after the running turn ends. When
+   * the store holds the record in memory and there is nothing to wait for, the view is given at
+   * once rather than as a promise (most polls: see SqliteReads).
+   */
+  state(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Readonly<TaskState> | Promise<Readonly<TaskState>> {
+    const read = this.store.tasks.getState(taskId);
+    const polled = (state: TaskStateRecord | undefined) => {
+      if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
+      return waitSeconds > 0 && state.currentTurnId ? this.stateAfterTurn(state, waitSeconds, signal) : this.sharedStateView(state);
+    };
+    return read instanceof Promise ? read.then(polled) : polled(read);
+  }
+
+  private async stateAfterTurn(state: TaskStateRecord, waitSeconds: number, signal: AbortSignal | undefined): Promise<Readonly<TaskState>> {
+    await this.waitForTurn(state.id, state.currentTurnId!, state.lastEventSeq, waitSeconds * 1000, signal);
+    return this.sharedStateView((await this.store.tasks.getState(state.id))!);
+  }
+
+  /** The body of a state record, made once per record (see stateViews). */
+  private sharedStateView(state: TaskStateRecord): Readonly<TaskState> {
     let view = this.stateViews.get(state);
     if (!view) {
       view = stateView(state);

@@ -9,7 +9,7 @@
  * as they are, so their arguments and results are the contract's (contract/mcp.ts), not a copy
  * of them in another schema language.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -48,19 +48,22 @@ function originOf(url: string): string | null {
  * The Streamable HTTP transport's guard against DNS rebinding: a request that carries an Origin
  * (a browser's) is refused unless it is the service's own (QUARRY_PUBLIC_URL's, else the
  * request's scheme and Host) or one QUARRY_CORS_ORIGINS lets call the API. Clients that are no
- * browser send no Origin and pass. An onRequest hook, placed before the request gate, so a
- * foreign page learns nothing about keys, and every method of /mcp is covered.
+ * browser send no Origin and pass. An onRequest hook of every /mcp route (those that answer 405
+ * too), ahead of the request gate, so a foreign page learns nothing about keys.
  */
-export function mcpOriginGuard(config: Pick<Config, 'publicUrl' | 'corsOrigins'>) {
+export function guardMcpOrigins(app: FastifyInstance, config: Pick<Config, 'publicUrl' | 'corsOrigins'>): void {
   const anyOrigin = config.corsOrigins.includes('*');
   const allowed = new Set(config.corsOrigins);
-  return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+  const guard: onRequestHookHandler = (request, reply, done) => {
     const sent = request.headers.origin;
-    if (sent === undefined || anyOrigin || request.routeOptions.url !== '/mcp') return done();
+    if (sent === undefined || anyOrigin) return done();
     const origin = originOf(sent);
     if (origin !== null && (allowed.has(origin) || origin === originOf(publicBaseUrl(request, config.publicUrl)))) return done();
     sendError(reply, request, new QuarryError('origin_not_allowed', `Origin ${JSON.stringify(sent)} may not call /mcp: only the service's own origin and those in QUARRY_CORS_ORIGINS may (MCP clients that are no browser send no Origin).`));
   };
+  app.addHook('onRoute', (route) => {
+    if (route.url === '/mcp') route.onRequest = [guard, ...[route.onRequest ?? []].flat()];
+  });
 }
 
 export async function mcpRoutes(app: FastifyInstance): Promise<void> {

@@ -3,7 +3,7 @@
  * command or query layer, and the reply. Streams follow a change or a task as SSE.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ROUTES, type StartBody } from '../../contract/index.js';
+import { ROUTES, type StartBody, type TaskState } from '../../contract/index.js';
 import { QuarryError } from '../../errors.js';
 import type { CommandReply } from '../../tasks/task-commands.js';
 import type { TaskReply } from '../../tasks/task-service.js';
@@ -115,18 +115,25 @@ export async function taskRoutes(fastify: FastifyInstance): Promise<void> {
   });
 
   // The poll's body, serialized by the route's schema once per state body object: between two
-  // commits every poll of a task gets the same object (TaskQueries.state).
-  const stateBodies = new WeakMap<object, string>();
+  // commits every poll of a task gets the same object (TaskQueries.state). Not an async handler:
+  // a state at hand is answered in the tick the poll arrived, with no promise to settle.
+  const stateBodies = new WeakMap<Readonly<TaskState>, string>();
+  const sendState = (reply: FastifyReply, state: Readonly<TaskState>) => {
+    let body = stateBodies.get(state);
+    if (body === undefined) {
+      body = reply.getSerializationFunction('200', 'application/json')!(state);
+      stateBodies.set(state, body);
+    }
+    return reply.type('application/json; charset=utf-8').send(body);
+  };
   app.route({
     ...contractRoute(ROUTES.getTaskState),
-    handler: async (request, reply) => {
-      const state = await queries.state(request.accountId, request.params.task_id, request.query.wait, request.query.wait ? clientGone(reply) : undefined);
-      let body = stateBodies.get(state);
-      if (body === undefined) {
-        body = reply.getSerializationFunction('200', 'application/json')!(state);
-        stateBodies.set(state, body);
-      }
-      return reply.type('application/json; charset=utf-8').send(body);
+    handler: (request, reply) => {
+      const { wait } = request.query;
+      const state = queries.state(request.accountId, request.params.task_id, wait, wait ? clientGone(reply) : undefined);
+      if (state instanceof Promise) return state.then((s) => sendState(reply, s));
+      // Nothing returned: Fastify waits on a returned reply (a thenable) until the answer is written.
+      sendState(reply, state);
     },
   });
 

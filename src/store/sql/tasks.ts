@@ -221,9 +221,8 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     await this.updateById('tasks', id, taskRow(patch), 'version');
   }
 
-  async getState(id: string): Promise<TaskStateRecord | undefined> {
-    const [r] = (await this.runCompiled('tasks.getState', [id], () => taskStateQuery(this.db, id))).rows;
-    return r && toTaskState(r);
+  getState(id: string): TaskStateRecord | undefined | Promise<TaskStateRecord | undefined> {
+    return this.runCompiled('tasks.getState', [id], () => taskStateQuery(this.db, id)).then(({ rows: [r] }) => r && toTaskState(r));
   }
 
   async listPage(accountId: string, limit: number, after?: TaskListCursor, filter: TaskListFilter = {}): Promise<TaskListPage> {

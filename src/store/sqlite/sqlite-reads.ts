@@ -112,7 +112,7 @@ export class SqliteTasks extends SqlTasks {
     super(reads.root, reads.profile);
   }
 
-  override async getState(id: string): Promise<TaskStateRecord | undefined> {
+  override getState(id: string): TaskStateRecord | undefined {
     return this.reads.taskState(id);
   }
 
