@@ -197,13 +197,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
   registerIdempotency(app);
   guardMcpOrigins(app, deps.config);
-  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.rateWindows
-      ? new StoreRateLimiter(deps.rateWindows, deps.config.rateLimitPerMin)
-      : new MemoryRateLimiter(deps.config.rateLimitPerMin),
-  });
-
-  await registerOpenApi(app, deps.config.publicUrl);
-
+  // Before the request gate, which picks each route's gate from its config as the route is added.
   const routes: { url: string; method: string | string[] }[] = [];
   app.addHook('onRoute', (route) => {
     // The rendered reference is public, like /openapi.json.
@@ -213,6 +207,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }
     if (!route.config?.methodNotAllowed) routes.push({ url: route.url, method: route.method });
   });
+  registerAuth(app, { accounts: deps.accounts, adminKey: deps.config.adminKey, limiter: deps.rateWindows
+      ? new StoreRateLimiter(deps.rateWindows, deps.config.rateLimitPerMin)
+      : new MemoryRateLimiter(deps.config.rateLimitPerMin),
+  });
+
+  await registerOpenApi(app, deps.config.publicUrl);
 
   await app.register(healthRoutes);
   await app.register(metricsRoutes);

@@ -15,18 +15,12 @@ const RANDOM_BLOCK = 4096;
 const randomBlock = Buffer.alloc(RANDOM_BLOCK);
 let randomOffset = RANDOM_BLOCK;
 
-function pooledBytes(count: number): number {
-  if (randomOffset + count > RANDOM_BLOCK) {
+function pooledRandom(): number {
+  if (randomOffset === RANDOM_BLOCK) {
     crypto.randomFillSync(randomBlock);
     randomOffset = 0;
   }
-  const at = randomOffset;
-  randomOffset += count;
-  return at;
-}
-
-function pooledRandom(): number {
-  return randomBlock[pooledBytes(1)]! / 256;
+  return randomBlock[randomOffset++]! / 256;
 }
 
 /**

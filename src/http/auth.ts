@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import type { Accounts, VerifiedKey } from '../accounts/accounts.js';
 import { QuarryError } from '../errors.js';
+import { routeHooks } from './contract-route.js';
 import { sendError } from './error-handler.js';
 import type { RateLimiter } from './rate-limiter.js';
 
@@ -43,34 +44,34 @@ function sameSecret(a: string, b: string): boolean {
 type GateDeps = { accounts: Accounts; adminKey: string | undefined; limiter: RateLimiter };
 
 /**
- * The gate goes on every route, after the route's own onRequest hooks (the MCP Origin guard), as
- * a hook of the route: it reads the route's options where Fastify hands them over rather than
- * rebuilding them at every request, and an unknown path (no route) needs no key.
+ * Each route gets the gate its config calls for, as the route is added, after the route's own
+ * onRequest hooks (the MCP Origin guard): a route anyone may call gets none, and no request
+ * rebuilds the route's options to find out which it is. An unknown path (no route) needs no key.
  */
 export function registerAuth(app: FastifyInstance, deps: GateDeps): void {
   app.decorateRequest('accountId', '');
   app.addHook('onRoute', (route) => {
-    route.onRequest = [...[route.onRequest ?? []].flat(), requestGate(route, deps)];
+    const gate = gateFor(route.config ?? {}, deps);
+    if (gate) route.onRequest = [...routeHooks(route.onRequest), gate];
   });
 }
 
 /**
  * Callback style, with no promise on the hot path: a key verified moments ago and an in-memory
  * rate limit are answered synchronously, with no closure made. A hook that answers the request
- * does not call done. The route's config is read when a request comes, not when the route is
- * added: onRoute hooks added later (the API reference's) may still set it.
+ * does not call done.
  */
-function requestGate(route: { config?: FastifyContextConfig }, deps: GateDeps): onRequestHookHandler {
-  return (request, reply, done) => {
-    const config = route.config ?? {};
-    if (config.methodNotAllowed) {
-      const { allow } = config.methodNotAllowed;
+function gateFor(config: FastifyContextConfig, deps: GateDeps): onRequestHookHandler | undefined {
+  if (config.methodNotAllowed) {
+    const { allow } = config.methodNotAllowed;
+    return (request, reply) => {
       sendError(reply, request, new QuarryError('method_not_allowed', `${request.method} is not allowed here; use ${allow}.`, { headers: { Allow: allow } }));
-      return;
-    }
-    if (config.auth === 'none') return done();
-    const credential = credentialOf(request);
-    if (config.auth === 'admin') {
+    };
+  }
+  if (config.auth === 'none') return undefined;
+  if (config.auth === 'admin') {
+    return (request, reply, done) => {
+      const credential = credentialOf(request);
       if (!deps.adminKey) {
         sendError(reply, request, new QuarryError('not_found', 'Admin routes are off: set QUARRY_ADMIN_KEY to enable them.'));
       } else if (!credential || !sameSecret(credential, deps.adminKey)) {
@@ -78,8 +79,10 @@ function requestGate(route: { config?: FastifyContextConfig }, deps: GateDeps): 
       } else {
         done();
       }
-      return;
-    }
+    };
+  }
+  return (request, reply, done) => {
+    const credential = credentialOf(request);
     if (!credential) {
       sendError(reply, request, new QuarryError('unauthorized', 'No API key: send it in X-API-Key or Authorization: Bearer.'));
       return;

@@ -7,6 +7,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { OPTIONAL_BODY, type RouteDef } from '../contract/index.js';
 
+/**
+ * A route's hooks of one kind as a list (Fastify takes none, one, or a list): for onRoute hooks
+ * that give a route a hook of its own before or after those it declares.
+ */
+export function routeHooks<H>(hooks: H | H[] | undefined): H[] {
+  return hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+}
+
 /** The app as route modules use it: every route typed by its contract schema. */
 export function typed(app: FastifyInstance) {
   return app.withTypeProvider<TypeBoxTypeProvider>();

@@ -20,6 +20,7 @@ import type { IdempotencyRecord } from '../domain/records.js';
 import type { IdempotencyRecords } from '../tasks/idempotency-records.js';
 import type { ChangeGuard, ChangeTarget } from '../tasks/unit-of-work.js';
 import { toReplyView } from '../domain/task-view.js';
+import { routeHooks } from './contract-route.js';
 
 /**
  * How long a request waits for the answer of the request that made the change, counted from
@@ -217,6 +218,6 @@ export function registerIdempotency(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const headers = (route.schema?.headers ?? {}) as { properties?: Record<string, unknown> };
     if (!headers.properties || !('Idempotency-Key' in headers.properties)) return;
-    route.onSend = [rememberAnswer, ...[route.onSend ?? []].flat()];
+    route.onSend = [rememberAnswer, ...routeHooks(route.onSend)];
   });
 }

@@ -14,6 +14,13 @@ type Call = (...args: unknown[]) => void;
 class RequestLogger {
   private made: FastifyBaseLogger | undefined;
 
+  /** The service's logger itself, as a RequestLogger: its children are made lazily. */
+  static over(logger: FastifyBaseLogger): RequestLogger {
+    const root = new RequestLogger(logger, {}, {});
+    root.made = logger;
+    return root;
+  }
+
   constructor(
     private readonly parent: FastifyBaseLogger | RequestLogger,
     private readonly bindings: Bindings,
@@ -75,5 +82,5 @@ class RequestLogger {
  * look-ups and an array, at every request) and trusts its logger's own `child`.
  */
 export function requestLoggers(logger: FastifyBaseLogger): FastifyBaseLogger {
-  return new RequestLogger(logger, {}, {}) as unknown as FastifyBaseLogger;
+  return RequestLogger.over(logger) as unknown as FastifyBaseLogger;
 }

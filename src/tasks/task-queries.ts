@@ -144,11 +144,13 @@ export class TaskQueries {
    */
   state(accountId: string, taskId: string, waitSeconds = 0, signal?: AbortSignal): Readonly<TaskState> | Promise<Readonly<TaskState>> {
     const read = this.store.tasks.getState(taskId);
-    const polled = (state: TaskStateRecord | undefined) => {
-      if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
-      return waitSeconds > 0 && state.currentTurnId ? this.stateAfterTurn(state, waitSeconds, signal) : this.sharedStateView(state);
-    };
-    return read instanceof Promise ? read.then(polled) : polled(read);
+    if (read instanceof Promise) return read.then((state) => this.polledState(accountId, taskId, state, waitSeconds, signal));
+    return this.polledState(accountId, taskId, read, waitSeconds, signal);
+  }
+
+  private polledState(accountId: string, taskId: string, state: TaskStateRecord | undefined, waitSeconds: number, signal: AbortSignal | undefined): Readonly<TaskState> | Promise<Readonly<TaskState>> {
+    if (!isVisibleTo(state, accountId)) throw QuarryError.taskNotFound(taskId);
+    return waitSeconds > 0 && state.currentTurnId ? this.stateAfterTurn(state, waitSeconds, signal) : this.sharedStateView(state);
   }
 
   private async stateAfterTurn(state: TaskStateRecord, waitSeconds: number, signal: AbortSignal | undefined): Promise<Readonly<TaskState>> {

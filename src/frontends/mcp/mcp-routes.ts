@@ -16,6 +16,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } fr
 import { MCP_TOOLS, type McpToolName } from '../../contract/index.js';
 import type { Config } from '../../config.js';
 import { QuarryError } from '../../errors.js';
+import { routeHooks } from '../../http/contract-route.js';
 import { sendError } from '../../http/error-handler.js';
 import { publicBaseUrl } from '../../http/public-url.js';
 import { QUARRY_VERSION } from '../../package-info.js';
@@ -62,7 +63,7 @@ export function guardMcpOrigins(app: FastifyInstance, config: Pick<Config, 'publ
     sendError(reply, request, new QuarryError('origin_not_allowed', `Origin ${JSON.stringify(sent)} may not call /mcp: only the service's own origin and those in QUARRY_CORS_ORIGINS may (MCP clients that are no browser send no Origin).`));
   };
   app.addHook('onRoute', (route) => {
-    if (route.url === '/mcp') route.onRequest = [guard, ...[route.onRequest ?? []].flat()];
+    if (route.url === '/mcp') route.onRequest = [guard, ...routeHooks(route.onRequest)];
   });
 }
 
