@@ -22,7 +22,7 @@ import { registerAuth } from './http/auth.js';
 import { registerContentDecoding } from './http/content-encoding.js';
 import { registerCors } from './http/cors.js';
 import { QuarryError } from './errors.js';
-import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandling, registerMethodNotAllowed, requestIdOf, sendError } from './http/error-handler.js';
+import { answerClientError, refuseConnect, refuseExpectation, registerErrorHandling, registerMethodNotAllowed, registerNotFound, requestIdOf, sendError } from './http/error-handler.js';
 import { registerIdempotency } from './http/idempotency.js';
 import { registerOpenApi } from './http/openapi.js';
 import { registerRequestMetrics } from './http/request-metrics.js';
@@ -153,11 +153,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
     let compiled: ValidateFunction | undefined;
+    // Fastify reads `errors` only after a failure: a pass stores nothing.
     const validate = (data: unknown) => {
       compiled ??= ajv.compile(schema);
-      const valid = compiled(data);
+      if (compiled(data)) return true;
       validate.errors = compiled.errors;
-      return valid;
+      return false;
     };
     validate.errors = null as ValidateFunction['errors'];
     return validate;
@@ -182,16 +183,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Callback-style hooks on the hot path: an async hook costs a promise per request.
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('X-Request-ID', request.id);
+    // Lower case, as Fastify keeps header names (it would lower-case the name at every request).
+    reply.header('x-request-id', request.id);
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
       sendError(reply, request, new QuarryError('invalid_request', 'HTTP/1.1 requests need a Host header.', { headers: { Connection: 'close' } }));
       return;
     }
     done();
   });
+  const decodeBody = registerContentDecoding(app);
+  const countUnmatched = registerRequestMetrics(app, deps.metrics);
   registerErrorHandling(app);
-  registerContentDecoding(app);
-  registerRequestMetrics(app, deps.metrics);
   // Before the request gate: a preflight carries no key, and refusals need the CORS headers
   // for a browser to let its script read them.
   if (deps.config.corsOrigins.length > 0) await registerCors(app, deps.config.corsOrigins);
@@ -234,6 +236,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   await app.register(async (scope) => registerMethodNotAllowed(scope, routes));
+  await app.register(async (scope) => registerNotFound(scope, { preParsing: decodeBody, onResponse: countUnmatched }));
   return app;
 }
 

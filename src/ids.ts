@@ -24,23 +24,26 @@ function pooledRandom(): number {
 }
 
 /**
- * Random hex digits (request ids are made at every request) come from a block of their own,
- * rendered as hex once per block: a slice of a string costs less than rendering a few bytes.
+ * A source of ids `<prefix><random hex>` (`bytes` random bytes each), for ids made often (one per
+ * request): each is a slice of a block of ids rendered once per 128. A slice is a flat string;
+ * `prefix + hex` made per id would be a concatenation, which V8 flattens again wherever the id is
+ * scanned: an answer's header values are, by a regular expression, at every answer.
  */
-const HEX_BLOCK_BYTES = 4096;
-let hexBlock = '';
-let hexOffset = 0;
-
-/** `bytes` random bytes, as hex. */
-export function pooledHex(bytes: number): string {
-  const digits = bytes * 2;
-  if (hexOffset + digits > hexBlock.length) {
-    hexBlock = crypto.randomBytes(HEX_BLOCK_BYTES).toString('hex');
-    hexOffset = 0;
-  }
-  const hex = hexBlock.slice(hexOffset, hexOffset + digits);
-  hexOffset += digits;
-  return hex;
+export function pooledIds(prefix: string, bytes: number): () => string {
+  const PER_BLOCK = 128;
+  const length = prefix.length + bytes * 2;
+  let block = '';
+  let offset = 0;
+  return () => {
+    if (offset === block.length) {
+      const hex = crypto.randomBytes(PER_BLOCK * bytes).toString('hex');
+      block = Array.from({ length: PER_BLOCK }, (_, i) => prefix + hex.slice(i * bytes * 2, (i + 1) * bytes * 2)).join('');
+      offset = 0;
+    }
+    const id = block.slice(offset, offset + length);
+    offset += length;
+    return id;
+  };
 }
 
 const nextUlid = monotonicFactory(pooledRandom);

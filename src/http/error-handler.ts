@@ -6,8 +6,8 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isClientId, pooledHex } from '../ids.js';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler, preParsingHookHandler } from 'fastify';
+import { isClientId, pooledIds } from '../ids.js';
 import { QuarryError, type ErrorDetail } from '../errors.js';
 import { NO_NUL_PATTERN, NUL_PROBLEM } from '../contract/common.js';
 import { isStoreUnavailable } from '../store/store-errors.js';
@@ -130,8 +130,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
       : 'Something went wrong on our side: resend the request.', taskId ? { task_id: taskId } : {});
     return sendError(reply, request, error);
   });
+}
 
-  app.setNotFoundHandler((request, reply) => {
+/**
+ * The answer to a path no route matches, set in a scope of its own registered after every
+ * global hook: `hooks` are those the other routes are given as they are added (body decoding,
+ * answer metrics), which onRoute hooks do not reach here.
+ */
+export function registerNotFound(scope: FastifyInstance, hooks: { preParsing: preParsingHookHandler; onResponse: onResponseHookHandler }): void {
+  scope.addHook('preParsing', hooks.preParsing);
+  scope.addHook('onResponse', hooks.onResponse);
+  scope.setNotFoundHandler((request, reply) => {
     sendError(reply, request, noRoute(request));
   });
 }
@@ -188,10 +197,8 @@ export function registerMethodNotAllowed(app: FastifyInstance, routes: { url: st
 const REQUEST_ID = Symbol('quarry.requestId');
 type IdentifiedRequest = IncomingMessage & { [REQUEST_ID]?: string };
 
-/** 128 random bits as 32 hex digits. */
-function newRequestId(): string {
-  return `req_${pooledHex(16)}`;
-}
+/** `req_` and 128 random bits as 32 hex digits. */
+const newRequestId = pooledIds('req_', 16);
 
 /** Fastify's genReqId: a valid client X-Request-ID is kept, anything else gets a fresh req_ id. */
 export function requestIdOf(req: IncomingMessage): string {

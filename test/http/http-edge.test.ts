@@ -215,6 +215,19 @@ describe('Content-Encoding on a request body', () => {
     expectCatalogueError(await post(bomb, 'gzip'), 413, 'payload_too_large');
   });
 
+  it('an unknown path is 404 whatever its body\'s coding: gzip decoded, others refused first (415)', async () => {
+    const unknown = (coding: string, body: Uint8Array) =>
+      h.request('POST', '/no-such-route', { rawBody: body, headers: { 'content-type': 'application/json', 'content-encoding': coding } });
+    expectCatalogueError(await unknown('gzip', zlib.gzipSync(prompt('lost'))), 404, 'not_found');
+    expectCatalogueError(await unknown('br', prompt('lost')), 415, 'unsupported_media_type');
+  });
+
+  it('a GET\'s body is not read, so its coding is not looked at', async () => {
+    const created = await post(prompt('polled'), 'identity');
+    const res = await h.request('GET', `/task/${created.body.task_id}/state`, { rawBody: prompt('ignored'), headers: { 'content-type': 'application/json', 'content-encoding': 'br' } });
+    assert.equal(res.status, 200, res.text);
+  });
+
   it('a body that is not gzip data is 400 invalid_request', async () => {
     const res = await post(prompt('plain, yet said to be gzip'), 'gzip');
     expectCatalogueError(res, 400, 'invalid_request');

@@ -22,7 +22,7 @@
  */
 import type { ProviderLimits } from '../../config.js';
 import type { ProviderLimitState } from '../../domain/records.js';
-import { pooledHex } from '../../ids.js';
+import { pooledIds } from '../../ids.js';
 import type { LimitedProvider, Metrics } from '../../metrics/metrics.js';
 import type { RateLimitReport } from '../../retry-policy.js';
 import type { Store } from '../../store/store.js';
@@ -41,6 +41,8 @@ const CALL_LEASE_MS = 15 * 60_000;
 const LOOKAHEAD_MS = 1000;
 /** A 429 that names no wait blocks the provider this long. */
 const BARE_429_BLOCK_MS = 1000;
+/** A call's place among those in flight: 96 random bits. */
+const newCallId = pooledIds('', 12);
 
 /** The store as the gate uses it. */
 export type GateStore = Pick<Store, 'transaction' | 'cluster'>;
@@ -335,7 +337,7 @@ export class ProviderGate {
       let callId: string | undefined;
       if (limits.concurrency !== undefined) {
         if ((await tx.cluster.countProviderCalls(provider, now)) >= limits.concurrency) return { busy: true };
-        callId = pooledHex(12);
+        callId = newCallId();
         await tx.cluster.addProviderCall(provider, callId, now + CALL_LEASE_MS);
       }
       const estimated = tpm ? tokens() : undefined;
