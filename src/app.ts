@@ -156,9 +156,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Fastify reads `errors` only after a failure: a pass stores nothing.
     const validate = (data: unknown) => {
       compiled ??= ajv.compile(schema);
-      if (compiled(data)) return true;
-      validate.errors = compiled.errors;
-      return false;
+      const valid = compiled(data);
+      if (!valid) validate.errors = compiled.errors;
+      return valid;
     };
     validate.errors = null as ValidateFunction['errors'];
     return validate;
