@@ -23,6 +23,8 @@ function pooledRandom(): number {
   return randomBlock[randomOffset++]! / 256;
 }
 
+const IDS_PER_BLOCK = 128;
+
 /**
  * A source of ids `<prefix><random hex>` (`bytes` random bytes each), for ids made often (one per
  * request): each is a slice of a block of ids rendered once per 128. A slice is a flat string;
@@ -30,14 +32,14 @@ function pooledRandom(): number {
  * scanned: an answer's header values are, by a regular expression, at every answer.
  */
 export function pooledIds(prefix: string, bytes: number): () => string {
-  const PER_BLOCK = 128;
-  const length = prefix.length + bytes * 2;
+  const digits = bytes * 2;
+  const length = prefix.length + digits;
   let block = '';
   let offset = 0;
   return () => {
     if (offset === block.length) {
-      const hex = crypto.randomBytes(PER_BLOCK * bytes).toString('hex');
-      block = Array.from({ length: PER_BLOCK }, (_, i) => prefix + hex.slice(i * bytes * 2, (i + 1) * bytes * 2)).join('');
+      const hex = crypto.randomBytes(IDS_PER_BLOCK * bytes).toString('hex');
+      block = Array.from({ length: IDS_PER_BLOCK }, (_, i) => prefix + hex.slice(i * digits, (i + 1) * digits)).join('');
       offset = 0;
     }
     const id = block.slice(offset, offset + length);
