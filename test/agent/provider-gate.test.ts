@@ -1,6 +1,7 @@
 /**
  * The provider gate on its own, over a real SQLite store: what it learns from a 429 holds the
- * calls it has already given a start to, not only the calls still queued.
+ * calls it has already given a start to, not only the calls still queued; a call aborted while it
+ * waits leaves no timer of the gate's behind.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,7 @@ import { ProviderGate, ProviderWaitTooLong } from '../../src/agent/providers/pro
 import type { LimitedProvider } from '../../src/metrics/metrics.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { until } from '../kit/bounded-waits.js';
 
 /** A gate with no limits of its own over a fresh migrated SQLite store, closed after the test. */
 async function gateOverStore(t: TestContext, provider: LimitedProvider): Promise<ProviderGate> {
@@ -46,4 +48,18 @@ test('a call given its start before such a hold, which the hold would take past 
   await sleep(100);
   await gate.learn({}, { retryAfterMs: 1000 });
   await assert.rejects(call, (err: Error) => err instanceof ProviderWaitTooLong);
+});
+
+test('calls aborted while they wait for a start far ahead leave no timer behind (a closing process is not held open)', async (t) => {
+  const gate = await gateOverStore(t, 'model');
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  await gate.learn({}, { retryAfterMs: 60_000 });
+  const before = timers();
+  const aborts = [new AbortController(), new AbortController()];
+  const calls = aborts.map((a) => gate.acquire({ tokens: () => 0, signal: a.signal, deadline: Infinity }));
+  // The first call is given its start at the hold's end; the second waits behind it.
+  await until('the gate to set its timers', () => timers() > before);
+  for (const a of aborts) a.abort(new Error('turn stopped'));
+  for (const call of calls) await assert.rejects(call, /turn stopped/);
+  await until('the gate\'s timers to be cleared', () => timers() === before);
 });

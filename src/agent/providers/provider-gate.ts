@@ -125,6 +125,10 @@ export class ProviderGate {
             this.leave(waiter);
             this.releaseCall(reservation.callId);
             reject(options.signal.reason);
+            // The starting line's timer is set for the next call left, if any; and with no call
+            // queued behind it, the pump's wait to reserve the next start is over.
+            this.armStart();
+            if (this.queue.length === 0) this.wake?.();
             return;
           }
           const at = this.queue.indexOf(waiter);
