@@ -137,7 +137,9 @@ export function eventLine(event: TaskEvent): string {
       return `tool: ${event.name} ${event.state}${tail}`;
     }
     case 'text':
-      return event.restart ? 'text: (the reply was cut off: its text above is dropped, and the model is asked again)' : textLine(event.text);
+      if (!event.restart) return textLine(event.text);
+      // A restart carries again the text of earlier answers that the drop would take with it.
+      return `text: (the reply was cut off: its text above is dropped, and the model is asked again)${event.text ? `\n${textLine(event.text)}` : ''}`;
     case 'error':
       return `error: ${event.error} - ${event.message}`;
     case 'done':

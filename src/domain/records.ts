@@ -132,6 +132,11 @@ export interface TurnRecord {
   planOnly: boolean;
   /** Decisions §17.2: no web_search, and fetch_url answers only from the task's snapshots. */
   offline: boolean;
+  /**
+   * Text of the model reply under way is stored as `text` events, and no checkpoint holds the reply:
+   * a turn taken up again asks for the reply again, so it withdraws that text first.
+   */
+  replyTextStored: boolean;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;

@@ -62,7 +62,13 @@ export class TaskTurnPort implements TurnPort {
   /** The text event being stored (it may be waiting for the store): the next change waits for it, so events keep their order. */
   private textWrite: Promise<void> = Promise.resolve();
   /** Text of the model reply under way has been stored: withdrawing it takes a `restart` event. */
-  private replyTextStored = false;
+  private replyTextStored: boolean;
+  /**
+   * The text of the checkpointed replies a reader counts in the reply under way (since the last
+   * tool event or phase change: a text-only answer, then the reply to the outputs check). A
+   * `restart` drops all of it, so it carries this text again.
+   */
+  private keptText: string;
   /** The last snapshot this turn stored or found per URL, with the text it was read as. */
   private readonly recordedSources = new Map<string, { text: string; id: string }>();
   private readonly metrics: TurnMetrics;
@@ -83,6 +89,8 @@ export class TaskTurnPort implements TurnPort {
     this.offline = turn.offline;
     this.signal = opts.signal;
     this.steps = opts.steps;
+    this.replyTextStored = turn.replyTextStored;
+    this.keptText = keptReplyText(opts.steps);
     this.userMessages = opts.userMessages;
     this.currentSpec = task.spec;
     this.phase = task.phase;
@@ -165,6 +173,7 @@ export class TaskTurnPort implements TurnPort {
     if (phase === this.phase && activity === this.activity) return;
     await this.flushText();
     await this.durable(() => this.deps.writes.setTurnState(this.turn.id, this.turn.taskId, state));
+    if (phase !== this.phase) this.keptText = '';
     this.phase = phase;
     this.activity = activity;
   }
@@ -200,7 +209,8 @@ export class TaskTurnPort implements TurnPort {
 
   async tool(event: ToolEvent): Promise<void> {
     await this.flushText();
-    await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'tool', { ...event }));
+    await this.durable(() => this.deps.writes.toolEvent(this.turn.id, this.turn.taskId, { ...event }));
+    this.keptText = '';
   }
 
   async budgetedModelCall<T>(promptTokens: number, call: () => Promise<T>): Promise<T | null> {
@@ -219,10 +229,11 @@ export class TaskTurnPort implements TurnPort {
   async checkpoint(step: number, data: StoredStep, usage: StepUsage): Promise<Charge> {
     // The text streamed since the last flush goes into the checkpoint's own transaction (a model
     // step's text is stored with the step): one transaction fewer, and never one without the other.
-    const text = await this.takeText();
-    const charged = await this.durable(() => this.deps.writes.checkpointStep(this.turn, step, JSON.stringify(data), usage, text, this.cappedGroupId));
+    const reply = { text: await this.takeText(), stored: this.replyTextStored };
+    const charged = await this.durable(() => this.deps.writes.checkpointStep(this.turn, step, JSON.stringify(data), usage, reply, this.cappedGroupId));
     if (!charged) throw new TurnAbort('stopped');
     this.replyTextStored = false;
+    if (data.type === 'model') this.keptText += data.text;
     // Counted once the step is stored: a resumed turn replays its stored steps without calling the model again.
     this.metrics.modelUsage(usage);
     crashPoint('step.checkpointed');
@@ -242,19 +253,24 @@ export class TaskTurnPort implements TurnPort {
     const text = this.textBuffer;
     this.textBuffer = '';
     const write = previous.then(async () => {
-      await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'text', { text }));
+      const firstOfReply = !this.replyTextStored;
+      await this.durable(() => this.deps.writes.replyText(this.turn.id, this.turn.taskId, text, firstOfReply));
       this.replyTextStored = true;
     });
     this.textWrite = write;
     return write;
   }
 
+  /**
+   * Also called as a turn is taken up again: the reply its worker was streaming when it stopped
+   * is asked for again, and what it had stored of it is withdrawn first.
+   */
   async withdrawText(): Promise<void> {
     // Most replies fail before their first flush: nothing of them was stored, nothing to mark.
     await this.takeText();
     if (!this.replyTextStored) return;
     this.replyTextStored = false;
-    await this.durable(() => this.deps.writes.turnEvent(this.turn.id, this.turn.taskId, 'text', { text: '', restart: true }));
+    await this.durable(() => this.deps.writes.withdrawReplyText(this.turn.id, this.turn.taskId, this.keptText));
   }
 
   /** Waits for the text writes under way and hands over the text not yet stored, which the caller stores. */
@@ -272,4 +288,23 @@ export class TaskTurnPort implements TurnPort {
     clearTimeout(this.textTimer);
     this.textTimer = undefined;
   }
+}
+
+/**
+ * What a resumed turn's stored steps leave a reader counting in the reply under way: the text of
+ * the text-only answers since the last reply with tool calls (whose tool events start a reply)
+ * in the phase of the last answer (a phase change starts one too).
+ */
+function keptReplyText(steps: readonly StoredStep[]): string {
+  let kept = '';
+  let phase: TaskPhase | undefined;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const step = steps[i]!;
+    if (step.type === 'tool' || step.type === 'tools') break;
+    if (step.type !== 'model') continue;
+    if (step.toolCalls.length > 0 || (phase !== undefined && step.phase !== phase)) break;
+    phase = step.phase;
+    kept = step.text + kept;
+  }
+  return kept;
 }

@@ -222,6 +222,9 @@ export class TurnRunner {
 
     let result: TurnResult | undefined;
     try {
+      // The reply a resumed turn's worker was streaming when it stopped (a crash, a lost lease)
+      // is asked for again: the text it had stored is withdrawn first, as after a failed try.
+      await port.withdrawText();
       result = await this.opts.agent.runTurn(port);
       await port.flushText();
     } catch (err) {

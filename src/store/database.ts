@@ -133,6 +133,8 @@ export interface TurnsTable {
   line: ColumnType<string, string | undefined, never>;
   /** The turn's place among waiting turns, given when it becomes pending (bigint: PostgreSQL reads it as a string). */
   fair_key: ColumnType<number | string, number | undefined, number>;
+  /** Text of the reply under way is stored, and no checkpoint holds the reply (migration 000019). */
+  reply_text_stored: ColumnType<number, number | undefined, number>;
   changes_added: ColumnType<number, number | undefined, number>;
   changes_changed: ColumnType<number, number | undefined, number>;
   changes_unconfirmed: ColumnType<number, number | undefined, number>;

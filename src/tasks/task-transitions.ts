@@ -32,7 +32,7 @@ export interface TurnFlags {
  */
 export function newTurn(task: Pick<TaskRecord, 'id' | 'accountId' | 'group'>, kind: TurnKind, input: string | null, now: string, status: 'pending' | 'queued', flags: TurnFlags = {}): TurnRecord {
   return {
-    id: newId('turn'), taskId: task.id, accountId: task.accountId, line: task.group?.id ?? task.accountId, kind, status, input, planOnly: flags.planOnly ?? false, offline: flags.offline ?? false, createdAt: now, startedAt: null, endedAt: null,
+    id: newId('turn'), taskId: task.id, accountId: task.accountId, line: task.group?.id ?? task.accountId, kind, status, input, planOnly: flags.planOnly ?? false, offline: flags.offline ?? false, replyTextStored: false, createdAt: now, startedAt: null, endedAt: null,
     leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0,
     changes: { added: 0, changed: 0, unconfirmed: 0 },
   };

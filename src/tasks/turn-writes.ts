@@ -23,6 +23,14 @@ export interface TurnWritesOptions {
   config: Pick<Config, 'prices'>;
 }
 
+/** A model step's text: what was not stored yet, and whether some of it was (in `text` events before). */
+export interface StepText {
+  text: string;
+  stored: boolean;
+}
+
+const NO_TEXT: StepText = { text: '', stored: false };
+
 const NO_TALLY: RowTally = { verified: 0, cells: { supported: 0, unsupported: 0, unchecked: 0 } };
 
 /** The running turn's side of the task state machine. */
@@ -80,9 +88,34 @@ export class TurnWrites {
     });
   }
 
-  /** Stores a turn's event (text, tool) while the turn still runs. */
-  async turnEvent<T extends 'text' | 'tool'>(turnId: string, taskId: string, type: T, payload: EventPayload<T>): Promise<boolean> {
-    return this.changeRunningTurn(turnId, taskId, async (unit) => unit.event(type, turnId, payload));
+  /** Stores a tool call's event while the turn still runs. */
+  async toolEvent(turnId: string, taskId: string, payload: EventPayload<'tool'>): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, async (unit) => unit.event('tool', turnId, payload));
+  }
+
+  /**
+   * Stores text of the model reply under way as a `text` event. With the reply's first stored
+   * text the turn records that it holds text no checkpoint covers yet (cleared by the step's
+   * checkpoint or by withdrawReplyText), so that a turn taken up again after a crash withdraws it.
+   */
+  async replyText(turnId: string, taskId: string, text: string, firstOfReply: boolean): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, async (unit) => {
+      unit.event('text', turnId, { text });
+      if (firstOfReply) await unit.tx.turns.update(turnId, { replyTextStored: true });
+    });
+  }
+
+  /**
+   * Withdraws the stored text of the model reply under way, which is asked for again (it failed
+   * part-way, or the worker that streamed it is gone): a `text` event with `restart: true`. A
+   * reader drops the text since the turn's last tool event or phase change, so the event carries
+   * what of it stands (`kept`: the text of checkpointed answers since then, most often none).
+   */
+  async withdrawReplyText(turnId: string, taskId: string, kept: string): Promise<boolean> {
+    return this.changeRunningTurn(turnId, taskId, async (unit) => {
+      unit.event('text', turnId, { text: kept, restart: true });
+      await unit.tx.turns.update(turnId, { replyTextStored: false });
+    });
   }
 
   /** Replaces the spec during a turn (update_spec). */
@@ -122,7 +155,8 @@ export class TurnWrites {
 
   /**
    * Stores a completed agent step and charges what it used, atomically, with `text` (what the
-   * model streamed since the last text event) as a text event: a step is charged once,
+   * model streamed since the last text event) as a text event, and the reply's text is then held
+   * by a checkpoint (`reply.stored`: some of it was stored before). A step is charged once,
    * however often the turn is replayed. Returns the account balance after the charge and what
    * the turn has used, in credits: the exact micro-credit amounts as the API shows them, so
    * `balance <= 0` holds exactly when the balance reads 0. The same step stored already (its
@@ -131,7 +165,7 @@ export class TurnWrites {
    * another step of that number was stored (another worker got there first). `cappedGroupId`:
    * the task is a run of that group, which has max_credits: the charge is added to its spend.
    */
-  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, text = '', cappedGroupId?: string): Promise<Charge | null> {
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, reply: StepText = NO_TEXT, cappedGroupId?: string): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: Charge | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
@@ -142,7 +176,8 @@ export class TurnWrites {
         result = { balance: fromMicros(balanceMicros), turnCredits: fromMicros(turnMicros) };
         return;
       }
-      if (text) unit.event('text', turn.id, { text });
+      if (reply.text) unit.event('text', turn.id, { text: reply.text });
+      if (reply.stored) await unit.tx.turns.update(turn.id, { replyTextStored: false });
       const turnMicros = (await unit.tx.turns.addUsage(turn.id, { creditsMicros: costMicros, ...usage }))!;
       const balanceMicros = costMicros > 0
         ? await unit.tx.accounts.charge(turn.accountId, costMicros)

@@ -16,11 +16,12 @@ import { writeRowsTool } from '../../src/agent/tools/write-rows.js';
 import { DEFAULT_MODEL_TIMEOUT_MS, loadConfig, type ModelConfig } from '../../src/config.js';
 import { startFakeAnthropic } from '../kit/fake-anthropic-server.js';
 import type { FakeModelReply, FakeModelServer } from '../kit/fake-model-server.js';
-import { startFakeOpenAI, type FakeReply } from '../kit/fake-openai-server.js';
+import { startFakeOpenAI, type FakeReply, type FakeRequestBody } from '../kit/fake-openai-server.js';
+import { GAPS_HEADING } from '../../src/agent/output-check.js';
 import { ModelText, type TaskEvent } from '../../packages/client/src/index.js';
 import { until } from '../kit/bounded-waits.js';
 import { InMemoryTurn, type InMemoryTurnOptions } from '../kit/in-memory-turn.js';
-import { fakeModel, startTestHarness, taskEvents } from '../kit/task-api.js';
+import { fakeModel, startTestHarness, taskEvents, userText } from '../kit/task-api.js';
 import { readSse } from '../kit/sse-client.js';
 
 /** Three retries, quick ones: the waits under test are the server's, not these. */
@@ -167,10 +168,13 @@ describe('a streamed reply cut part-way, as a task\'s events show it', { timeout
   // Events 300 ms apart outlast the 250 ms text coalescing: part of the reply is stored before the cut.
   const CUT = { text: REPLY, chunkDelayMs: 300, cutAfterEvents: 3 };
 
-  async function runTask(t: TestContext, replies: FakeReply[]): Promise<TaskEvent[]> {
+  /** Runs a task to its end with the model answering `replies` in turn (or as `replies` says), and returns its events. */
+  async function runTask(t: TestContext, replies: FakeReply[] | ((body: FakeRequestBody) => FakeReply), create = { path: '/task', body: { prompt: 'Granite quarries of Vermont?' } as object }): Promise<TaskEvent[]> {
     const h = await startTestHarness(t, { listen: true, retryDelaysMs: [10, 20] });
-    fakeModel(h).setResponder((_body, index) => replies[Math.min(index, replies.length - 1)]!);
-    const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont?' } });
+    const model = fakeModel(h);
+    model.recordChecks();
+    model.setResponder((body, index) => typeof replies === 'function' ? replies(body) : replies[Math.min(index, replies.length - 1)]!);
+    const created = await h.request('POST', create.path, { body: create.body });
     assert.equal(created.status, 200, created.text);
     const stream = await readSse(h.url, `/task/${created.body.task_id}/stream?after=0`, { key: h.key });
     const streamed = stream.events.map((e) => e.json as TaskEvent);
@@ -195,6 +199,23 @@ describe('a streamed reply cut part-way, as a task\'s events show it', { timeout
 
     assert.equal(shown(events), REPLY);
     assert.equal(events.filter((e) => e.type === 'text' && e.restart).length, 1, 'the stored part of the cut reply is withdrawn');
+    assert.equal(outcome(events), 'completed');
+  });
+
+  it('the reply to the outputs check cut once: the answer before it is kept, each reply shown once', async (t) => {
+    // Nothing marks where the reply to the outputs check starts, so the restart drops the answer
+    // before it too, and carries that answer's text again.
+    const ANSWER = 'No granite quarry list could be written.';
+    let checkReplies = 0;
+    const events = await runTask(t, (body) => {
+      if (!userText(body).includes(GAPS_HEADING)) return { text: ANSWER };
+      return checkReplies++ === 0 ? CUT : { text: REPLY };
+    }, { path: '/task/start', body: { task: { prompt: 'Granite quarries of Vermont?', outputs: [{ id: 'quarries', kind: 'table', columns: [{ name: 'name' }] }] } } });
+
+    assert.equal(checkReplies, 2, 'the reply to the outputs check was cut, then asked for again');
+    assert.equal(shown(events), ANSWER + REPLY);
+    const restarts = events.filter((e) => e.type === 'text' && e.restart);
+    assert.deepEqual(restarts.map((e) => e.type === 'text' && e.text), [ANSWER]);
     assert.equal(outcome(events), 'completed');
   });
 

@@ -29,6 +29,7 @@ import { after, before, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
 import { GAPS_HEADING } from '../../src/agent/output-check.js';
 import { CRASH_POINTS } from '../../src/crash-points.js';
+import { ModelText } from '../../packages/client/src/index.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeReply, type FakeRequestBody } from '../kit/fake-openai-server.js';
 import { within } from '../kit/bounded-waits.js';
 import { fetchJson, waitIdle, type TestResponse } from '../kit/http.js';
@@ -211,6 +212,12 @@ const CASES: CrashCase[] = [
     name: 'kill -9 while a model reply streams (text seen)',
     kind: 'main',
     kill: { type: 'event', what: 'a text event', match: (e) => e.event === 'text', slow: '1:3' },
+  },
+  {
+    // Nothing marks where this reply starts: the restart after the crash carries the answer before it again.
+    name: 'kill -9 while the reply to the outputs check streams (text seen)',
+    kind: 'main',
+    kill: { type: 'event', what: 'a text event of that reply', match: (e) => e.event === 'text' && String(e.json?.text).startsWith('Nothing'), slow: '1:4' },
   },
   { name: 'kill -9 right after the upload PUT is answered', kind: 'upload', kill: { type: 'after-put' } },
   // Walks: each restarted process crashes again at the next place of the script (its counts start
@@ -530,9 +537,12 @@ class Suite {
       if (i === 0) return;
       assert.ok(run.requests.some((r) => r.users.length === i + 1 && r.users.at(-1) === MESSAGES[i - 1]), `the model got message ${i}`);
     });
+    // Each reply's text once, as a client shows it: a reply asked for again after a crash had the
+    // text it streamed before withdrawn.
     for (const [i, turnId] of turns.entries()) {
-      const text = events.filter((e) => e.type === 'text' && e.turn_id === turnId).map((e) => e.text).join('');
-      assert.ok(text.includes(MAIN_TURNS[i]!.text), `turn ${i + 1}'s text is stored: ${JSON.stringify(text)}`);
+      const text = new ModelText();
+      for (const e of events) if (e.turn_id === turnId) text.add(e);
+      assert.equal(text.value, MAIN_TURNS[i]!.text + CHECKED.text, `turn ${i + 1}'s text, each reply once`);
     }
 
     // Rows: each scripted row once, numbered 1..n.

@@ -26,7 +26,7 @@ export function task(accountId: string, overrides: Partial<TaskRecord> = {}): Ta
 
 export function turn(taskId: string, accountId: string, overrides: Partial<TurnRecord> = {}): TurnRecord {
   return {
-    id: uid('turn'), taskId, accountId, line: accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, offline: false, createdAt: new Date().toISOString(),
+    id: uid('turn'), taskId, accountId, line: accountId, kind: 'continue', status: 'pending', input: 'hi', planOnly: false, offline: false, replyTextStored: false, createdAt: new Date().toISOString(),
     startedAt: null, endedAt: null, leaseOwner: null, leaseExpiresAt: null, creditsUsedMicros: 0, tokensIn: 0, tokensInCached: 0, tokensOut: 0, toolCalls: 0, compactions: 0, error: null, rowsWritten: 0, verifiedRows: 0, changes: { added: 0, changed: 0, unconfirmed: 0 }, ...overrides,
   };
 }
@@ -281,6 +281,19 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       const claimed = await store.transaction((tx) => tx.turns.claim('me', 100, new Date().toISOString(), '2999-01-01T00:00:00.000Z'));
       assert.equal(claimed.find((c) => c.id === crashed.id)?.offline, true);
       assert.equal(claimed.find((c) => c.id === online.id)?.offline, false);
+      await store.turns.releaseLeases('me');
+    });
+
+    it('keeps a running turn\'s mark of stored reply text through a takeover of its lease, until it is cleared', async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const crashed = turn(t.id, accountId, { status: 'running', leaseOwner: 'dead', leaseExpiresAt: '2000-01-01T00:00:00.000Z', startedAt: '2000-01-01T00:00:00.000Z' });
+      await store.turns.insert(crashed);
+      await store.transaction((tx) => tx.turns.update(crashed.id, { replyTextStored: true }));
+      const claimed = await store.transaction((tx) => tx.turns.claim('me', 100, new Date().toISOString(), '2999-01-01T00:00:00.000Z'));
+      assert.equal(claimed.find((c) => c.id === crashed.id)?.replyTextStored, true);
+      await store.transaction((tx) => tx.turns.update(crashed.id, { replyTextStored: false }));
+      assert.equal((await store.turns.get(crashed.id))?.replyTextStored, false);
       await store.turns.releaseLeases('me');
     });
 

@@ -1,7 +1,8 @@
 /**
  * The model's text in a task's events as a reader should see it. A streamed reply that fails
  * part-way is asked for again; the `text` event with `restart: true` that follows its stored
- * text says to drop that text, so the retry's text does not come after a copy of it.
+ * text says to drop that text, so the retry's text does not come after a copy of it. The
+ * restart's own text (most often empty) is kept: an earlier answer the drop took with it.
  */
 import type { TaskEvent } from './types.js';
 

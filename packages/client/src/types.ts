@@ -275,12 +275,13 @@ export type TaskChangedEvent = Schemas['TaskChangedEvent'];
 export type ToolEvent = Schemas['ToolEvent'];
 
 /**
- * A chunk of the model's text. With `restart: true` (and empty `text`), the reply it belonged to
- * was cut off and is asked for again: drop the reply's text so far (`ModelText` does).
+ * A chunk of the model's text. With `restart: true`, the reply it belonged to was cut off and is
+ * asked for again: drop the reply's text so far, then add the event's own `text` as usual (most
+ * often empty: the text of an earlier answer that the drop took with it). `ModelText` does.
  *
  * @example
  * ```ts
- * if (event.type === 'text') process.stdout.write(event.restart ? '\n[cut off: trying again]\n' : event.text);
+ * if (event.type === 'text') process.stdout.write(event.restart ? `\n[cut off: trying again]\n${event.text}` : event.text);
  * ```
  */
 export type TextEvent = Schemas['TextEvent'];

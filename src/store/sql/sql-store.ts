@@ -24,6 +24,7 @@ import * as m000015 from '../migrations/000015_provider_limits.js';
 import * as m000016 from '../migrations/000016_monitors.js';
 import * as m000017 from '../migrations/000017_finding_work.js';
 import * as m000018 from '../migrations/000018_text_search.js';
+import * as m000019 from '../migrations/000019_turn_reply_text.js';
 import type { Repositories, Store } from '../store.js';
 import { SqlAccounts } from './accounts.js';
 import { SqlCluster, type ClusterLink, type Notice } from './cluster.js';
@@ -61,6 +62,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '000016_monitors': m000016,
   '000017_finding_work': m000017,
   '000018_text_search': m000018,
+  '000019_turn_reply_text': m000019,
 };
 
 class StaticMigrations implements MigrationProvider {

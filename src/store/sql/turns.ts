@@ -26,6 +26,7 @@ function toTurn(r: Selectable<TurnsTable>): TurnRecord {
     input: r.input,
     planOnly: Number(r.plan_only) === 1,
     offline: Number(r.offline) === 1,
+    replyTextStored: Number(r.reply_text_stored) === 1,
     createdAt: r.created_at,
     startedAt: r.started_at,
     endedAt: r.ended_at,
@@ -48,6 +49,7 @@ const TURN_COLUMNS: Record<Exclude<keyof TurnPatch, 'changes'>, keyof TurnsTable
   status: 'status', input: 'input', planOnly: 'plan_only', offline: 'offline', startedAt: 'started_at', endedAt: 'ended_at',
   leaseOwner: 'lease_owner', leaseExpiresAt: 'lease_expires_at', creditsUsedMicros: 'credits_used_micros', tokensIn: 'tokens_in',
   tokensInCached: 'tokens_in_cached', tokensOut: 'tokens_out', toolCalls: 'tool_calls', compactions: 'compactions', error: 'error', rowsWritten: 'rows_written', verifiedRows: 'verified_rows',
+  replyTextStored: 'reply_text_stored',
 };
 
 function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
@@ -61,7 +63,7 @@ function turnRow(patch: TurnPatch): Updateable<TurnsTable> {
     }
     const column = TURN_COLUMNS[key as Exclude<keyof TurnPatch, 'changes'>];
     if (key === 'error') row[column] = value === null ? null : JSON.stringify(value);
-    else if (key === 'planOnly' || key === 'offline') row[column] = value ? 1 : 0;
+    else if (key === 'planOnly' || key === 'offline' || key === 'replyTextStored') row[column] = value ? 1 : 0;
     else row[column] = value;
   }
   return row as Updateable<TurnsTable>;

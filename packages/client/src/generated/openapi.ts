@@ -1547,7 +1547,7 @@ export type components = {
             at: string;
             text: string;
             /**
-             * @description The model reply whose text came in this turn's text events since its last event of another kind failed part-way: drop that text. The model is asked again and the new reply's text follows (or, after the last try, the turn's error). Such an event's own text is empty.
+             * @description The model reply whose text came since the turn's last tool event, or its task event turn_started or phase_changed, failed part-way or was cut off by a crash: drop that text. The model is asked again and the new reply's text follows (or, after the last try, the turn's error). Such an event's own text is then added as usual: the text of earlier complete answers that the drop took with it (a text-only answer before the reply to the outputs check), most often empty.
              * @enum {boolean}
              */
             restart?: true;
