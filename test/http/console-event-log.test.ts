@@ -42,6 +42,18 @@ it('a reply cut off at every try leaves no text before the error, and earlier re
   assert.equal(entriesOf(events).at(-1)?.kind, 'note');
 });
 
+it('a cut reply to the outputs check keeps the answer before it, which its restart carries again', () => {
+  const events: TaskEvent[] = [
+    { ...base, seq: 1, type: 'task', reason: 'turn_started', task },
+    { ...base, seq: 2, type: 'text', text: 'No list could be written. ' },
+    { ...base, seq: 3, type: 'text', text: 'Rock of' },
+    { ...base, seq: 4, type: 'text', text: 'No list could be written. ', restart: true },
+    { ...base, seq: 5, type: 'text', text: 'Rock of Ages is in Barre.' },
+    { ...base, seq: 6, type: 'done', outcome: 'completed', output_count: 1, credits_used: 0 },
+  ];
+  assert.deepEqual(texts(events), ['No list could be written. Rock of Ages is in Barre.']);
+});
+
 it('shows the caller\'s words once, where they were said, and each turn\'s length at its end', () => {
   const events: TaskEvent[] = [
     { ...base, seq: 1, type: 'task', reason: 'turn_started', task },

@@ -13,6 +13,7 @@ import { fetchJson } from '../kit/http.js';
 import { dropSchemas, testStoreEnv } from '../kit/postgres.js';
 import { makeDataDir, removeDataDir, startQuarryCli, startServer, type NodeProcess, type ServerProcess } from '../kit/process.js';
 import { LiveView, PlainView } from '../../src/cli/progress-view.js';
+import { eventLine } from '../../src/cli/format.js';
 import type { TaskEvent } from '../../packages/client/src/index.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -310,6 +311,20 @@ describe('quarry CLI', () => {
     ];
   }
 
+  /** A cut reply to the outputs check, whose restart carries the answer before it again. */
+  function cutCheckReply(): TaskEvent[] {
+    const base = { task_id: 'tsk_1', turn_id: 'turn_1', at: new Date().toISOString() };
+    const task = { task_id: 'tsk_1', status: 'execute', phase: 'execute', activity: 'thinking', credits_used: 0 } as any;
+    return [
+      { ...base, seq: 1, type: 'task', reason: 'turn_started', task },
+      { ...base, seq: 2, type: 'text', text: 'No list could be written.\n' },
+      { ...base, seq: 3, type: 'text', text: 'Rock of' },
+      { ...base, seq: 4, type: 'text', text: 'No list could be written.\n', restart: true },
+      { ...base, seq: 5, type: 'text', text: 'Rock of Ages is in Barre.' },
+      { ...base, seq: 6, type: 'done', outcome: 'completed', output_count: 1, credits_used: 0.01 },
+    ];
+  }
+
   /** The rows a terminal shows after `output`: enough of one to follow the live view's moves. */
   function terminalRows(output: string): string[] {
     const rows = [''];
@@ -331,6 +346,20 @@ describe('quarry CLI', () => {
     view.close('ended');
     const shown = terminalRows(screen).filter((line) => line.startsWith('│'));
     assert.deepEqual(shown, ['│ Rock of Ages is in Barre.', '│ Smith quarry is in Barre too.', '│ Both cut granite.']);
+  });
+
+  it('a cut reply to the outputs check keeps the answer before it, on a terminal and in plain output', () => {
+    let screen = '';
+    const live = new LiveView((text) => (screen += text), { color: false, columns: 200 });
+    for (const event of cutCheckReply()) live.event(event);
+    live.close('ended');
+    assert.deepEqual(terminalRows(screen).filter((line) => line.startsWith('│')), ['│ No list could be written.', '│ Rock of Ages is in Barre.']);
+    let out = '';
+    const plain = new PlainView((text) => (out += text));
+    for (const event of cutCheckReply()) plain.event(event);
+    plain.close('ended');
+    assert.deepEqual(out.split('\n').filter((line) => line.startsWith('text:')), ['text: No list could be written. Rock of Ages is in Barre.']);
+    assert.equal(eventLine(cutCheckReply()[3]!), 'text: (the reply was cut off: its text above is dropped, and the model is asked again)\ntext: No list could be written.');
   });
 
   it('a reply cut off and asked for again is one text line in plain output', () => {
