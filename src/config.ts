@@ -44,6 +44,10 @@ export function searchConfigProblem(config: SearchConfig): string | undefined {
 
 export type Role = 'all' | 'api' | 'worker';
 
+/** The fields OpenAI-compatible servers read a reply's token limit from (OpenAI's current one, and the older one). */
+export const MAX_TOKENS_FIELDS = ['max_completion_tokens', 'max_tokens'] as const;
+export type MaxTokensField = (typeof MAX_TOKENS_FIELDS)[number];
+
 export interface ModelConfig {
   /** `demo` is the scripted stand-in of src/agent/providers/demo-model.ts, for trying Quarry without a model. */
   provider: 'openai-compatible' | 'anthropic' | 'demo';
@@ -51,8 +55,17 @@ export interface ModelConfig {
   model: string;
   apiKey: string | undefined;
   stream: boolean;
-  /** Anthropic only: the most tokens a reply may have. */
+  /**
+   * The most tokens a reply may have (QUARRY_MODEL_MAX_TOKENS): Anthropic's `max_tokens`, and what
+   * a capped group reserves for a call's answer.
+   */
   maxTokens: number;
+  /**
+   * QUARRY_MODEL_MAX_TOKENS_FIELD, OpenAI-compatible only: the request field that carries
+   * maxTokens (`max_completion_tokens`, or `max_tokens` for servers that know only that one);
+   * unset, none is sent and the server decides a reply's length.
+   */
+  maxTokensField?: MaxTokensField;
   /** The model's context window (QUARRY_MODEL_CONTEXT_TOKENS): no request goes over it (compaction). */
   contextTokens: number;
   /** QUARRY_MODEL_CACHE_KEY (default on): OpenAI-compatible requests send `prompt_cache_key`. */
@@ -319,7 +332,11 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
     return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL || ANTHROPIC_DEFAULT_BASE_URL, model: env.QUARRY_MODEL || 'claude-sonnet-4-5', ...common };
   }
   if (!env.QUARRY_MODEL_BASE_URL) return undefined;
-  return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL, model: env.QUARRY_MODEL || 'gpt-4o-mini', ...common };
+  const maxTokensField = env.QUARRY_MODEL_MAX_TOKENS_FIELD || undefined;
+  if (maxTokensField !== undefined && !(MAX_TOKENS_FIELDS as readonly string[]).includes(maxTokensField)) {
+    throw new ConfigError(`QUARRY_MODEL_MAX_TOKENS_FIELD must be one of ${MAX_TOKENS_FIELDS.join(', ')} (or unset: no limit is sent), got "${maxTokensField}"`);
+  }
+  return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL, model: env.QUARRY_MODEL || 'gpt-4o-mini', ...common, ...(maxTokensField ? { maxTokensField: maxTokensField as MaxTokensField } : {}) };
 }
 
 function searchConfig(env: NodeJS.ProcessEnv): SearchConfig | undefined {

@@ -81,7 +81,10 @@ function providerFrom(config: Config): ModelProvider | undefined {
   if (!m) return undefined;
   if (m.provider === 'demo') return createDemoProvider();
   if (m.provider === 'anthropic') return createAnthropicProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, maxTokens: m.maxTokens, timeoutMs: m.timeoutMs });
-  return createOpenAICompatibleProvider({ baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, timeoutMs: m.timeoutMs, sendCacheKey: m.sendCacheKey });
+  return createOpenAICompatibleProvider({
+    baseUrl: m.baseUrl, model: m.model, apiKey: m.apiKey, stream: m.stream, timeoutMs: m.timeoutMs, sendCacheKey: m.sendCacheKey,
+    ...(m.maxTokensField ? { maxTokens: { field: m.maxTokensField, tokens: m.maxTokens } } : {}),
+  });
 }
 
 export async function createQuarry(config: Config, opts: QuarryOptions = {}): Promise<Quarry> {

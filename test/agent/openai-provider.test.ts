@@ -6,6 +6,9 @@ import { createOpenAICompatibleProvider, type OpenAICompatibleOptions } from '..
 import type { ModelMessage } from '../../src/agent/providers/model-provider.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../kit/fake-openai-server.js';
 import { abortAndFailureCases, bytes, postAnswering, isProviderError, malformedAnswerCase, request, retryAfterCases, silenceTimeoutCases, statusCases, tokenEstimateCase, type ProviderUnderTest } from '../kit/model-provider-cases.js';
+import { loadConfig, MAX_TOKENS_FIELDS } from '../../src/config.js';
+import { waitIdle } from '../kit/harness.js';
+import { fakeModel, startTestHarness } from '../kit/task-api.js';
 
 const MODEL = 'fake-model-1';
 
@@ -255,5 +258,48 @@ describe('openai-compatible provider: prompt caching', () => {
     fake.script({ text: 'One.' });
     await provider({ sendCacheKey: false }).generate(request({ messages: LONG, cacheKey: 'tsk_granite' }));
     assert.ok(!('prompt_cache_key' in fake.requests[0]!.body));
+  });
+});
+
+describe('openai-compatible provider: an answer\'s token limit', () => {
+  // About 225 tokens at the fake's four characters a token.
+  const LONG_ANSWER = 'Granite from Barre. '.repeat(45);
+
+  it('sends no limit unless told which field carries it, and the answer comes whole', async () => {
+    fake.script({ text: LONG_ANSWER });
+    const response = await provider().generate(request());
+    const { body } = fake.requests[0]!;
+    assert.ok(!('max_completion_tokens' in body) && !('max_tokens' in body), JSON.stringify(body).slice(0, 200));
+    assert.equal(response.text, LONG_ANSWER);
+    assert.equal(response.finishReason, 'stop');
+  });
+
+  for (const field of MAX_TOKENS_FIELDS) {
+    it(`sends the limit as ${field}: the answer stops at it`, async () => {
+      fake.script({ text: LONG_ANSWER });
+      const response = await provider({ maxTokens: { field, tokens: 16 } }).generate(request());
+      assert.equal(fake.requests[0]!.body[field], 16);
+      assert.equal(response.usage.outputTokens, 16);
+      assert.equal(response.text, LONG_ANSWER.slice(0, 64));
+      assert.equal(response.finishReason, 'length');
+    });
+  }
+
+  it('takes the field from QUARRY_MODEL_MAX_TOKENS_FIELD, refusing any other name', () => {
+    const env = { QUARRY_MODEL_BASE_URL: fake.url, QUARRY_MODEL_MAX_TOKENS: '16' };
+    assert.equal(loadConfig(env).model?.maxTokensField, undefined);
+    const model = loadConfig({ ...env, QUARRY_MODEL_MAX_TOKENS_FIELD: 'max_completion_tokens' }).model;
+    assert.deepEqual([model?.maxTokensField, model?.maxTokens], ['max_completion_tokens', 16]);
+    assert.throws(() => loadConfig({ ...env, QUARRY_MODEL_MAX_TOKENS_FIELD: 'maxTokens' }), /QUARRY_MODEL_MAX_TOKENS_FIELD must be one of max_completion_tokens, max_tokens .*got "maxTokens"/);
+  });
+
+  it('reaches a running Quarry\'s model calls', async (t) => {
+    const h = await startTestHarness(t, { env: { QUARRY_MODEL_MAX_TOKENS_FIELD: 'max_tokens', QUARRY_MODEL_MAX_TOKENS: '300' } });
+    const created = await h.request('POST', '/task', { body: { prompt: 'Granite quarries of Vermont?' } });
+    assert.equal(created.status, 200, created.text);
+    await waitIdle(h, created.body.task_id);
+    const sent = fakeModel(h).requests;
+    assert.ok(sent.length > 0);
+    for (const r of sent) assert.equal(r.body.max_tokens, 300);
   });
 });

@@ -29,6 +29,8 @@ export interface FakeRequestBody extends FakeModelRequestBody {
   tools?: { type: string; function: { name: string; description?: string; parameters?: unknown } }[];
   stream_options?: { include_usage?: boolean };
   prompt_cache_key?: string;
+  max_completion_tokens?: number;
+  max_tokens?: number;
 }
 
 export type RecordedRequest = RecordedModelRequest<FakeRequestBody>;
@@ -44,7 +46,7 @@ interface Completion {
   text: string | null;
   toolCalls: { id: string; name: string; arguments: string }[];
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
-  finishReason: 'stop' | 'tool_calls';
+  finishReason: 'stop' | 'tool_calls' | 'length';
 }
 
 export async function startFakeOpenAI(): Promise<FakeOpenAI> {
@@ -93,7 +95,12 @@ function toCompletion(reply: FakeReply, body: FakeRequestBody, index: number, pr
     name: call.name,
     arguments: typeof call.arguments === 'string' ? call.arguments : (JSON.stringify(call.arguments) ?? ''),
   }));
-  const outputChars = toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, reply.text?.length ?? 0);
+  // A text answer longer than the request's limit is cut there (four characters a token), as a
+  // model stops at its limit and says so with `finish_reason: "length"`.
+  const limit = body.max_completion_tokens ?? body.max_tokens;
+  const cut = limit !== undefined && toolCalls.length === 0 && reply.text !== undefined && reply.text.length > limit * 4;
+  const text = cut ? reply.text!.slice(0, limit * 4) : reply.text;
+  const outputChars = toolCalls.reduce((n, c) => n + c.name.length + c.arguments.length, text?.length ?? 0);
   const prompt = promptText(body);
   const usage = reply.usage ?? {
     prompt_tokens: Math.ceil(prompt.length / 4),
@@ -106,10 +113,10 @@ function toCompletion(reply: FakeReply, body: FakeRequestBody, index: number, pr
     created: Math.floor(Date.now() / 1000),
     model: body.model ?? 'fake-model',
     // Like OpenAI: no text next to tool calls is `null`.
-    text: reply.text ?? (toolCalls.length > 0 ? null : ''),
+    text: text ?? (toolCalls.length > 0 ? null : ''),
     toolCalls,
     usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-    finishReason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
+    finishReason: toolCalls.length > 0 ? 'tool_calls' : cut ? 'length' : 'stop',
   };
 }
 

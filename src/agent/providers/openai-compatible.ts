@@ -3,6 +3,7 @@
  * llama.cpp, Ollama, LM Studio, ...). Streams via server-sent events by default.
  */
 import { randomUUID } from 'node:crypto';
+import type { MaxTokensField } from '../../config.js';
 import type { ModelMessage, ModelProvider, ModelProviderError, ModelRequest, ModelResponse, ModelToolCall, ModelToolDefinition } from './model-provider.js';
 import { endpointLimits, isObject, malformedAnswer, modelResponse, parseJsonObject, postToProvider, preview, reportedError, streamEndedEarly, tokenCount, type HttpProviderOptions, type JsonObject, type ProviderAnswer, type ProviderEndpoint } from './provider-http.js';
 
@@ -16,6 +17,8 @@ export interface OpenAICompatibleOptions extends HttpProviderOptions {
   stream?: boolean;
   /** Send the request's cacheKey as `prompt_cache_key` (QUARRY_MODEL_CACHE_KEY). Default true; some servers refuse unknown fields. */
   sendCacheKey?: boolean;
+  /** The most tokens a reply may have, and the field that says so (QUARRY_MODEL_MAX_TOKENS_FIELD); none sent without it. */
+  maxTokens?: { field: MaxTokensField; tokens: number };
 }
 
 const NAME = 'openai-compatible';
@@ -37,7 +40,7 @@ export function createOpenAICompatibleProvider(opts: OpenAICompatibleOptions): M
 
   async function generate(request: ModelRequest): Promise<ModelResponse> {
     // Some servers ignore `stream: true` and answer with a plain completion.
-    const answer = await postToProvider(endpoint, requestBody(opts.model, request, stream, opts.sendCacheKey ?? true), request, async (reply) =>
+    const answer = await postToProvider(endpoint, requestBody(opts, request, stream), request, async (reply) =>
       stream && !reply.isJson ? readEventStream(reply, request) : parseCompletion(await reply.text()),
     );
     const inputTokens = tokenCount(answer.usage?.prompt_tokens);
@@ -51,9 +54,10 @@ export function createOpenAICompatibleProvider(opts: OpenAICompatibleOptions): M
   return { specificationVersion: 'v1', name: NAME, generate };
 }
 
-function requestBody(model: string, request: ModelRequest, stream: boolean, sendCacheKey: boolean): JsonObject {
-  const body: JsonObject = { model, messages: request.messages.map(toWireMessage), stream };
-  if (sendCacheKey && request.cacheKey) body.prompt_cache_key = request.cacheKey;
+function requestBody(opts: OpenAICompatibleOptions, request: ModelRequest, stream: boolean): JsonObject {
+  const body: JsonObject = { model: opts.model, messages: request.messages.map(toWireMessage), stream };
+  if ((opts.sendCacheKey ?? true) && request.cacheKey) body.prompt_cache_key = request.cacheKey;
+  if (opts.maxTokens) body[opts.maxTokens.field] = opts.maxTokens.tokens;
   // OpenAI rejects an empty `tools` array, so tools are sent only when there are some.
   if (request.tools.length > 0) {
     body.tools = request.tools.map(toWireTool);
