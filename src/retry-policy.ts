@@ -144,9 +144,10 @@ export interface RateLimitReport {
 
 /**
  * Reads OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (resets as durations:
- * "20ms", "1s", "6m0s") and Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,
- * output-tokens}-{limit,remaining,reset}` (resets as RFC 3339 times). Values that do not read
- * as numbers are ignored (Azure sends -1 for "none").
+ * "20ms", "1s", "6m0s"), Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,
+ * output-tokens}-{limit,remaining,reset}` (resets as RFC 3339 times), and the request windows of
+ * a search API such as Brave's (windowRequests). Values that do not read as numbers are ignored
+ * (Azure sends -1 for "none").
  */
 export function rateLimitReport(header: (name: string) => string | undefined, now = Date.now()): RateLimitReport {
   const report: RateLimitReport = {};
@@ -176,7 +177,38 @@ export function rateLimitReport(header: (name: string) => string | undefined, no
     return Number.isNaN(at) ? undefined : Math.max(0, at - now);
   };
   for (const kind of ['requests', 'tokens', 'input-tokens', 'output-tokens']) spent(`anthropic-ratelimit-${kind}-remaining`, `anthropic-ratelimit-${kind}-reset`, untilTime);
+  windowRequests(header, report, now);
   return report;
+}
+
+/** A window's reset of more seconds than this (2001-09-09) is a Unix time, not a number of seconds to wait. */
+const EPOCH_RESET_S = 1_000_000_000;
+
+/**
+ * Request windows as Brave's search API states them (and the IETF draft's `RateLimit-*` fields,
+ * with or without `x-`): `x-ratelimit-limit: 1, 15000`, `x-ratelimit-remaining: 0, 14999` and
+ * `x-ratelimit-reset: 1, 1419704` (seconds), one entry per window, whose lengths
+ * `x-ratelimit-policy: 1;w=1, 15000;w=2592000` gives. A window with none remaining is spent until
+ * its reset (a month's quota too: up to the longest hold read); a window of a minute or less
+ * sets the requests a minute. A reset past EPOCH_RESET_S is read as a Unix time, as some APIs
+ * (GitHub's) send it.
+ */
+function windowRequests(header: (name: string) => string | undefined, report: RateLimitReport, now: number): void {
+  const list = (name: string) => (header(`x-${name}`) ?? header(name))?.split(',').map((v) => v.trim());
+  const remaining = list('ratelimit-remaining');
+  const resets = list('ratelimit-reset');
+  remaining?.forEach((value, i) => {
+    const seconds = Number(resets?.[i]);
+    if (value !== '0' || !resets?.[i] || !Number.isFinite(seconds) || seconds < 0) return;
+    const ms = seconds > EPOCH_RESET_S ? Math.max(0, seconds * 1000 - now) : Math.ceil(seconds * 1000);
+    report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
+  });
+  for (const entry of list('ratelimit-policy') ?? []) {
+    const [, limit, window] = /^(\d+)\s*;\s*w\s*=\s*(\d+)/.exec(entry) ?? [];
+    if (!limit || !window || Number(limit) === 0 || Number(window) === 0 || Number(window) > 60) continue;
+    const perMinute = (Number(limit) * 60) / Number(window);
+    report.requestsPerMinute = Math.min(report.requestsPerMinute ?? Infinity, perMinute);
+  }
 }
 
 const DURATION_UNITS_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, µs: 0.001, ns: 0.000001 };

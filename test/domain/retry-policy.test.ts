@@ -93,6 +93,15 @@ describe('rateLimitReport', () => {
       'anthropic-ratelimit-input-tokens-limit': '30000', 'anthropic-ratelimit-output-tokens-remaining': '0', 'anthropic-ratelimit-output-tokens-reset': '2026-01-01T00:00:45Z',
     }), now), { requestsPerMinute: 50, tokensPerMinute: 30_000, spentForMs: 45_000 });
   });
+  it("reads a search API's request windows (Brave's): a spent one's reset in seconds, a short one as requests a minute", () => {
+    const brave = { 'x-ratelimit-limit': '1, 15000', 'x-ratelimit-policy': '1;w=1, 15000;w=2592000', 'x-ratelimit-remaining': '1, 14999', 'x-ratelimit-reset': '1, 1419704' };
+    assert.deepEqual(rateLimitReport(headers(brave)), { requestsPerMinute: 60 }, 'a window of 1 a second is 60 a minute; none spent');
+    assert.deepEqual(rateLimitReport(headers({ ...brave, 'x-ratelimit-remaining': '0, 14998' })), { requestsPerMinute: 60, spentForMs: 1000 });
+    assert.deepEqual(rateLimitReport(headers({ ...brave, 'x-ratelimit-remaining': '1, 0' })), { requestsPerMinute: 60, spentForMs: 86_400_000 }, 'a month\'s quota spent holds for the longest hold read, a day');
+    assert.deepEqual(rateLimitReport(headers({ 'ratelimit-remaining': '0', 'ratelimit-reset': '30', 'ratelimit-policy': '100;w=60' })), { requestsPerMinute: 100, spentForMs: 30_000 }, 'the IETF draft\'s fields, without x-');
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    assert.deepEqual(rateLimitReport(headers({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(now / 1000 + 90) }), now), { spentForMs: 90_000 }, 'a reset as a Unix time');
+  });
   it('reads Go durations', () => {
     assert.deepEqual(['20ms', '1s', '6m0s', '1m30.5s', '1h', '2.5', 'soon', ''].map(durationMs), [20, 1000, 360_000, 90_500, 3_600_000, 2500, undefined, undefined]);
   });

@@ -3,7 +3,8 @@
  * what is over it; QUARRY_MODEL_CONCURRENCY kept while the turns over it wait; a 429 or the
  * rate-limit headers one turn met slowing the other turns (OpenAI's and Anthropic's headers); a
  * turn waiting its place shown as `waiting` in the task's state and body, and the waits in
- * /metrics; the same for web_search: QUARRY_SEARCH_RPM, and a search 429's Retry-After.
+ * /metrics; the same for web_search: QUARRY_SEARCH_RPM, a search 429's Retry-After, and a search
+ * API's rate-limit headers (Brave's).
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
@@ -11,7 +12,7 @@ import { ADMIN_KEY, waitIdle, type Harness } from '../kit/harness.js';
 import { until } from '../kit/bounded-waits.js';
 import { startFakeAnthropic } from '../kit/fake-anthropic-server.js';
 import type { FakeRequestBody } from '../kit/fake-openai-server.js';
-import { startFakeSearch, type FakeSearch } from '../kit/fake-search-server.js';
+import { BRAVE_KEY, startFakeSearch, type FakeSearch } from '../kit/fake-search-server.js';
 import { fakeModel, getTask, startTestHarness, taskState, userText } from '../kit/task-api.js';
 
 async function startTask(h: Harness, prompt: string): Promise<string> {
@@ -234,6 +235,24 @@ test('a search 429 asking for longer than a search waits is told to the model at
   assert.equal((await taskState(h, second)).last_error, null);
   assert.match(toolAnswer('gneiss'), /rate limit for about 3\d{3} s/);
   assert.equal(search.requests.length, 1);
+});
+
+test('a search answer saying the month\'s quota is spent (Brave\'s headers) holds the next searches without a 429', async (t) => {
+  const { h, search } = await startSearchHarness(t, { QUARRY_SEARCH_PROVIDER: 'brave', QUARRY_SEARCH_API_KEY: BRAVE_KEY });
+  search.braveQuota(2);
+  const toolAnswers: string[] = [];
+  for (const prompt of ['granite', 'basalt', 'gneiss']) {
+    const id = await startTask(h, prompt);
+    await waitIdle(h, id, 10_000);
+    assert.equal((await taskState(h, id)).last_error, null);
+    const request = fakeModel(h).requests.find((r) => r.body.messages?.some((m) => m.role === 'tool') && userText(r.body) === prompt);
+    toolAnswers.push(String(request?.body.messages?.find((m) => m.role === 'tool')?.content));
+  }
+  assert.match(toolAnswers[0]!, /^Results for "granite"/);
+  assert.match(toolAnswers[1]!, /^Results for "basalt"/);
+  // The second answer said none of the month's quota is left: the third search is not sent.
+  assert.match(toolAnswers[2]!, /^web_search is held by the search provider's rate limit for about 86400 s/);
+  assert.equal(search.requests.length, 2, 'no search was sent past the quota (none answered 429)');
 });
 
 test('a bad provider limit setting refuses to start, naming it', async () => {

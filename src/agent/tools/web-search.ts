@@ -67,12 +67,12 @@ export function createWebSearchTool(provider: SearchProvider | undefined, gate?:
           };
         }
         try {
-          results = await provider.search(query, max, ctx.signal);
+          results = await provider.search(query, max, ctx.signal, gate && ((report) => void gate.learn(report).catch(() => undefined)));
           break;
         } catch (err) {
           if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;
           if (gate && err.status === 429) {
-            await gate.learn({}, { retryAfterMs: err.retryAfterMs }).catch(() => undefined);
+            await gate.learn(err.rateLimits ?? {}, { retryAfterMs: err.retryAfterMs }).catch(() => undefined);
             continue;
           }
           return { isError: true, content: `The search failed: ${err.message}`, summary: `search failed (${provider.name})` };

@@ -6,7 +6,7 @@
  * fetch_url's address checks.
  */
 import { searchConfigProblem, type SearchConfig, type SearchProviderName } from '../../config.js';
-import { retryAfterMs } from '../../retry-policy.js';
+import { rateLimitReport, retryAfterMs, type RateLimitReport } from '../../retry-policy.js';
 
 
 
@@ -18,7 +18,8 @@ export interface SearchResult {
 
 export interface SearchProvider {
   readonly name: SearchProviderName;
-  search(query: string, maxResults: number, signal: AbortSignal): Promise<SearchResult[]>;
+  /** `onRateLimits`: what each answer's headers say of the provider's limits (a 429's too, which also comes in its SearchError). */
+  search(query: string, maxResults: number, signal: AbortSignal, onRateLimits?: (report: RateLimitReport) => void): Promise<SearchResult[]>;
 }
 
 export interface SearchProviderOptions extends SearchConfig {
@@ -34,6 +35,8 @@ export class SearchError extends Error {
     readonly status?: number,
     /** How long the provider asked to be left alone (its `Retry-After`), when it said. */
     readonly retryAfterMs?: number,
+    /** What the failed answer's headers said of the provider's limits. */
+    readonly rateLimits?: RateLimitReport,
   ) {
     super(message);
     this.name = 'SearchError';
@@ -52,7 +55,7 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
   const name = opts.provider;
 
   /** Calls the provider's API and returns its JSON answer. */
-  async function call(url: string, init: RequestInit, signal: AbortSignal): Promise<unknown> {
+  async function call(url: string, init: RequestInit, signal: AbortSignal, onRateLimits: ((report: RateLimitReport) => void) | undefined): Promise<unknown> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = AbortSignal.any([signal, timeout]);
     let response: Response;
@@ -70,14 +73,17 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
       if (signal.aborted) throw signal.reason;
       throw new SearchError(`${name} answer could not be read: ${describe(err)}`);
     }
+    // Read from every answer, so that searches slow down before the provider refuses one.
+    const rateLimits = rateLimitReport((header) => response.headers.get(header) ?? undefined);
     if (!response.ok) {
       let hint = '';
       if (name === 'searxng' && response.status === 403) hint = ' (is "json" listed under search.formats in SearXNG\'s settings.yml?)';
       if (response.status === 401 || response.status === 403) hint ||= ' (check QUARRY_SEARCH_API_KEY)';
       if (response.status === 429) hint = ' (rate limited: try again later, or search less often)';
       const retryAfter = response.status === 429 ? retryAfterMs((header) => response.headers.get(header) ?? undefined) : undefined;
-      throw new SearchError(`${name} answered HTTP ${response.status}${hint}: ${preview(errorMessage(text))}`, response.status, retryAfter);
+      throw new SearchError(`${name} answered HTTP ${response.status}${hint}: ${preview(errorMessage(text))}`, response.status, retryAfter, rateLimits);
     }
+    onRateLimits?.(rateLimits);
     try {
       return JSON.parse(text);
     } catch {
@@ -91,13 +97,13 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
     case 'searxng':
       return {
         name,
-        async search(query, maxResults, signal) {
+        async search(query, maxResults, signal, onRateLimits) {
           const url = new URL(`${base('')}/search`);
           url.searchParams.set('q', query);
           url.searchParams.set('format', 'json');
           const headers: Record<string, string> = { accept: 'application/json' };
           if (opts.apiKey) headers.authorization = `Bearer ${opts.apiKey}`;
-          const json = await call(url.href, { method: 'GET', headers }, signal);
+          const json = await call(url.href, { method: 'GET', headers }, signal, onRateLimits);
           const results = isObject(json) && Array.isArray(json.results) ? json.results : [];
           return normalize(results.map((r: unknown) => (isObject(r) ? { title: r.title, url: r.url, snippet: r.content } : {})), maxResults);
         },
@@ -105,12 +111,12 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
     case 'brave':
       return {
         name,
-        async search(query, maxResults, signal) {
+        async search(query, maxResults, signal, onRateLimits) {
           const url = new URL(`${base(BRAVE_DEFAULT_URL)}/res/v1/web/search`);
           url.searchParams.set('q', query);
           url.searchParams.set('count', String(Math.min(maxResults, 20)));
           const headers = { accept: 'application/json', 'x-subscription-token': opts.apiKey! };
-          const json = await call(url.href, { method: 'GET', headers }, signal);
+          const json = await call(url.href, { method: 'GET', headers }, signal, onRateLimits);
           const web = isObject(json) && isObject(json.web) ? json.web : {};
           const results = Array.isArray(web.results) ? web.results : [];
           return normalize(
@@ -127,10 +133,10 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
     case 'tavily':
       return {
         name,
-        async search(query, maxResults, signal) {
+        async search(query, maxResults, signal, onRateLimits) {
           const headers = { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${opts.apiKey!}` };
           const body = JSON.stringify({ api_key: opts.apiKey, query, max_results: Math.min(maxResults, 20), search_depth: 'basic' });
-          const json = await call(`${base(TAVILY_DEFAULT_URL)}/search`, { method: 'POST', headers, body }, signal);
+          const json = await call(`${base(TAVILY_DEFAULT_URL)}/search`, { method: 'POST', headers, body }, signal, onRateLimits);
           const results = isObject(json) && Array.isArray(json.results) ? json.results : [];
           return normalize(results.map((r: unknown) => (isObject(r) ? { title: r.title, url: r.url, snippet: r.content } : {})), maxResults);
         },
