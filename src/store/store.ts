@@ -160,6 +160,13 @@ export interface StepsRepository {
 
 // ---- events -----------------------------------------------------------------------------------
 
+/** A turn's text event (`restart`: it withdrew the reply cut off before it), or a tool call as a null text. */
+export interface TurnText {
+  turnId: string;
+  text: string | null;
+  restart?: true;
+}
+
 export interface EventsRepository {
   /** Stores events (one statement for all of them). */
   insert(events: EventRecord[]): Promise<void>;
@@ -169,7 +176,7 @@ export interface EventsRepository {
    * The text and tool events of these turns of the task, in order, with the data of the text
    * events only: enough to read what each turn said last (its text after its last tool call).
    */
-  turnTexts(taskId: string, turnIds: readonly string[]): Promise<{ turnId: string; text: string | null }[]>;
+  turnTexts(taskId: string, turnIds: readonly string[]): Promise<TurnText[]>;
   /** The seq of the last stored event of each of these streams (tasks or groups) that has any. */
   lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>>;
 }

@@ -6,11 +6,12 @@ import type { ChangesQuery, OutputDecl, RowChange, TaskState } from '../contract
 import { QuarryError } from '../errors.js';
 import type { EventFollower } from '../events/event-follower.js';
 import type { EventRecord, OutputStatsRecord, SourceSnapshotInfo, SourceSnapshotRecord, TaskListFilter, TaskRecord, TaskStateRecord, TurnRecord } from '../domain/records.js';
-import type { Store, TaskListCursor, TaskListPage } from '../store/store.js';
+import type { Store, TaskListCursor, TaskListPage, TurnText } from '../store/store.js';
 import { activeOutputOf, isVisibleTo } from '../domain/task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
 import { changeView } from './keyed-rows.js';
 
+export type { TurnText } from '../store/store.js';
 
 /** The list cursor is opaque to clients: base64url of the last task's sort key. */
 function encodeCursor(c: TaskListCursor): string {
@@ -126,7 +127,7 @@ export class TaskQueries {
   }
 
   /** The `text` events of these turns, in order, each tool call between them as a null text. */
-  turnTexts(task: TaskRecord, turnIds: readonly string[]): Promise<{ turnId: string; text: string | null }[]> {
+  turnTexts(task: TaskRecord, turnIds: readonly string[]): Promise<TurnText[]> {
     return this.store.events.turnTexts(task.id, turnIds);
   }
 

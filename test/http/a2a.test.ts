@@ -366,6 +366,24 @@ describe('A2A endpoint', () => {
     assert.deepEqual(said(await listed(2)), [['user', 'Second question'], ['agent', 'Second answer.']]);
   });
 
+  it('a reply cut off and asked for again is the closing text once in the task\'s status and history; the stream marks its restart frame', async () => {
+    const REPLY = 'Granite quarries of Vermont: Rock of Ages, Barre, and the Smith quarry, all still cut today.';
+    let tries = 0;
+    // Events 300 ms apart outlast the 250 ms text coalescing: part of the reply is stored before the cut.
+    const marker = scripted(() => (tries++ === 0 ? { text: REPLY, chunkDelayMs: 300, cutAfterEvents: 3 } : { text: REPLY }));
+    const frames: StreamResponse[] = [];
+    for await (const frame of client.sendMessageStream({ tenant: '', message: message(`Vermont granite ${marker}`), configuration: undefined, metadata: undefined })) frames.push(frame);
+    assert.equal(tries, 2, 'the reply was cut, then asked for again');
+    const statuses = frames.flatMap((f) => (f.payload?.$case === 'statusUpdate' ? [f.payload.value] : []));
+    assert.equal(statuses.filter((s) => s.metadata?.['quarry/restart'] === true).length, 1, 'the withdrawn text is marked for the client to drop');
+    const last = statuses.at(-1)!;
+    assert.equal(stateName(last.status?.state), 'TASK_STATE_COMPLETED');
+    const textOf = (m: Message | undefined) => (m?.parts[0]?.content as { value: string } | undefined)?.value;
+    const got = await client.getTask({ tenant: '', id: (frames[0]!.payload!.value as Task).id });
+    assert.equal(textOf(got.status?.message), REPLY);
+    assert.deepEqual(got.history.filter((m) => m.role === Role.ROLE_AGENT).map(textOf), [REPLY]);
+  });
+
   it('a negative historyLength or a statusTimestampAfter that is no timestamp is -32602 naming the field', async () => {
     const task = await send(client, message('History bounds'), true);
     const badParam = async (promise: Promise<unknown>, param: string) => {

@@ -7,7 +7,7 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type StreamResponse, type Task as A2ATask } from '@a2a-js/sdk';
 import type { DoneEvent, ErrorEvent, OutputDecl, TaskChangedEvent, TaskEvent, ToolEvent } from '../../contract/index.js';
 import type { EventRecord, TaskRecord } from '../../domain/records.js';
-import type { TaskQueries } from '../../tasks/task-queries.js';
+import type { TaskQueries, TurnText } from '../../tasks/task-queries.js';
 import { toTaskView } from '../../domain/task-view.js';
 import { leavesTaskIdle } from '../../http/sse.js';
 
@@ -71,12 +71,15 @@ export async function readHistory(queries: TaskQueries, task: TaskRecord, limit:
   return messages.slice(-limit);
 }
 
-/** Per turn, its text after its last tool call (what recapOf reads for the last turn). */
-function closingTexts(events: readonly { turnId: string; text: string | null }[]): Map<string, string> {
+/**
+ * Per turn, its text after its last tool call (what recapOf reads for the last turn). A restart
+ * drops the text before it and carries what of it stands (docs/api.md, a reply cut off).
+ */
+function closingTexts(events: readonly TurnText[]): Map<string, string> {
   const chunks = new Map<string, string[]>();
-  for (const { turnId, text } of events) {
+  for (const { turnId, text, restart } of events) {
     let parts = chunks.get(turnId);
-    if (!parts || text === null) chunks.set(turnId, (parts = []));
+    if (!parts || text === null || restart) chunks.set(turnId, (parts = []));
     if (text !== null) parts.push(text);
   }
   const texts = new Map<string, string>();
@@ -116,7 +119,10 @@ export function recapOf(recent: readonly EventRecord[]): TurnRecap {
     } else if (event.type === 'tool') {
       closing = false;
     } else if (event.type === 'text' && closing) {
-      chunks.unshift((JSON.parse(event.data) as { text: string }).text);
+      const { text, restart } = JSON.parse(event.data) as { text: string; restart?: true };
+      chunks.unshift(text);
+      // A restart withdrew the text before it (a reply cut off) and carries what of it stands.
+      if (restart) closing = false;
     }
   }
   const text = chunks.join('').trim();
@@ -250,7 +256,8 @@ export class EventFrames {
       case 'task':
         return this.taskEvent(event, seq);
       case 'text':
-        return { frames: [this.status(seq, event.at, TaskState.TASK_STATE_WORKING, event.text, { 'quarry/event': 'text' })], last: false };
+        // A restart withdraws the reply's text so far (docs/api.md, a reply cut off): marked so a client drops it.
+        return { frames: [this.status(seq, event.at, TaskState.TASK_STATE_WORKING, event.text, { 'quarry/event': 'text', ...(event.restart ? { 'quarry/restart': true } : {}) })], last: false };
       case 'tool':
         return { frames: await this.toolEvent(event, seq), last: false };
       case 'error':

@@ -33,7 +33,11 @@ export class SqlEvents extends SqlRepository implements EventsRepository {
       .select((eb) => ['turn_id', eb.case().when('type', '=', 'text').then(eb.ref('data')).else(null).end().as('data')])
       .where('task_id', '=', taskId).where('turn_id', 'in', turnIds).where('type', 'in', ['text', 'tool'])
       .orderBy('seq').execute();
-    return rows.map((r) => ({ turnId: r.turn_id!, text: r.data === null ? null : (JSON.parse(r.data) as { text: string }).text }));
+    return rows.map((r) => {
+      if (r.data === null) return { turnId: r.turn_id!, text: null };
+      const { text, restart } = JSON.parse(r.data) as { text: string; restart?: true };
+      return { turnId: r.turn_id!, text, ...(restart ? { restart } : {}) };
+    });
   }
 
   async lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>> {
