@@ -21,6 +21,9 @@ def main(prompt: str) -> int:
             if event["type"] == "tool":
                 print(f"  {event['name']} {event['state']} {event.get('summary') or ''}")
             elif event["type"] == "text":
+                # A restart withdraws the reply's text so far (it was cut off and is asked for again).
+                if event.get("restart"):
+                    print("\n[cut off: asked again]")
                 print(event["text"], end="", flush=True)
             elif event["type"] == "error":
                 print(f"\nerror: {event['error']}: {event['message']}")
