@@ -181,8 +181,20 @@ export function rateLimitReport(header: (name: string) => string | undefined, no
   return report;
 }
 
-/** A window's reset of more seconds than this (2001-09-09) is a Unix time, not a number of seconds to wait. */
+/** A window's reset of more than this (2001-09-09 in seconds) is a Unix time, not a number of seconds to wait. */
 const EPOCH_RESET_S = 1_000_000_000;
+
+/** A window's reset as ms from now: seconds to wait, a Unix time in seconds or in ms, or an HTTP date. */
+function resetMs(value: string, now: number): number | undefined {
+  if (!/^\d+(\.\d+)?$/.test(value)) {
+    const at = Date.parse(value);
+    return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  }
+  const n = Number(value);
+  if (n > EPOCH_RESET_S * 1000) return Math.max(0, n - now);
+  if (n > EPOCH_RESET_S) return Math.max(0, n * 1000 - now);
+  return Math.ceil(n * 1000);
+}
 
 /**
  * Request windows as Brave's search API states them (and the IETF draft's `RateLimit-*` fields,
@@ -190,18 +202,19 @@ const EPOCH_RESET_S = 1_000_000_000;
  * `x-ratelimit-reset: 1, 1419704` (seconds), one entry per window, whose lengths
  * `x-ratelimit-policy: 1;w=1, 15000;w=2592000` gives. A window with none remaining is spent until
  * its reset (a month's quota too: up to the longest hold read); a window of a minute or less
- * sets the requests a minute. A reset past EPOCH_RESET_S is read as a Unix time, as some APIs
- * (GitHub's) send it.
+ * sets the requests a minute. A reset is read as seconds to wait, or as a time as other APIs
+ * send it: a Unix time in seconds (GitHub's) or milliseconds (OpenRouter's), or an HTTP date.
  */
 function windowRequests(header: (name: string) => string | undefined, report: RateLimitReport, now: number): void {
-  const list = (name: string) => (header(`x-${name}`) ?? header(name))?.split(',').map((v) => v.trim());
+  const raw = (name: string) => header(`x-${name}`) ?? header(name);
+  const list = (name: string) => raw(name)?.split(',').map((v) => v.trim());
   const remaining = list('ratelimit-remaining');
-  const resets = list('ratelimit-reset');
+  // An HTTP date has a comma of its own: a reset that is not a list of numbers is one value.
+  const reset = raw('ratelimit-reset');
+  const resets = reset === undefined || /^[\d.,\s]+$/.test(reset) ? list('ratelimit-reset') : [reset.trim()];
   remaining?.forEach((value, i) => {
-    const seconds = Number(resets?.[i]);
-    if (value !== '0' || !resets?.[i] || !Number.isFinite(seconds) || seconds < 0) return;
-    const ms = seconds > EPOCH_RESET_S ? Math.max(0, seconds * 1000 - now) : Math.ceil(seconds * 1000);
-    report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
+    const ms = value === '0' && resets?.[i] ? resetMs(resets[i], now) : undefined;
+    if (ms !== undefined) report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
   });
   for (const entry of list('ratelimit-policy') ?? []) {
     const [, limit, window] = /^(\d+)\s*;\s*w\s*=\s*(\d+)/.exec(entry) ?? [];

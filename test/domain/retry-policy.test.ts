@@ -101,6 +101,9 @@ describe('rateLimitReport', () => {
     assert.deepEqual(rateLimitReport(headers({ 'ratelimit-remaining': '0', 'ratelimit-reset': '30', 'ratelimit-policy': '100;w=60' })), { requestsPerMinute: 100, spentForMs: 30_000 }, 'the IETF draft\'s fields, without x-');
     const now = Date.parse('2026-01-01T00:00:00Z');
     assert.deepEqual(rateLimitReport(headers({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(now / 1000 + 90) }), now), { spentForMs: 90_000 }, 'a reset as a Unix time');
+    assert.deepEqual(rateLimitReport(headers({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(now + 90_000) }), now), { spentForMs: 90_000 }, 'in ms');
+    assert.deepEqual(rateLimitReport(headers({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': 'Thu, 01 Jan 2026 00:01:30 GMT' }), now), { spentForMs: 90_000 }, 'as an HTTP date');
+    assert.deepEqual(rateLimitReport(headers({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': 'soon' }), now), {}, 'a reset that reads as no time says nothing');
   });
   it('reads Go durations', () => {
     assert.deepEqual(['20ms', '1s', '6m0s', '1m30.5s', '1h', '2.5', 'soon', ''].map(durationMs), [20, 1000, 360_000, 90_500, 3_600_000, 2500, undefined, undefined]);
