@@ -90,7 +90,7 @@ export class TaskTurnPort implements TurnPort {
     this.signal = opts.signal;
     this.steps = opts.steps;
     this.replyTextStored = turn.replyTextStored;
-    this.keptText = keptReplyText(opts.steps);
+    this.keptText = keptReplyText(opts.steps, task.phase);
     this.userMessages = opts.userMessages;
     this.currentSpec = task.spec;
     this.phase = task.phase;
@@ -292,18 +292,17 @@ export class TaskTurnPort implements TurnPort {
 
 /**
  * What a resumed turn's stored steps leave a reader counting in the reply under way: the text of
- * the text-only answers since the last reply with tool calls (whose tool events start a reply)
- * in the phase of the last answer (a phase change starts one too).
+ * the text-only answers since the last reply with tool calls (whose tool events start a reply),
+ * made in the phase the task is in now (a move to it was stored as `phase_changed`, which starts
+ * a reply too).
  */
-function keptReplyText(steps: readonly StoredStep[]): string {
+function keptReplyText(steps: readonly StoredStep[], phase: TaskPhase | null): string {
   let kept = '';
-  let phase: TaskPhase | undefined;
   for (let i = steps.length - 1; i >= 0; i--) {
     const step = steps[i]!;
     if (step.type === 'tool' || step.type === 'tools') break;
     if (step.type !== 'model') continue;
-    if (step.toolCalls.length > 0 || (phase !== undefined && step.phase !== phase)) break;
-    phase = step.phase;
+    if (step.toolCalls.length > 0 || step.phase !== phase) break;
     kept = step.text + kept;
   }
   return kept;

@@ -12,7 +12,7 @@ import { ProviderGate, ProviderWaitTooLong } from '../../src/agent/providers/pro
 import type { LimitedProvider } from '../../src/metrics/metrics.js';
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { until } from '../kit/bounded-waits.js';
+import { until, within } from '../kit/bounded-waits.js';
 
 /** A gate with no limits of its own over a fresh migrated SQLite store, closed after the test. */
 async function gateOverStore(t: TestContext, provider: LimitedProvider): Promise<ProviderGate> {
@@ -48,6 +48,19 @@ test('a call given its start before such a hold, which the hold would take past 
   await sleep(100);
   await gate.learn({}, { retryAfterMs: 1000 });
   await assert.rejects(call, (err: Error) => err instanceof ProviderWaitTooLong);
+});
+
+test('a call aborted while its start is being reserved is refused at once, leaving no timer behind', async (t) => {
+  const gate = await gateOverStore(t, 'model');
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  await gate.learn({}, { retryAfterMs: 60_000 });
+  const before = timers();
+  const abort = new AbortController();
+  const call = gate.acquire({ tokens: () => 0, signal: abort.signal, deadline: Infinity });
+  // At once: the pump is reserving the call's start in the store, not asleep.
+  abort.abort(new Error('turn stopped'));
+  await within(assert.rejects(call, /turn stopped/), 2000, 'the aborted call to be refused');
+  await until('the gate\'s timers to be cleared', () => timers() === before);
 });
 
 test('calls aborted while they wait for a start far ahead leave no timer behind (a closing process is not held open)', async (t) => {

@@ -143,4 +143,11 @@ describe('TaskTurnPort text of a reply asked for again', () => {
     await plain.port.withdrawText();
     assert.deepEqual(plain.calls, [], 'nothing stored of a reply under way: nothing to withdraw');
   });
+
+  it('taken up again in the first reply after the move to execute: keeps none of the plan answer (the move started a reply)', async () => {
+    const steps: StoredStep[] = [answer('A plan.', 'plan'), { type: 'nudge', content: 'Carry the plan out.' }];
+    const { port, calls } = portFor(task(), { turn: { replyTextStored: true }, steps });
+    await port.withdrawText();
+    assert.deepEqual(calls, [{ method: 'withdrawReplyText', args: [''] }]);
+  });
 });

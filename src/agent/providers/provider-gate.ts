@@ -153,6 +153,8 @@ export class ProviderGate {
    * now on. A 429 blocks for its Retry-After, or a second when it names none.
    */
   async learn(report: RateLimitReport, rejected?: { retryAfterMs: number | undefined }): Promise<void> {
+    // An answer that says nothing of the limits (most, from a server that sends no such headers) teaches nothing.
+    if (!rejected && report.spentForMs === undefined && report.requestsPerMinute === undefined && report.tokensPerMinute === undefined) return;
     const now = this.now();
     const blockMs = rejected ? rejected.retryAfterMs ?? report.spentForMs ?? BARE_429_BLOCK_MS : report.spentForMs;
     const blockedUntil = blockMs === undefined ? undefined : now + blockMs;
@@ -241,6 +243,15 @@ export class ProviderGate {
           this.queue.shift();
           this.leave(head);
           head.reject(err);
+          continue;
+        }
+        // Aborted while its start was being reserved (its abort found no pump asleep to wake): the
+        // reservation is handed back now, not when its start would have come.
+        if (head.signal.aborted) {
+          this.queue.shift();
+          this.leave(head);
+          if (!('busy' in reservation)) this.releaseCall(reservation.callId);
+          head.reject(head.signal.reason);
           continue;
         }
         if ('busy' in reservation) {
