@@ -183,6 +183,13 @@ const HOUR_MS = 60 * 60 * 1000;
 
 class ConfigError extends Error {}
 
+/** A setting that is one of `values`, or unset (or empty; `whenUnset` says what that means). */
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], whenUnset?: string): T | undefined {
+  const value = env[name] || undefined;
+  if (value === undefined || (values as readonly string[]).includes(value)) return value as T | undefined;
+  throw new ConfigError(`${name} must be one of ${values.join(', ')}${whenUnset ? ` (or unset: ${whenUnset})` : ''}, got "${value}"`);
+}
+
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -332,20 +339,14 @@ function modelConfig(env: NodeJS.ProcessEnv): ModelConfig | undefined {
     return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL || ANTHROPIC_DEFAULT_BASE_URL, model: env.QUARRY_MODEL || 'claude-sonnet-4-5', ...common };
   }
   if (!env.QUARRY_MODEL_BASE_URL) return undefined;
-  const maxTokensField = env.QUARRY_MODEL_MAX_TOKENS_FIELD || undefined;
-  if (maxTokensField !== undefined && !(MAX_TOKENS_FIELDS as readonly string[]).includes(maxTokensField)) {
-    throw new ConfigError(`QUARRY_MODEL_MAX_TOKENS_FIELD must be one of ${MAX_TOKENS_FIELDS.join(', ')} (or unset: no limit is sent), got "${maxTokensField}"`);
-  }
-  return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL, model: env.QUARRY_MODEL || 'gpt-4o-mini', ...common, ...(maxTokensField ? { maxTokensField: maxTokensField as MaxTokensField } : {}) };
+  const maxTokensField = oneOf(env, 'QUARRY_MODEL_MAX_TOKENS_FIELD', MAX_TOKENS_FIELDS, 'no limit is sent');
+  return { provider, baseUrl: env.QUARRY_MODEL_BASE_URL, model: env.QUARRY_MODEL || 'gpt-4o-mini', ...common, ...(maxTokensField ? { maxTokensField } : {}) };
 }
 
 function searchConfig(env: NodeJS.ProcessEnv): SearchConfig | undefined {
-  const provider = env.QUARRY_SEARCH_PROVIDER;
+  const provider = oneOf(env, 'QUARRY_SEARCH_PROVIDER', SEARCH_PROVIDERS);
   if (!provider) return undefined;
-  if (!(SEARCH_PROVIDERS as readonly string[]).includes(provider)) {
-    throw new ConfigError(`QUARRY_SEARCH_PROVIDER must be one of ${SEARCH_PROVIDERS.join(', ')}, got "${provider}"`);
-  }
-  const config: SearchConfig = { provider: provider as SearchConfig['provider'], url: env.QUARRY_SEARCH_URL || undefined, apiKey: env.QUARRY_SEARCH_API_KEY || undefined };
+  const config: SearchConfig = { provider, url: env.QUARRY_SEARCH_URL || undefined, apiKey: env.QUARRY_SEARCH_API_KEY || undefined };
   const problem = searchConfigProblem(config);
   if (problem) throw new ConfigError(problem);
   return config;

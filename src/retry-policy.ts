@@ -123,9 +123,19 @@ export function retryAfterMs(header: (name: string) => string | undefined, now =
   const value = header('retry-after')?.trim();
   if (!value) return undefined;
   if (/^\d+(\.\d+)?$/.test(value)) return Math.min(Math.ceil(Number(value) * 1000), RETRY_AFTER_READ_CAP_MS);
+  const until = msUntil(value, now);
+  return until === undefined ? undefined : Math.min(until, RETRY_AFTER_READ_CAP_MS);
+}
+
+/** The ms from `now` until a time written as a date (an HTTP date, RFC 3339), 0 once past; undefined when it is none. */
+function msUntil(value: string, now: number): number | undefined {
   const at = Date.parse(value);
-  if (Number.isNaN(at)) return undefined;
-  return Math.min(Math.max(0, at - now), RETRY_AFTER_READ_CAP_MS);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** A limit is spent for `ms` more (when known): the report keeps the longest hold, up to the longest read. */
+function holdFor(report: RateLimitReport, ms: number | undefined): void {
+  if (ms !== undefined) report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
 }
 
 /**
@@ -158,8 +168,7 @@ export function rateLimitReport(header: (name: string) => string | undefined, no
   const spent = (remaining: string, reset: string, read: (value: string) => number | undefined) => {
     if (count(remaining) !== 0) return;
     const value = header(reset);
-    const ms = value === undefined ? undefined : read(value.trim());
-    if (ms !== undefined) report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
+    holdFor(report, value === undefined ? undefined : read(value.trim()));
   };
   const positive = (n: number | undefined) => (n !== undefined && n > 0 ? n : undefined);
   const minimum = (...values: (number | undefined)[]) => {
@@ -172,11 +181,7 @@ export function rateLimitReport(header: (name: string) => string | undefined, no
   if (requests !== undefined) report.requestsPerMinute = requests;
   if (tokens !== undefined) report.tokensPerMinute = tokens;
   for (const kind of ['requests', 'tokens']) spent(`x-ratelimit-remaining-${kind}`, `x-ratelimit-reset-${kind}`, durationMs);
-  const untilTime = (value: string) => {
-    const at = Date.parse(value);
-    return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-  };
-  for (const kind of ['requests', 'tokens', 'input-tokens', 'output-tokens']) spent(`anthropic-ratelimit-${kind}-remaining`, `anthropic-ratelimit-${kind}-reset`, untilTime);
+  for (const kind of ['requests', 'tokens', 'input-tokens', 'output-tokens']) spent(`anthropic-ratelimit-${kind}-remaining`, `anthropic-ratelimit-${kind}-reset`, (value) => msUntil(value, now));
   windowRequests(header, report, now);
   return report;
 }
@@ -186,10 +191,7 @@ const EPOCH_RESET_S = 1_000_000_000;
 
 /** A window's reset as ms from now: seconds to wait, a Unix time in seconds or in ms, or an HTTP date. */
 function resetMs(value: string, now: number): number | undefined {
-  if (!/^\d+(\.\d+)?$/.test(value)) {
-    const at = Date.parse(value);
-    return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-  }
+  if (!/^\d+(\.\d+)?$/.test(value)) return msUntil(value, now);
   const n = Number(value);
   if (n > EPOCH_RESET_S * 1000) return Math.max(0, n - now);
   if (n > EPOCH_RESET_S) return Math.max(0, n * 1000 - now);
@@ -213,8 +215,7 @@ function windowRequests(header: (name: string) => string | undefined, report: Ra
   const reset = raw('ratelimit-reset');
   const resets = reset === undefined || /^[\d.,\s]+$/.test(reset) ? list('ratelimit-reset') : [reset.trim()];
   remaining?.forEach((value, i) => {
-    const ms = value === '0' && resets?.[i] ? resetMs(resets[i], now) : undefined;
-    if (ms !== undefined) report.spentForMs = Math.min(Math.max(report.spentForMs ?? 0, ms), RETRY_AFTER_READ_CAP_MS);
+    if (value === '0' && resets?.[i]) holdFor(report, resetMs(resets[i], now));
   });
   for (const entry of list('ratelimit-policy') ?? []) {
     const [, limit, window] = /^(\d+)\s*;\s*w\s*=\s*(\d+)/.exec(entry) ?? [];

@@ -442,7 +442,7 @@ export class Agent {
             port.text(delta);
           },
           // What every answer says of the limits reaches the other turns before they hit them.
-          onRateLimits: gate && ((report) => void gate.learn(report).catch(() => undefined)),
+          onRateLimits: gate?.onRateLimits,
         });
         permit?.release(reply.usage.inputTokens + reply.usage.outputTokens);
         // A reply that came whole (no stream asked for, or a server that ignored `stream: true`)

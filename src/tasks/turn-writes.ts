@@ -29,8 +29,6 @@ export interface StepText {
   stored: boolean;
 }
 
-const NO_TEXT: StepText = { text: '', stored: false };
-
 const NO_TALLY: RowTally = { verified: 0, cells: { supported: 0, unsupported: 0, unchecked: 0 } };
 
 /** The running turn's side of the task state machine. */
@@ -165,7 +163,7 @@ export class TurnWrites {
    * another step of that number was stored (another worker got there first). `cappedGroupId`:
    * the task is a run of that group, which has max_credits: the charge is added to its spend.
    */
-  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, reply: StepText = NO_TEXT, cappedGroupId?: string): Promise<Charge | null> {
+  async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, reply: StepText, cappedGroupId?: string): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: Charge | null = null;
     await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {

@@ -50,29 +50,33 @@ test('a call given its start before such a hold, which the hold would take past 
   await assert.rejects(call, (err: Error) => err instanceof ProviderWaitTooLong);
 });
 
-test('a call aborted while its start is being reserved is refused at once, leaving no timer behind', async (t) => {
+/** The timers the process has set and not yet cleared or fired. */
+const activeTimers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+
+/** A gate whose calls a 429 holds for a minute, and the count of timers before any call waits. */
+async function heldGate(t: TestContext): Promise<{ gate: ProviderGate; timersBefore: number }> {
   const gate = await gateOverStore(t, 'model');
-  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
   await gate.learn({}, { retryAfterMs: 60_000 });
-  const before = timers();
+  return { gate, timersBefore: activeTimers() };
+}
+
+test('a call aborted while its start is being reserved is refused at once, leaving no timer behind', async (t) => {
+  const { gate, timersBefore } = await heldGate(t);
   const abort = new AbortController();
   const call = gate.acquire({ tokens: () => 0, signal: abort.signal, deadline: Infinity });
   // At once: the pump is reserving the call's start in the store, not asleep.
   abort.abort(new Error('turn stopped'));
   await within(assert.rejects(call, /turn stopped/), 2000, 'the aborted call to be refused');
-  await until('the gate\'s timers to be cleared', () => timers() === before);
+  await until('the gate\'s timers to be cleared', () => activeTimers() === timersBefore);
 });
 
 test('calls aborted while they wait for a start far ahead leave no timer behind (a closing process is not held open)', async (t) => {
-  const gate = await gateOverStore(t, 'model');
-  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-  await gate.learn({}, { retryAfterMs: 60_000 });
-  const before = timers();
+  const { gate, timersBefore } = await heldGate(t);
   const aborts = [new AbortController(), new AbortController()];
   const calls = aborts.map((a) => gate.acquire({ tokens: () => 0, signal: a.signal, deadline: Infinity }));
   // The first call is given its start at the hold's end; the second waits behind it.
-  await until('the gate to set its timers', () => timers() > before);
+  await until('the gate to set its timers', () => activeTimers() > timersBefore);
   for (const a of aborts) a.abort(new Error('turn stopped'));
   for (const call of calls) await assert.rejects(call, /turn stopped/);
-  await until('the gate\'s timers to be cleared', () => timers() === before);
+  await until('the gate\'s timers to be cleared', () => activeTimers() === timersBefore);
 });

@@ -36,6 +36,12 @@ async function startSearchHarness(t: TestContext, env: Record<string, string> = 
   return { h, search };
 }
 
+/** What web_search answered the turn whose prompt was `prompt` (the tool result its next model request carried). */
+function toolAnswer(h: Harness, prompt: string): string {
+  const request = fakeModel(h).requests.find((r) => r.body.messages?.some((m) => m.role === 'tool') && userText(r.body) === prompt);
+  return String(request?.body.messages?.find((m) => m.role === 'tool')?.content);
+}
+
 function sample(text: string, line: RegExp): number | undefined {
   const m = line.exec(text);
   return m ? Number(m[1]) : undefined;
@@ -221,19 +227,15 @@ test('a search provider\'s 429 holds every search until its Retry-After, and the
 test('a search 429 asking for longer than a search waits is told to the model at once, and the turns go on', async (t) => {
   const { h, search } = await startSearchHarness(t);
   search.failNext(429, JSON.stringify({ error: 'Too many requests' }), 'application/json', { 'retry-after': '3600' });
-  const toolAnswer = (prompt: string) => {
-    const request = fakeModel(h).requests.find((r) => r.body.messages?.some((m) => m.role === 'tool') && userText(r.body) === prompt);
-    return String(request?.body.messages?.find((m) => m.role === 'tool')?.content);
-  };
   const first = await startTask(h, 'basalt');
   await waitIdle(h, first, 10_000);
   assert.equal((await taskState(h, first)).last_error, null);
-  assert.match(toolAnswer('basalt'), /^web_search is held by the search provider's rate limit for about 3600 s/);
+  assert.match(toolAnswer(h, 'basalt'), /^web_search is held by the search provider's rate limit for about 3600 s/);
   // Another turn's search within the hold is told the same without asking the provider.
   const second = await startTask(h, 'gneiss');
   await waitIdle(h, second, 10_000);
   assert.equal((await taskState(h, second)).last_error, null);
-  assert.match(toolAnswer('gneiss'), /rate limit for about 3\d{3} s/);
+  assert.match(toolAnswer(h, 'gneiss'), /rate limit for about 3\d{3} s/);
   assert.equal(search.requests.length, 1);
 });
 
@@ -245,8 +247,7 @@ test('a search answer saying the month\'s quota is spent (Brave\'s headers) hold
     const id = await startTask(h, prompt);
     await waitIdle(h, id, 10_000);
     assert.equal((await taskState(h, id)).last_error, null);
-    const request = fakeModel(h).requests.find((r) => r.body.messages?.some((m) => m.role === 'tool') && userText(r.body) === prompt);
-    toolAnswers.push(String(request?.body.messages?.find((m) => m.role === 'tool')?.content));
+    toolAnswers.push(toolAnswer(h, prompt));
   }
   assert.match(toolAnswers[0]!, /^Results for "granite"/);
   assert.match(toolAnswers[1]!, /^Results for "basalt"/);

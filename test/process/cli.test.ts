@@ -298,32 +298,31 @@ describe('quarry CLI', () => {
     assert.match(screen, /done: completed · 3 rows written · 1 tool call · 0\.25 credits · [\d.]+ s · tsk_1\n$/);
   });
 
-  /** A model reply cut off after two lines and a bit, then asked for again and answered whole. */
-  function cutReply(): TaskEvent[] {
+  /** One turn's events: its start, these `text` events, its end. */
+  function turnWithText(texts: { text: string; restart?: true }[]): TaskEvent[] {
     const base = { task_id: 'tsk_1', turn_id: 'turn_1', at: new Date().toISOString() };
     const task = { task_id: 'tsk_1', status: 'execute', phase: 'execute', activity: 'thinking', credits_used: 0 } as any;
     return [
       { ...base, seq: 1, type: 'task', reason: 'turn_started', task },
-      { ...base, seq: 2, type: 'text', text: 'Rock of Ages is in Barre.\nSmith quarry is in Barre too.\nBoth cut gra' },
-      { ...base, seq: 3, type: 'text', text: '', restart: true },
-      { ...base, seq: 4, type: 'text', text: 'Rock of Ages is in Barre.\nSmith quarry is in Barre too.\nBoth cut granite.' },
-      { ...base, seq: 5, type: 'done', outcome: 'completed', output_count: 0, credits_used: 0.01 },
+      ...texts.map((t, i): TaskEvent => ({ ...base, seq: i + 2, type: 'text', ...t })),
+      { ...base, seq: texts.length + 2, type: 'done', outcome: 'completed', output_count: 0, credits_used: 0.01 },
     ];
   }
 
+  /** A model reply cut off after two lines and a bit, then asked for again and answered whole. */
+  const cutReply = () => turnWithText([
+    { text: 'Rock of Ages is in Barre.\nSmith quarry is in Barre too.\nBoth cut gra' },
+    { text: '', restart: true },
+    { text: 'Rock of Ages is in Barre.\nSmith quarry is in Barre too.\nBoth cut granite.' },
+  ]);
+
   /** A cut reply to the outputs check, whose restart carries the answer before it again. */
-  function cutCheckReply(): TaskEvent[] {
-    const base = { task_id: 'tsk_1', turn_id: 'turn_1', at: new Date().toISOString() };
-    const task = { task_id: 'tsk_1', status: 'execute', phase: 'execute', activity: 'thinking', credits_used: 0 } as any;
-    return [
-      { ...base, seq: 1, type: 'task', reason: 'turn_started', task },
-      { ...base, seq: 2, type: 'text', text: 'No list could be written.\n' },
-      { ...base, seq: 3, type: 'text', text: 'Rock of' },
-      { ...base, seq: 4, type: 'text', text: 'No list could be written.\n', restart: true },
-      { ...base, seq: 5, type: 'text', text: 'Rock of Ages is in Barre.' },
-      { ...base, seq: 6, type: 'done', outcome: 'completed', output_count: 1, credits_used: 0.01 },
-    ];
-  }
+  const cutCheckReply = () => turnWithText([
+    { text: 'No list could be written.\n' },
+    { text: 'Rock of' },
+    { text: 'No list could be written.\n', restart: true },
+    { text: 'Rock of Ages is in Barre.' },
+  ]);
 
   /** The rows a terminal shows after `output`: enough of one to follow the live view's moves. */
   function terminalRows(output: string): string[] {

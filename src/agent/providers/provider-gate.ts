@@ -149,6 +149,12 @@ export class ProviderGate {
   }
 
   /**
+   * learn() as a provider call's listener for what each answer says: a report that could not be
+   * stored is dropped (the next answer says it again). One function for every call.
+   */
+  readonly onRateLimits = (report: RateLimitReport): void => void this.learn(report).catch(() => undefined);
+
+  /**
    * What an answer said of the provider's limits (a 429 or not): every process keeps to it from
    * now on. A 429 blocks for its Retry-After, or a second when it names none.
    */

@@ -67,7 +67,7 @@ export function createWebSearchTool(provider: SearchProvider | undefined, gate?:
           };
         }
         try {
-          results = await provider.search(query, max, ctx.signal, gate && ((report) => void gate.learn(report).catch(() => undefined)));
+          results = await provider.search(query, max, ctx.signal, gate?.onRateLimits);
           break;
         } catch (err) {
           if (ctx.signal.aborted || !(err instanceof SearchError)) throw err;

@@ -18,7 +18,7 @@ export interface SearchResult {
 
 export interface SearchProvider {
   readonly name: SearchProviderName;
-  /** `onRateLimits`: what each answer's headers say of the provider's limits (a 429's too, which also comes in its SearchError). */
+  /** `onRateLimits`: what each answer's headers say of the provider's limits (a 429's come in its SearchError instead). */
   search(query: string, maxResults: number, signal: AbortSignal, onRateLimits?: (report: RateLimitReport) => void): Promise<SearchResult[]>;
 }
 
@@ -35,7 +35,7 @@ export class SearchError extends Error {
     readonly status?: number,
     /** How long the provider asked to be left alone (its `Retry-After`), when it said. */
     readonly retryAfterMs?: number,
-    /** What the failed answer's headers said of the provider's limits. */
+    /** What a 429's headers said of the provider's limits. */
     readonly rateLimits?: RateLimitReport,
   ) {
     super(message);
@@ -73,17 +73,17 @@ export function createSearchProvider(opts: SearchProviderOptions): SearchProvide
       if (signal.aborted) throw signal.reason;
       throw new SearchError(`${name} answer could not be read: ${describe(err)}`);
     }
-    // Read from every answer, so that searches slow down before the provider refuses one.
-    const rateLimits = rateLimitReport((header) => response.headers.get(header) ?? undefined);
+    const header = (name: string) => response.headers.get(name) ?? undefined;
     if (!response.ok) {
       let hint = '';
       if (name === 'searxng' && response.status === 403) hint = ' (is "json" listed under search.formats in SearXNG\'s settings.yml?)';
       if (response.status === 401 || response.status === 403) hint ||= ' (check QUARRY_SEARCH_API_KEY)';
       if (response.status === 429) hint = ' (rate limited: try again later, or search less often)';
-      const retryAfter = response.status === 429 ? retryAfterMs((header) => response.headers.get(header) ?? undefined) : undefined;
-      throw new SearchError(`${name} answered HTTP ${response.status}${hint}: ${preview(errorMessage(text))}`, response.status, retryAfter, rateLimits);
+      const limited = response.status === 429;
+      throw new SearchError(`${name} answered HTTP ${response.status}${hint}: ${preview(errorMessage(text))}`, response.status, limited ? retryAfterMs(header) : undefined, limited ? rateLimitReport(header) : undefined);
     }
-    onRateLimits?.(rateLimits);
+    // Read from every answer, so that searches slow down before the provider refuses one.
+    onRateLimits?.(rateLimitReport(header));
     try {
       return JSON.parse(text);
     } catch {

@@ -71,23 +71,34 @@ export async function readHistory(queries: TaskQueries, task: TaskRecord, limit:
   return messages.slice(-limit);
 }
 
-/**
- * Per turn, its text after its last tool call (what recapOf reads for the last turn). A restart
- * drops the text before it and carries what of it stands (docs/api.md, a reply cut off).
- */
+/** Per turn, its closing text (closingText), for the turns that have one. */
 function closingTexts(events: readonly TurnText[]): Map<string, string> {
-  const chunks = new Map<string, string[]>();
-  for (const { turnId, text, restart } of events) {
-    let parts = chunks.get(turnId);
-    if (!parts || text === null || restart) chunks.set(turnId, (parts = []));
-    if (text !== null) parts.push(text);
+  const byTurn = new Map<string, TurnText[]>();
+  for (const event of events) {
+    let said = byTurn.get(event.turnId);
+    if (!said) byTurn.set(event.turnId, (said = []));
+    said.push(event);
   }
   const texts = new Map<string, string>();
-  for (const [turnId, parts] of chunks) {
-    const text = parts.join('').trim();
+  for (const [turnId, said] of byTurn) {
+    const text = closingText(said);
     if (text) texts.set(turnId, text);
   }
   return texts;
+}
+
+/**
+ * A turn's text after its last tool call, from its text events and tool calls (a null text) in
+ * order. A restart drops the text before it and carries what of it stands (docs/api.md, a reply
+ * cut off).
+ */
+function closingText(said: readonly Omit<TurnText, 'turnId'>[]): string | null {
+  let parts: string[] = [];
+  for (const { text, restart } of said) {
+    if (text === null || restart) parts = [];
+    if (text !== null) parts.push(text);
+  }
+  return parts.join('').trim() || null;
 }
 
 // ---- a task's state -----------------------------------------------------------------------------
@@ -108,8 +119,7 @@ export function recapOf(recent: readonly EventRecord[]): TurnRecap {
   if (i < 0) return recap;
   const done = JSON.parse(recent[i]!.data) as DoneEvent;
   recap.outcome = done.outcome;
-  const chunks: string[] = [];
-  let closing = true;
+  const said: Omit<TurnText, 'turnId'>[] = [];
   for (let j = i - 1; j >= 0; j--) {
     const event = recent[j]!;
     if (event.turnId !== done.turn_id) break;
@@ -117,16 +127,12 @@ export function recapOf(recent: readonly EventRecord[]): TurnRecap {
       const e = JSON.parse(event.data) as ErrorEvent;
       recap.error = { error: e.error, message: e.message };
     } else if (event.type === 'tool') {
-      closing = false;
-    } else if (event.type === 'text' && closing) {
-      const { text, restart } = JSON.parse(event.data) as { text: string; restart?: true };
-      chunks.unshift(text);
-      // A restart withdrew the text before it (a reply cut off) and carries what of it stands.
-      if (restart) closing = false;
+      said.unshift({ text: null });
+    } else if (event.type === 'text') {
+      said.unshift(JSON.parse(event.data) as { text: string; restart?: true });
     }
   }
-  const text = chunks.join('').trim();
-  recap.text = text || null;
+  recap.text = closingText(said);
   return recap;
 }
 
