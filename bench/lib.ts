@@ -353,6 +353,28 @@ export function pinToCpu(pid: number, cpu: number): void {
   execFileSync('taskset', ['-a', '-c', '-p', String(cpu), String(pid)], { stdio: 'ignore' });
 }
 
+/**
+ * Puts every thread of a running process under SCHED_BATCH (`chrt -b`): it no longer takes the
+ * CPU from another process the moment it wakes, so processes sharing a core run in slices the
+ * scheduler's tick ends.
+ */
+export function batchScheduling(pid: number): void {
+  execFileSync('chrt', ['-a', '-b', '-p', '0', String(pid)], { stdio: 'ignore' });
+}
+
+/** Times the scheduler took the CPU from a process's main thread over a window; NaN where /proc is missing. */
+export function processPreemptions(pid: number): { stop(): number } {
+  const read = () => {
+    try {
+      return Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+    } catch {
+      return NaN;
+    }
+  };
+  const n0 = read();
+  return { stop: () => read() - n0 };
+}
+
 /** One round of load from a load generator pinned to a CPU of its own. */
 export interface PinnedLoad {
   /** 2xx answers. */

@@ -12,6 +12,8 @@
  *              another: requests/s one core serves, Quarry against the baseline; the same
  *              route on a bare Fastify app (bench/fastify-floor-server.ts) runs in the same
  *              rounds, to tell the framework's own cost from Quarry's request path.
+ *   1a'. state-shared  the same three servers sharing that one core at once, each loaded by its
+ *              own wrk: requests per CPU-second, so a slow spell of the host slows all alike.
  *   1b. list  GET /task?limit=50 requests/s over 200 tasks (32 connections) vs a bare server
  *              serializing the same 50 tasks from memory per request.
  *   2. creates POST /task creates/s, each stored before it is answered and its turn ended (no
@@ -27,10 +29,10 @@
  *              `at` to its arrival, vs the bare server pushing the same frames at the same times.
  *
  * Results: a table on stdout and .bench/latest.json. Environment knobs (all optional):
- *   BENCH_ONLY=state,state-pinned,list,creates,turns,output,sse   run a subset
- *   BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1   state-pinned: the core each server is pinned to, the load generator's
- *   BENCH_PINNED_CONNECTIONS=32           state-pinned: wrk connections
- *   BENCH_PINNED_WARMUP_S=10              state-pinned: seconds of load each server gets before the rounds
+ *   BENCH_ONLY=state,state-pinned,state-shared,list,creates,turns,output,sse   run a subset
+ *   BENCH_SERVER_CPU=0 BENCH_LOAD_CPU=1   state-pinned, state-shared: the core each server is pinned to, the load generator's
+ *   BENCH_PINNED_CONNECTIONS=32           state-pinned, state-shared: wrk connections (each)
+ *   BENCH_PINNED_WARMUP_S=10              state-pinned, state-shared: seconds of load each server gets before the rounds
  *   BENCH_ROUNDS=3 BENCH_ROUND_S=5        autocannon: rounds per server (alternating), seconds each
  *   BENCH_SSE_WINDOW_S=10                 how long the SSE benchmark's turn emits events
  *   BENCH_CONNECTIONS=50                  autocannon connections
@@ -48,14 +50,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { startFakeOpenAI, type FakeReply } from '../test/kit/fake-openai-server.js';
 import {
-  OUT_DIR, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
-  percentile, pinnedLoad, pinToCpu, PINNED_LOAD_TOOL, processCpu, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startFastifyFloor, startInstantModel, startQuarry, startWatchdog, table,
+  OUT_DIR, batchScheduling, cpuWindow, expectOk, fetchEvents, freshDataDir, histLatency, histogramPercentile, loadAverage, log, mapLimit, mergeHist, noteLoad,
+  percentile, pinnedLoad, pinToCpu, PINNED_LOAD_TOOL, processCpu, processPreemptions, reportHeader, round, sleep, connectSseClients, sseResult, sseStepReply, sseStreamUrl, startSseTask, startBaseline, startFastifyFloor, startInstantModel, startQuarry, startWatchdog, table,
   timedRequest, waitForQuiet, waitIdle, writeReport, type Child, type CpuUse, type PinnedLoad, type QuarryProcess, type SseClientResult,
 } from './lib.js';
 import { within } from '../test/kit/bounded-waits.js';
 import { fetchJson } from '../test/kit/http.js';
 
-const ALL = ['state', 'state-pinned', 'list', 'creates', 'turns', 'output', 'sse'] as const;
+const ALL = ['state', 'state-pinned', 'state-shared', 'list', 'creates', 'turns', 'output', 'sse'] as const;
 type BenchName = (typeof ALL)[number];
 const ONLY = new Set((process.env.BENCH_ONLY ?? ALL.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -284,6 +286,55 @@ const PINNED_CONNECTIONS = Number(process.env.BENCH_PINNED_CONNECTIONS ?? 32);
  */
 const PINNED_WARMUP_S = Number(process.env.BENCH_PINNED_WARMUP_S ?? 10);
 
+/** The three `/state` servers of the pinned benchmarks, each pinned to SERVER_CPU, and a load of one of them. */
+interface PinnedStateServers {
+  servers: Record<'quarry' | 'baseline' | 'fastify_floor', { url: string; pid: number }>;
+  load(url: string, seconds: number): Promise<PinnedLoad>;
+  stateBody: string;
+}
+
+/**
+ * Quarry, the baseline and the same route on bare Fastify, all answering one idle task's `/state`
+ * alike and pinned to SERVER_CPU, for `run`; each warmed up with PINNED_WARMUP_S of load first.
+ */
+async function withPinnedStateServers(bench: string, run: (s: PinnedStateServers) => Promise<void>): Promise<void> {
+  await withStateServers(bench, async (q, b, { statePath, stateBody }) => {
+    const floor = await startFastifyFloor(q.key, profArgs(`${bench}-fastify-floor`));
+    try {
+      await expectOk('POST', `${floor.url}/_bench/config`, { body: { statePath, stateBody } });
+      const servers = {
+        quarry: { url: q.url, pid: q.child.proc.pid! },
+        baseline: { url: b.url, pid: b.child.proc.pid! },
+        fastify_floor: { url: floor.url, pid: floor.child.proc.pid! },
+      };
+      for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
+      const load = (url: string, seconds: number) =>
+        pinnedLoad({ url: url + statePath, headers: { 'x-api-key': q.key }, connections: PINNED_CONNECTIONS, seconds, cpu: LOAD_CPU });
+      log(`${bench}: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${PINNED_WARMUP_S} s each, then ${ROUNDS} rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
+      for (const server of Object.values(servers)) await load(server.url, PINNED_WARMUP_S);
+      await run({ servers, load, stateBody });
+    } finally {
+      await floor.child.stop('SIGTERM');
+    }
+  });
+}
+
+type PinnedRound = PinnedLoad & { server_cpu_s: number; cpu: CpuUse };
+const rateOf = (rs: PinnedLoad[]) => rs.reduce((n, r) => n + r.ok, 0) / rs.reduce((n, r) => n + r.seconds, 0);
+const cpuPerRequest = (rs: PinnedRound[]) => (rs.reduce((n, r) => n + r.server_cpu_s, 0) * 1e6) / rs.reduce((n, r) => n + r.ok, 0);
+const pinnedSummary = (rs: PinnedRound[]) => ({
+  requests_per_s: round(rateOf(rs)),
+  per_round_per_s: rs.map((r) => round(r.ok / r.seconds)),
+  server_cpu_us_per_request: round(cpuPerRequest(rs)),
+  server_core_share_per_round: rs.map((r) => round(r.server_cpu_s / r.seconds, 2)),
+  ok_2xx: rs.reduce((n, r) => n + r.ok, 0),
+  non_2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+  errors: rs.reduce((n, r) => n + r.errors, 0),
+  latency_ms: { p50_median_of_rounds: percentile(rs.map((r) => r.latency_ms.p50), 50), p99_worst_round: Math.max(...rs.map((r) => r.latency_ms.p99)) },
+  cpu_per_round: rs.map((r) => r.cpu),
+});
+const pinnedClean = (rs: PinnedRound[]) => rs.every((r) => r.non2xx === 0 && r.errors === 0);
+
 /**
  * Throughput with the server held to one core: Quarry and the baseline each pinned to
  * SERVER_CPU, the load generator (wrk, one thread) to LOAD_CPU, so neither side can spread its
@@ -293,82 +344,121 @@ const PINNED_WARMUP_S = Number(process.env.BENCH_PINNED_WARMUP_S ?? 10);
  * shows as a share below 1).
  */
 async function benchStatePinned(): Promise<void> {
-  await withStateServers('state-pinned', async (q, b, { statePath, stateBody }) => {
-    const floor = await startFastifyFloor(q.key, profArgs('state-pinned-fastify-floor'));
-    try {
-      await expectOk('POST', `${floor.url}/_bench/config`, { body: { statePath, stateBody } });
-      const servers = {
-        quarry: { url: q.url, pid: q.child.proc.pid! },
-        baseline: { url: b.url, pid: b.child.proc.pid! },
-        fastify_floor: { url: floor.url, pid: floor.child.proc.pid! },
-      };
-      const sides = Object.keys(servers) as (keyof typeof servers)[];
-      for (const server of Object.values(servers)) pinToCpu(server.pid, SERVER_CPU);
-      const load = (url: string, seconds: number) =>
-        pinnedLoad({ url: url + statePath, headers: { 'x-api-key': q.key }, connections: PINNED_CONNECTIONS, seconds, cpu: LOAD_CPU });
-      log(`state-pinned: servers on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}; warm-up ${PINNED_WARMUP_S} s each, then ${ROUNDS} rounds of ${ROUND_S} s × ${PINNED_CONNECTIONS} connections`);
-      for (const side of sides) await load(servers[side].url, PINNED_WARMUP_S);
-      type Round = PinnedLoad & { server_cpu_s: number; cpu: CpuUse };
-      const rounds = Object.fromEntries(sides.map((side) => [side, [] as Round[]])) as Record<keyof typeof servers, Round[]>;
-      for (let i = 0; i < ROUNDS; i++) {
-        // Each server takes each place in a round equally often: on this machine the place alone
-        // moved a server's rate by up to 6% (two copies of one server, measured side by side).
-        for (const side of [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)]) {
-          const cpu = cpuWindow();
-          const server = processCpu(servers[side].pid);
-          const r = await load(servers[side].url, ROUND_S);
-          rounds[side].push({ ...r, server_cpu_s: server.stop(), cpu: cpu.stop() });
-        }
+  await withPinnedStateServers('state-pinned', async ({ servers, load, stateBody }) => {
+    const sides = Object.keys(servers) as (keyof typeof servers)[];
+    const rounds = Object.fromEntries(sides.map((side) => [side, [] as PinnedRound[]])) as Record<keyof typeof servers, PinnedRound[]>;
+    for (let i = 0; i < ROUNDS; i++) {
+      // Each server takes each place in a round equally often: on this machine the place alone
+      // moved a server's rate by up to 6% (two copies of one server, measured side by side).
+      for (const side of [...sides.slice(i % sides.length), ...sides.slice(0, i % sides.length)]) {
+        const cpu = cpuWindow();
+        const server = processCpu(servers[side].pid);
+        const r = await load(servers[side].url, ROUND_S);
+        rounds[side].push({ ...r, server_cpu_s: server.stop(), cpu: cpu.stop() });
       }
-      const rateOf = (rs: PinnedLoad[]) => rs.reduce((n, r) => n + r.ok, 0) / rs.reduce((n, r) => n + r.seconds, 0);
-      const cpuPerRequest = (rs: Round[]) => (rs.reduce((n, r) => n + r.server_cpu_s, 0) * 1e6) / rs.reduce((n, r) => n + r.ok, 0);
-      const summary = (rs: Round[]) => ({
-        requests_per_s: round(rateOf(rs)),
-        per_round_per_s: rs.map((r) => round(r.ok / r.seconds)),
-        server_cpu_us_per_request: round(cpuPerRequest(rs)),
-        server_core_share_per_round: rs.map((r) => round(r.server_cpu_s / r.seconds, 2)),
-        ok_2xx: rs.reduce((n, r) => n + r.ok, 0),
-        non_2xx: rs.reduce((n, r) => n + r.non2xx, 0),
-        errors: rs.reduce((n, r) => n + r.errors, 0),
-        latency_ms: { p50_median_of_rounds: percentile(rs.map((r) => r.latency_ms.p50), 50), p99_worst_round: Math.max(...rs.map((r) => r.latency_ms.p99)) },
-        cpu_per_round: rs.map((r) => r.cpu),
-      });
-      const perRoundRatio = (a: Round[], over: Round[]) => a.map((r, i) => round(r.ok / r.seconds / (over[i]!.ok / over[i]!.seconds), 3));
-      const quarry = rateOf(rounds.quarry);
-      const baseline = rateOf(rounds.baseline);
-      const fastifyFloor = rateOf(rounds.fastify_floor);
-      const clean = rounds.quarry.every((r) => r.non2xx === 0 && r.errors === 0);
-      results.push({
-        bench: 'state-pinned',
-        metric: `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
-        unit: 'req/s',
-        quarry,
-        baseline,
-        ratio: quarry / baseline,
-        target: '≥ 80% of baseline',
-        met: quarry / baseline >= 0.8 && clean,
-        details: {
-          load_generator: PINNED_LOAD_TOOL,
-          server_cpu: SERVER_CPU,
-          load_cpu: LOAD_CPU,
-          connections: PINNED_CONNECTIONS,
-          body_bytes: Buffer.byteLength(stateBody),
-          per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
-          // The same route on bare Fastify: what the framework alone keeps of the bare server,
-          // and what Quarry's own request path keeps of the framework's ceiling.
-          fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
-          quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
-          per_round_fastify_floor_vs_baseline: perRoundRatio(rounds.fastify_floor, rounds.baseline),
-          per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
-          cpu_us_per_request: { quarry: round(cpuPerRequest(rounds.quarry)), fastify_floor: round(cpuPerRequest(rounds.fastify_floor)), baseline: round(cpuPerRequest(rounds.baseline)) },
-          quarry: summary(rounds.quarry),
-          baseline: summary(rounds.baseline),
-          fastify_floor: summary(rounds.fastify_floor),
-        },
-      });
-    } finally {
-      await floor.child.stop('SIGTERM');
     }
+    const perRoundRatio = (a: PinnedRound[], over: PinnedRound[]) => a.map((r, i) => round(r.ok / r.seconds / (over[i]!.ok / over[i]!.seconds), 3));
+    const quarry = rateOf(rounds.quarry);
+    const baseline = rateOf(rounds.baseline);
+    const fastifyFloor = rateOf(rounds.fastify_floor);
+    results.push({
+      bench: 'state-pinned',
+      metric: `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
+      unit: 'req/s',
+      quarry,
+      baseline,
+      ratio: quarry / baseline,
+      target: '≥ 80% of baseline',
+      met: quarry / baseline >= 0.8 && pinnedClean(rounds.quarry),
+      details: {
+        load_generator: PINNED_LOAD_TOOL,
+        server_cpu: SERVER_CPU,
+        load_cpu: LOAD_CPU,
+        connections: PINNED_CONNECTIONS,
+        body_bytes: Buffer.byteLength(stateBody),
+        per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
+        // The same route on bare Fastify: what the framework alone keeps of the bare server,
+        // and what Quarry's own request path keeps of the framework's ceiling.
+        fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
+        quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
+        per_round_fastify_floor_vs_baseline: perRoundRatio(rounds.fastify_floor, rounds.baseline),
+        per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
+        cpu_us_per_request: { quarry: round(cpuPerRequest(rounds.quarry)), fastify_floor: round(cpuPerRequest(rounds.fastify_floor)), baseline: round(cpuPerRequest(rounds.baseline)) },
+        quarry: pinnedSummary(rounds.quarry),
+        baseline: pinnedSummary(rounds.baseline),
+        fastify_floor: pinnedSummary(rounds.fastify_floor),
+      },
+    });
+  });
+}
+
+/**
+ * The pinned `/state` servers measured at once rather than in turn: in each round Quarry, the
+ * baseline and bare Fastify all run on SERVER_CPU, each loaded by a wrk of its own on LOAD_CPU,
+ * and the kernel shares the core between them in slices of milliseconds. A slow spell of the host
+ * (on a shared virtual machine the rate of every server moved by up to half for seconds at a
+ * time) then slows all three alike, where in `state-pinned` it fell on whichever server held the
+ * round. What one core serves is compared as requests per CPU-second of each server: a server
+ * given the whole core serves that many a second. Each server's share of the core, and how often
+ * the scheduler switched it out, are reported beside it.
+ *
+ * The servers run under SCHED_BATCH. Without it, a server woken by its client's request took the
+ * core from the one running, every few requests: each request then paid for the switch and the
+ * caches it emptied (about 10 µs more per request for every server here), which pushed every
+ * ratio towards 1 (bare Fastify read 98% of the baseline, against 91-95% measured alone). Under
+ * SCHED_BATCH only the tick ends a slice (about 90 a second each, 11 ms slices, on this machine).
+ */
+async function benchStateShared(): Promise<void> {
+  await withPinnedStateServers('state-shared', async ({ servers, load, stateBody }) => {
+    const sides = Object.keys(servers) as (keyof typeof servers)[];
+    const rounds = Object.fromEntries(sides.map((side) => [side, [] as PinnedRound[]])) as Record<keyof typeof servers, PinnedRound[]>;
+    const preemptionsPerS = Object.fromEntries(sides.map((side) => [side, [] as number[]])) as Record<keyof typeof servers, number[]>;
+    for (const server of Object.values(servers)) batchScheduling(server.pid);
+    for (let i = 0; i < ROUNDS; i++) {
+      const cpu = cpuWindow();
+      const serverCpu = sides.map((side) => processCpu(servers[side].pid));
+      const preempted = sides.map((side) => processPreemptions(servers[side].pid));
+      const loads = await Promise.all(sides.map((side) => load(servers[side].url, ROUND_S)));
+      const used = serverCpu.map((c) => c.stop());
+      const machine = cpu.stop();
+      sides.forEach((side, j) => {
+        rounds[side].push({ ...loads[j]!, server_cpu_s: used[j]!, cpu: machine });
+        preemptionsPerS[side].push(round(preempted[j]!.stop() / loads[j]!.seconds));
+      });
+    }
+    const perCpuSecond = (rs: PinnedRound[]) => 1e6 / cpuPerRequest(rs);
+    const perRoundRatio = (a: PinnedRound[], over: PinnedRound[]) =>
+      a.map((r, i) => round(r.ok / r.server_cpu_s / (over[i]!.ok / over[i]!.server_cpu_s), 3));
+    const quarry = perCpuSecond(rounds.quarry);
+    const baseline = perCpuSecond(rounds.baseline);
+    const fastifyFloor = perCpuSecond(rounds.fastify_floor);
+    results.push({
+      bench: 'state-shared',
+      metric: `GET /task/{id}/state per CPU-second, servers sharing CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
+      unit: 'req/s',
+      quarry,
+      baseline,
+      ratio: quarry / baseline,
+      target: '≥ 80% of baseline',
+      met: quarry / baseline >= 0.8 && pinnedClean(rounds.quarry),
+      details: {
+        load_generator: PINNED_LOAD_TOOL,
+        server_cpu: SERVER_CPU,
+        load_cpu: LOAD_CPU,
+        connections_each: PINNED_CONNECTIONS,
+        body_bytes: Buffer.byteLength(stateBody),
+        per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
+        // Requests answered while sharing the core, whatever share each got.
+        answered_ratio: round(rateOf(rounds.quarry) / rateOf(rounds.baseline), 3),
+        fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
+        quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
+        per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
+        preemptions_per_s: preemptionsPerS,
+        quarry: pinnedSummary(rounds.quarry),
+        baseline: pinnedSummary(rounds.baseline),
+        fastify_floor: pinnedSummary(rounds.fastify_floor),
+      },
+    });
   });
 }
 
@@ -1006,6 +1096,13 @@ function printTable(): void {
       process.stdout.write(`state-pinned: ${d.load_generator}; ratio per round ${d.per_round_ratio.map(pct).join(', ')}; server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, bare Fastify ${d.fastify_floor.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs; share of the core per round: Quarry ${d.quarry.server_core_share_per_round.join(', ')}, baseline ${d.baseline.server_core_share_per_round.join(', ')}\n`);
       process.stdout.write(`state-pinned: bare Fastify serves ${pct(d.fastify_floor_vs_baseline)} of the baseline; Quarry serves ${pct(d.quarry_vs_fastify_floor)} of bare Fastify\n`);
     }
+    if (r.bench === 'state-shared') {
+      type Shared = { server_cpu_us_per_request: number; server_core_share_per_round: number[] };
+      const d = r.details as { per_round_ratio: number[]; answered_ratio: number; fastify_floor_vs_baseline: number; quarry_vs_fastify_floor: number; preemptions_per_s: Record<string, number[]>; quarry: Shared; baseline: Shared; fastify_floor: Shared };
+      const pct = (x: number) => `${round(x * 100, 0)}%`;
+      process.stdout.write(`state-shared: ratio per round ${d.per_round_ratio.map(pct).join(', ')}; server CPU per request: Quarry ${d.quarry.server_cpu_us_per_request} µs, bare Fastify ${d.fastify_floor.server_cpu_us_per_request} µs, baseline ${d.baseline.server_cpu_us_per_request} µs; share of the core per round: Quarry ${d.quarry.server_core_share_per_round.join(', ')}, baseline ${d.baseline.server_core_share_per_round.join(', ')}, bare Fastify ${d.fastify_floor.server_core_share_per_round.join(', ')}\n`);
+      process.stdout.write(`state-shared: bare Fastify serves ${pct(d.fastify_floor_vs_baseline)} of the baseline per CPU-second; Quarry ${pct(d.quarry_vs_fastify_floor)} of bare Fastify; answered while sharing the core: Quarry ${pct(d.answered_ratio)} of the baseline; switched out a second (median of rounds): ${Object.entries(d.preemptions_per_s).map(([side, n]) => `${side} ${percentile(n, 50)}`).join(', ')}\n`);
+    }
     if (r.bench === 'creates') {
       const d = r.details.durability as { acknowledged: number; checked_after_kill_9: number; missing: number };
       const c = r.details as { answered_creates_per_s: number; server_cpu_us_per_create_with_its_turn: number };
@@ -1044,7 +1141,7 @@ async function main(): Promise<void> {
   const started = new Date();
   const loadAtStart = loadAverage();
   noteLoad(loadAtStart);
-  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, 'state-pinned': benchStatePinned, list: benchList, creates: () => benchCreates('creates'), turns: () => benchCreates('turns'), output: benchOutput, sse: benchSse };
+  const benches: Record<BenchName, () => Promise<void>> = { state: benchState, 'state-pinned': benchStatePinned, 'state-shared': benchStateShared, list: benchList, creates: () => benchCreates('creates'), turns: () => benchCreates('turns'), output: benchOutput, sse: benchSse };
   for (const name of ALL) {
     if (!ONLY.has(name)) continue;
     const quiet = await waitForQuiet(name, 0.5, QUIET_WAIT_S * 1000);
