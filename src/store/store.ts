@@ -160,12 +160,13 @@ export interface StepsRepository {
 
 // ---- events -----------------------------------------------------------------------------------
 
-/** A turn's text event (`restart`: it withdrew the reply cut off before it), or a tool call as a null text. */
-export interface TurnText {
-  turnId: string;
-  text: string | null;
-  restart?: true;
-}
+/**
+ * What a turn said, in order: a text event (`restart`: it withdrew the reply cut off before it),
+ * a tool call, or the move from plan to execute.
+ */
+export type TurnText = TurnSaid & { turnId: string };
+/** A TurnText without the turn it belongs to. */
+export type TurnSaid = { kind: 'text'; text: string; restart?: true } | { kind: 'tool' } | { kind: 'phase_changed' };
 
 export interface EventsRepository {
   /** Stores events (one statement for all of them). */
@@ -173,8 +174,9 @@ export interface EventsRepository {
   list(taskId: string, afterSeq: number, limit: number): Promise<EventRecord[]>;
   last(taskId: string, count: number): Promise<EventRecord[]>;
   /**
-   * The text and tool events of these turns of the task, in order, with the data of the text
-   * events only: enough to read what each turn said last (its text after its last tool call).
+   * The text, tool and phase_changed events of these turns of the task, in order, with the data
+   * of the text events only: enough to read what each turn said last (its text after its last
+   * tool call).
    */
   turnTexts(taskId: string, turnIds: readonly string[]): Promise<TurnText[]>;
   /** The seq of the last stored event of each of these streams (tasks or groups) that has any. */

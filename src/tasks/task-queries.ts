@@ -11,7 +11,7 @@ import { activeOutputOf, isVisibleTo } from '../domain/task-view.js';
 import { TaskViewCache } from './task-view-cache.js';
 import { changeView } from './keyed-rows.js';
 
-export type { TurnText } from '../store/store.js';
+export type { TurnSaid, TurnText } from '../store/store.js';
 
 /** The list cursor is opaque to clients: base64url of the last task's sort key. */
 function encodeCursor(c: TaskListCursor): string {

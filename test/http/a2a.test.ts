@@ -384,6 +384,28 @@ describe('A2A endpoint', () => {
     assert.deepEqual(got.history.filter((m) => m.role === Role.ROLE_AGENT).map(textOf), [REPLY]);
   });
 
+  it('a plan answer stays in the closing text when the first reply after the move to execute is cut off and asked for again', async () => {
+    const PLAN = 'Plan: list the makers from trade registers. ';
+    const EXECUTE = 'No register lists makers of this chemistry, so there is nothing to write.';
+    let calls = 0;
+    // Events 300 ms apart outlast the 250 ms text coalescing: part of the reply is stored before the cut.
+    const marker = scripted(() => {
+      switch (calls++) {
+        case 0: return { toolCalls: [{ name: 'update_spec', arguments: { name: 'Sodium cells', outputs: [MAKERS] } }] };
+        case 1: return { text: PLAN };
+        case 2: return { text: EXECUTE, chunkDelayMs: 300, cutAfterEvents: 3 };
+        default: return { text: EXECUTE };
+      }
+    });
+    const done = await send(client, message(`Sodium-ion makers ${marker}`));
+    assert.equal(calls, 4, 'the outputs planned, the plan, the cut reply, its retry');
+    const textOf = (m: Message | undefined) => (m?.parts[0]?.content as { value: string } | undefined)?.value;
+    assert.equal(textOf(done.status?.message), PLAN + EXECUTE);
+    const got = await client.getTask({ tenant: '', id: done.id });
+    assert.equal(textOf(got.status?.message), PLAN + EXECUTE);
+    assert.deepEqual(got.history.filter((m) => m.role === Role.ROLE_AGENT).map(textOf), [PLAN + EXECUTE]);
+  });
+
   it('a negative historyLength or a statusTimestampAfter that is no timestamp is -32602 naming the field', async () => {
     const task = await send(client, message('History bounds'), true);
     const badParam = async (promise: Promise<unknown>, param: string) => {

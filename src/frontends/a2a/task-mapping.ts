@@ -7,7 +7,7 @@
 import { Role, TaskState, type Artifact, type Message, type Part, type StreamResponse, type Task as A2ATask } from '@a2a-js/sdk';
 import type { DoneEvent, ErrorEvent, OutputDecl, TaskChangedEvent, TaskEvent, ToolEvent } from '../../contract/index.js';
 import type { EventRecord, TaskRecord } from '../../domain/records.js';
-import type { TaskQueries, TurnText } from '../../tasks/task-queries.js';
+import type { TaskQueries, TurnSaid, TurnText } from '../../tasks/task-queries.js';
 import { toTaskView } from '../../domain/task-view.js';
 import { leavesTaskIdle } from '../../http/sse.js';
 
@@ -88,17 +88,26 @@ function closingTexts(events: readonly TurnText[]): Map<string, string> {
 }
 
 /**
- * A turn's text after its last tool call, from its text events and tool calls (a null text) in
- * order. A restart drops the text before it and carries what of it stands (docs/api.md, a reply
- * cut off).
+ * A turn's text after its last tool call, from its text events, tool calls and phase change in
+ * order. A restart drops the text since the last tool call or phase change, and carries what of
+ * it stands (docs/api.md, a reply cut off): an answer before the move to execute stays.
  */
-function closingText(said: readonly Omit<TurnText, 'turnId'>[]): string | null {
-  let parts: string[] = [];
-  for (const { text, restart } of said) {
-    if (text === null || restart) parts = [];
-    if (text !== null) parts.push(text);
+function closingText(said: readonly TurnSaid[]): string | null {
+  let settled: string[] = [];
+  let reply: string[] = [];
+  for (const event of said) {
+    if (event.kind === 'tool') {
+      settled = [];
+      reply = [];
+    } else if (event.kind === 'phase_changed') {
+      settled.push(...reply);
+      reply = [];
+    } else {
+      if (event.restart) reply = [];
+      reply.push(event.text);
+    }
   }
-  return parts.join('').trim() || null;
+  return [...settled, ...reply].join('').trim() || null;
 }
 
 // ---- a task's state -----------------------------------------------------------------------------
@@ -119,7 +128,7 @@ export function recapOf(recent: readonly EventRecord[]): TurnRecap {
   if (i < 0) return recap;
   const done = JSON.parse(recent[i]!.data) as DoneEvent;
   recap.outcome = done.outcome;
-  const said: Omit<TurnText, 'turnId'>[] = [];
+  const said: TurnSaid[] = [];
   for (let j = i - 1; j >= 0; j--) {
     const event = recent[j]!;
     if (event.turnId !== done.turn_id) break;
@@ -127,9 +136,11 @@ export function recapOf(recent: readonly EventRecord[]): TurnRecap {
       const e = JSON.parse(event.data) as ErrorEvent;
       recap.error = { error: e.error, message: e.message };
     } else if (event.type === 'tool') {
-      said.unshift({ text: null });
+      said.unshift({ kind: 'tool' });
     } else if (event.type === 'text') {
-      said.unshift(JSON.parse(event.data) as { text: string; restart?: true });
+      said.unshift({ kind: 'text', ...(JSON.parse(event.data) as { text: string; restart?: true }) });
+    } else if (event.type === 'task' && (JSON.parse(event.data) as TaskChangedEvent).reason === 'phase_changed') {
+      said.unshift({ kind: 'phase_changed' });
     }
   }
   recap.text = closingText(said);

@@ -2,7 +2,7 @@
 import type { Selectable } from 'kysely';
 import type { EventsTable } from '../database.js';
 import type { EventRecord } from '../../domain/records.js';
-import type { EventsRepository } from '../store.js';
+import type { EventsRepository, TurnText } from '../store.js';
 import { SqlRepository } from './sql-repository.js';
 
 function toEvent(r: Selectable<EventsTable>): EventRecord {
@@ -26,18 +26,28 @@ export class SqlEvents extends SqlRepository implements EventsRepository {
     return rows.reverse().map(toEvent);
   }
 
-  async turnTexts(taskId: string, turnIds: readonly string[]): Promise<{ turnId: string; text: string | null }[]> {
+  async turnTexts(taskId: string, turnIds: readonly string[]): Promise<TurnText[]> {
     if (turnIds.length === 0) return [];
-    // The task's range of the (task_id, seq) key; tool events come without their data, which can be long.
+    // The task's range of the (task_id, seq) key. Tool events come without their data, which can
+    // be long; of the task events, only those that may be a phase_changed (their reason is checked below).
     const rows = await this.db.selectFrom('events')
-      .select((eb) => ['turn_id', eb.case().when('type', '=', 'text').then(eb.ref('data')).else(null).end().as('data')])
-      .where('task_id', '=', taskId).where('turn_id', 'in', turnIds).where('type', 'in', ['text', 'tool'])
+      .select((eb) => ['turn_id', 'type', eb.case().when('type', '=', 'tool').then(null).else(eb.ref('data')).end().as('data')])
+      .where('task_id', '=', taskId).where('turn_id', 'in', turnIds)
+      .where((eb) => eb.or([eb('type', 'in', ['text', 'tool']), eb.and([eb('type', '=', 'task'), eb('data', 'like', '%"reason":"phase_changed"%')])]))
       .orderBy('seq').execute();
-    return rows.map((r) => {
-      if (r.data === null) return { turnId: r.turn_id!, text: null };
-      const { text, restart } = JSON.parse(r.data) as { text: string; restart?: true };
-      return { turnId: r.turn_id!, text, ...(restart ? { restart } : {}) };
-    });
+    const said: TurnText[] = [];
+    for (const r of rows) {
+      const turnId = r.turn_id!;
+      if (r.type === 'tool') {
+        said.push({ turnId, kind: 'tool' });
+      } else if (r.type === 'text') {
+        const { text, restart } = JSON.parse(r.data!) as { text: string; restart?: true };
+        said.push({ turnId, kind: 'text', text, ...(restart ? { restart } : {}) });
+      } else if ((JSON.parse(r.data!) as { reason: string }).reason === 'phase_changed') {
+        said.push({ turnId, kind: 'phase_changed' });
+      }
+    }
+    return said;
   }
 
   async lastSeqs(streamIds: readonly string[]): Promise<Map<string, number>> {
