@@ -107,7 +107,7 @@ export class TaskTurnPort implements TurnPort {
   }
 
   async updateSpec(spec: TaskSpec): Promise<void> {
-    if (!(await this.durable(() => this.deps.writes.updateSpec(this.turn.id, this.turn.taskId, spec)))) throw new TurnAbort('stopped');
+    if (!(await this.durable(() => this.deps.writes.updateSpec(this.turn, spec)))) throw new TurnAbort('stopped');
     this.currentSpec = spec;
   }
 
@@ -128,7 +128,7 @@ export class TaskTurnPort implements TurnPort {
 
   async appendRows(writeKey: string, outputId: string, rows: RowWriter[], tally?: RowTally, keys?: RowKeys): Promise<{ firstRow: number; count: number }> {
     // The write key makes a second try after an unclear failure write nothing twice.
-    const written = await this.durable(() => this.deps.writes.appendRows(this.turn.id, this.turn.taskId, outputId, writeKey, rows, tally, keys));
+    const written = await this.durable(() => this.deps.writes.appendRows(this.turn, outputId, writeKey, rows, tally, keys));
     if (!written) throw new TurnAbort('stopped');
     return written;
   }
@@ -172,7 +172,7 @@ export class TaskTurnPort implements TurnPort {
     // Most model calls and tool rounds find the task in the state they ask for: no transaction then.
     if (phase === this.phase && activity === this.activity) return;
     await this.flushText();
-    await this.durable(() => this.deps.writes.setTurnState(this.turn.id, this.turn.taskId, state));
+    await this.durable(() => this.deps.writes.setTurnState(this.turn, state));
     if (phase !== this.phase) this.keptText = '';
     this.phase = phase;
     this.activity = activity;
@@ -198,7 +198,7 @@ export class TaskTurnPort implements TurnPort {
     if (shown === this.shownWait) return;
     this.shownWait = shown;
     this.waitWrite = this.waitWrite
-      .then(() => this.deps.writes.setWaiting(this.turn.id, this.turn.taskId, shown))
+      .then(() => this.deps.writes.setWaiting(this.turn, shown))
       .catch((err: unknown) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'the task\'s waiting state was not written'));
   }
 
@@ -209,7 +209,7 @@ export class TaskTurnPort implements TurnPort {
 
   async tool(event: ToolEvent): Promise<void> {
     await this.flushText();
-    await this.durable(() => this.deps.writes.toolEvent(this.turn.id, this.turn.taskId, { ...event }));
+    await this.durable(() => this.deps.writes.toolEvent(this.turn, { ...event }));
     this.keptText = '';
   }
 
@@ -254,7 +254,7 @@ export class TaskTurnPort implements TurnPort {
     this.textBuffer = '';
     const write = previous.then(async () => {
       const firstOfReply = !this.replyTextStored;
-      await this.durable(() => this.deps.writes.replyText(this.turn.id, this.turn.taskId, text, firstOfReply));
+      await this.durable(() => this.deps.writes.replyText(this.turn, text, firstOfReply));
       this.replyTextStored = true;
     });
     this.textWrite = write;
@@ -270,7 +270,7 @@ export class TaskTurnPort implements TurnPort {
     await this.takeText();
     if (!this.replyTextStored) return;
     this.replyTextStored = false;
-    await this.durable(() => this.deps.writes.withdrawReplyText(this.turn.id, this.turn.taskId, this.keptText));
+    await this.durable(() => this.deps.writes.withdrawReplyText(this.turn, this.keptText));
   }
 
   /** Waits for the text writes under way and hands over the text not yet stored, which the caller stores. */

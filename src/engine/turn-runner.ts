@@ -254,11 +254,12 @@ export class TurnRunner {
       // The turn's own signal may have aborted (its time limit): its end is stored anyway, waiting
       // out an outage until shutdown; a turn whose end is never stored is resumed once its lease runs out.
       const ended = await retryWhileStoreUnavailable(async () => {
-        await writes.finishTurn(turn.id, turn.taskId, outcome, error);
+        await writes.finishTurn(turn, outcome, error);
         return true;
       }, this.shutdownSignal.signal, { logger, turnId: turn.id, metrics }).catch((err) => {
         if (!(err instanceof TurnAbort)) throw err;
-        logger.info({ turn_id: turn.id }, 'shut down before the turn\'s end could be stored: it is resumed on the next start');
+        if (err.reason === 'lease_lost') logger.info({ turn_id: turn.id }, 'another worker took the turn over before its end was stored: its end is theirs to store');
+        else logger.info({ turn_id: turn.id }, 'shut down before the turn\'s end could be stored: it is resumed on the next start');
         return false;
       });
       if (ended) metrics.turnEnded(outcome, (performance.now() - began) / 1000);

@@ -137,6 +137,11 @@ export interface TurnsRepository {
   claim(owner: string, limit: number, now: string, leaseUntil: string, opts?: { takeOverExpired?: boolean }): Promise<TurnRecord[]>;
   /** Extends a lease; false when the turn is no longer running under this owner. */
   renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
+  /**
+   * Whether the turn is running under `owner`'s lease; the turn is then held until the
+   * transaction ends, so no other worker takes it over before the caller's writes commit.
+   */
+  holdsLease(turnId: string, owner: string): Promise<boolean>;
   /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
   releaseLeases(owner?: string): Promise<number>;
   listByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;

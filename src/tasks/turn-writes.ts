@@ -2,7 +2,9 @@
  * The writes a running turn makes (called by the turn runner, through the agent's TurnPort): its
  * start, its phase and activity, its events, spec updates, rows, charged steps and its end. Each
  * is one unit of work on the locked task, made only while the turn is still the task's current
- * one: a turn stopped or deleted meanwhile writes nothing more.
+ * one (a turn stopped or deleted meanwhile writes nothing more) and its worker still holds its
+ * lease (LeaseLost otherwise: a worker cut off from the store past its lease, whose turn another
+ * worker took over, writes nothing more either).
  */
 import { hasCredits } from '../accounts/accounts.js';
 import type { Charge, RowKeys, RowWriter, StepUsage } from '../agent/turn-port.js';
@@ -12,6 +14,7 @@ import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
 import type { RowTally, TaskRecord, TurnRecord } from '../domain/records.js';
 import { turnError, type TurnError } from '../errors.js';
+import type { Repositories } from '../store/store.js';
 import { recordUnconfirmed, writeKeyedRows } from './keyed-rows.js';
 import { endTurn, startingState } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
@@ -30,6 +33,17 @@ export interface StepText {
 }
 
 const NO_TALLY: RowTally = { verified: 0, cells: { supported: 0, unsupported: 0, unchecked: 0 } };
+
+/** A running turn as its worker claimed it: `leaseOwner` is that worker. */
+export type LeasedTurn = Pick<TurnRecord, 'id' | 'taskId' | 'leaseOwner'>;
+
+/** Thrown by a write of a turn whose lease its worker no longer holds: another worker took the turn over. */
+export class LeaseLost extends Error {
+  constructor(readonly turnId: string) {
+    super(`turn ${turnId} is no longer leased to this worker`);
+    this.name = 'LeaseLost';
+  }
+}
 
 /** The running turn's side of the task state machine. */
 export class TurnWrites {
@@ -51,6 +65,7 @@ export class TurnWrites {
       const task = await uow.tx.tasks.get(turn.taskId, { lock: true });
       // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
       if (!task || task.currentTurnId !== turn.id) return null;
+      await holdLease(uow.tx, turn);
       // A resumed turn's turn_started was recorded when it first started.
       if (resumed) return task;
       const unit = new TaskUnit(uow, task);
@@ -69,26 +84,26 @@ export class TurnWrites {
   }
 
   /** Shows what the running turn waits on (the task's `waiting`), or that it waits on nothing. No event: it is state to poll. */
-  async setWaiting(turnId: string, taskId: string, waiting: TaskWait | null): Promise<void> {
-    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+  async setWaiting(turn: LeasedTurn, waiting: TaskWait | null): Promise<void> {
+    await this.changeRunningTurn(turn, async (unit) => {
       if ((unit.task.waiting ?? null) !== waiting) unit.set({ waiting });
     });
   }
 
   /** Moves the task's phase or activity while its turn runs; an event is stored only on change. */
-  async setTurnState(turnId: string, taskId: string, state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void> {
-    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+  async setTurnState(turn: LeasedTurn, state: { phase?: TaskPhase; activity?: TaskActivity }): Promise<void> {
+    await this.changeRunningTurn(turn, async (unit) => {
       const phaseChanged = state.phase !== undefined && state.phase !== unit.task.phase;
       const activityChanged = state.activity !== undefined && state.activity !== unit.task.activity;
       if (!phaseChanged && !activityChanged) return;
       unit.set({ ...(phaseChanged ? { phase: state.phase } : {}), ...(activityChanged ? { activity: state.activity } : {}) });
-      unit.taskEvent(phaseChanged ? 'phase_changed' : 'activity_changed', turnId);
+      unit.taskEvent(phaseChanged ? 'phase_changed' : 'activity_changed', turn.id);
     });
   }
 
   /** Stores a tool call's event while the turn still runs. */
-  async toolEvent(turnId: string, taskId: string, payload: EventPayload<'tool'>): Promise<boolean> {
-    return this.changeRunningTurn(turnId, taskId, async (unit) => unit.event('tool', turnId, payload));
+  async toolEvent(turn: LeasedTurn, payload: EventPayload<'tool'>): Promise<boolean> {
+    return this.changeRunningTurn(turn, async (unit) => unit.event('tool', turn.id, payload));
   }
 
   /**
@@ -96,10 +111,10 @@ export class TurnWrites {
    * text the turn records that it holds text no checkpoint covers yet (cleared by the step's
    * checkpoint or by withdrawReplyText), so that a turn taken up again after a crash withdraws it.
    */
-  async replyText(turnId: string, taskId: string, text: string, firstOfReply: boolean): Promise<boolean> {
-    return this.changeRunningTurn(turnId, taskId, async (unit) => {
-      unit.event('text', turnId, { text });
-      if (firstOfReply) await unit.tx.turns.update(turnId, { replyTextStored: true });
+  async replyText(turn: LeasedTurn, text: string, firstOfReply: boolean): Promise<boolean> {
+    return this.changeRunningTurn(turn, async (unit) => {
+      unit.event('text', turn.id, { text });
+      if (firstOfReply) await unit.tx.turns.update(turn.id, { replyTextStored: true });
     });
   }
 
@@ -109,18 +124,18 @@ export class TurnWrites {
    * reader drops the text since the turn's last tool event or phase change, so the event carries
    * what of it stands (`kept`: the text of checkpointed answers since then, most often none).
    */
-  async withdrawReplyText(turnId: string, taskId: string, kept: string): Promise<boolean> {
-    return this.changeRunningTurn(turnId, taskId, async (unit) => {
-      unit.event('text', turnId, { text: kept, restart: true });
-      await unit.tx.turns.update(turnId, { replyTextStored: false });
+  async withdrawReplyText(turn: LeasedTurn, kept: string): Promise<boolean> {
+    return this.changeRunningTurn(turn, async (unit) => {
+      unit.event('text', turn.id, { text: kept, restart: true });
+      await unit.tx.turns.update(turn.id, { replyTextStored: false });
     });
   }
 
   /** Replaces the spec during a turn (update_spec). */
-  async updateSpec(turnId: string, taskId: string, spec: TaskSpec): Promise<boolean> {
-    return this.changeRunningTurn(turnId, taskId, async (unit) => {
+  async updateSpec(turn: LeasedTurn, spec: TaskSpec): Promise<boolean> {
+    return this.changeRunningTurn(turn, async (unit) => {
       unit.set({ spec, name: spec.name });
-      unit.taskEvent('updated', turnId);
+      unit.taskEvent('updated', turn.id);
     });
   }
 
@@ -130,13 +145,13 @@ export class TurnWrites {
    * longer runs. `tally` counts the call's rows; the task's cell counts change by what the rows
    * add less what the rows they replace held.
    */
-  async appendRows(turnId: string, taskId: string, outputId: string, writeKey: string, rows: RowWriter[], tally: RowTally = NO_TALLY, keys?: RowKeys): Promise<{ firstRow: number; count: number } | null> {
+  async appendRows(turn: LeasedTurn, outputId: string, writeKey: string, rows: RowWriter[], tally: RowTally = NO_TALLY, keys?: RowKeys): Promise<{ firstRow: number; count: number } | null> {
     let written: { firstRow: number; count: number } | null = null;
-    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+    await this.changeRunningTurn(turn, async (unit) => {
       const output = unit.task.spec.outputs.find((o) => o.id === outputId);
       const r = keys && output?.key
-        ? await writeKeyedRows(unit, turnId, output, writeKey, rows, keys)
-        : { ...(await unit.tx.rows.append(taskId, outputId, writeKey, rows, unit.now, tally)), delta: tally };
+        ? await writeKeyedRows(unit, turn.id, output, writeKey, rows, keys)
+        : { ...(await unit.tx.rows.append(turn.taskId, outputId, writeKey, rows, unit.now, tally)), delta: tally };
       written = { firstRow: r.firstRow, count: r.count };
       if (!r.replayed) {
         unit.set({
@@ -144,7 +159,7 @@ export class TurnWrites {
           supportedCells: (unit.task.supportedCells ?? 0) + r.delta.cells.supported,
           unsupportedCells: (unit.task.unsupportedCells ?? 0) + r.delta.cells.unsupported,
         });
-        await unit.tx.turns.addRows(turnId, { written: r.count, verified: tally.verified });
+        await unit.tx.turns.addRows(turn.id, { written: r.count, verified: tally.verified });
       }
     });
     if (written) crashPoint('rows.appended');
@@ -166,7 +181,7 @@ export class TurnWrites {
   async checkpointStep(turn: TurnRecord, step: number, data: string, usage: StepUsage, reply: StepText, cappedGroupId?: string): Promise<Charge | null> {
     const costMicros = stepCostMicros(this.prices, usage);
     let result: Charge | null = null;
-    await this.changeRunningTurn(turn.id, turn.taskId, async (unit) => {
+    await this.changeRunningTurn(turn, async (unit) => {
       if (!(await unit.tx.steps.insert(turn.id, step, data, unit.now))) {
         if ((await unit.tx.steps.get(turn.id, step)) !== data) return;
         const turnMicros = (await unit.tx.turns.get(turn.id))?.creditsUsedMicros ?? 0;
@@ -202,21 +217,30 @@ export class TurnWrites {
   }
 
   /** The turn ended by itself (completed or failed). No-op when it was already stopped. */
-  async finishTurn(turnId: string, taskId: string, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
-    await this.changeRunningTurn(turnId, taskId, async (unit) => {
+  async finishTurn(turn: LeasedTurn, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
+    await this.changeRunningTurn(turn, async (unit) => {
       // Only an execute turn that got to its end has checked every key; a failed one may not have.
-      if (outcome === 'completed' && (await unit.tx.turns.get(turnId))?.kind === 'execute') await recordUnconfirmed(unit, turnId);
-      await endTurn(unit, turnId, outcome, error);
+      if (outcome === 'completed' && (await unit.tx.turns.get(turn.id))?.kind === 'execute') await recordUnconfirmed(unit, turn.id);
+      await endTurn(unit, turn.id, outcome, error);
     }, 'turn.finished');
   }
 
-  /** Runs `fn` only while `turnId` is still the task's running turn; returns whether it ran. */
-  private async changeRunningTurn(turnId: string, taskId: string, fn: (unit: TaskUnit) => Promise<void>, crashAt?: 'turn.finished'): Promise<boolean> {
+  /**
+   * Runs `fn` only while `turn` is still the task's running turn (returns whether it ran) and
+   * its worker still holds its lease (LeaseLost otherwise).
+   */
+  private async changeRunningTurn(turn: LeasedTurn, fn: (unit: TaskUnit) => Promise<void>, crashAt?: 'turn.finished'): Promise<boolean> {
     return this.units.run(async (uow) => {
-      const task = await uow.tx.tasks.get(taskId, { lock: true });
-      if (!task || task.currentTurnId !== turnId) return false;
+      const task = await uow.tx.tasks.get(turn.taskId, { lock: true });
+      if (!task || task.currentTurnId !== turn.id) return false;
+      await holdLease(uow.tx, turn);
       await fn(new TaskUnit(uow, task));
       return true;
     }, crashAt);
   }
+}
+
+/** Throws LeaseLost unless the turn's worker still holds its lease; the turn is held till the transaction ends. */
+async function holdLease(tx: Repositories, turn: LeasedTurn): Promise<void> {
+  if (turn.leaseOwner === null || !(await tx.turns.holdsLease(turn.id, turn.leaseOwner))) throw new LeaseLost(turn.id);
 }

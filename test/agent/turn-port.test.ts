@@ -27,7 +27,7 @@ function taskRecord(state: Pick<TaskRecord, 'phase' | 'activity'>): TaskRecord {
 function portFor(task: TaskRecord, resumed: { turn?: Partial<TurnRecord>; steps?: StoredStep[] } = {}) {
   const calls: { method: string; args: unknown[] }[] = [];
   const record = (method: string) => async (...args: unknown[]) => {
-    calls.push({ method, args: args.slice(2) });
+    calls.push({ method, args: args.slice(1) });
     return true;
   };
   const writes = {

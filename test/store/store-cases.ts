@@ -11,6 +11,11 @@ import type { DeliveryRecord, GroupInputRecord, UploadRecord, GroupRecord, Sourc
 import type { Repositories, Store, TaskListEntry } from '../../src/store/store.js';
 import { emptySpec } from '../../src/domain/spec.js';
 import { until } from '../kit/bounded-waits.js';
+import { loadConfig } from '../../src/config.js';
+import { EventBus } from '../../src/events/event-bus.js';
+import { TaskService } from '../../src/tasks/task-service.js';
+import { LeaseLost, TurnWrites } from '../../src/tasks/turn-writes.js';
+import { UnitsOfWork } from '../../src/tasks/unit-of-work.js';
 
 let counter = 0;
 const uid = (p: string) => `${p}_${process.pid}_${Date.now()}_${++counter}`;
@@ -295,6 +300,49 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       await store.transaction((tx) => tx.turns.update(crashed.id, { replyTextStored: false }));
       assert.equal((await store.turns.get(crashed.id))?.replyTextStored, false);
       await store.turns.releaseLeases('me');
+    });
+
+    it('tells whether a worker still holds a running turn\'s lease', async () => {
+      const t = task(accountId);
+      await store.tasks.insert(t);
+      const crashed = turn(t.id, accountId, { status: 'running', leaseOwner: 'gone', leaseExpiresAt: '2000-01-01T00:00:00.000Z', startedAt: '2000-01-01T00:00:00.000Z' });
+      await store.turns.insert(crashed);
+      const holds = (owner: string) => store.transaction((tx) => tx.turns.holdsLease(crashed.id, owner));
+      assert.equal(await holds('gone'), true, 'a lease run out but not taken over is still its worker\'s');
+      assert.equal(await holds('me'), false);
+      await store.transaction((tx) => tx.turns.claim('me', 100, new Date().toISOString(), '2999-01-01T00:00:00.000Z'));
+      assert.equal(await holds('gone'), false, 'taken over');
+      assert.equal(await holds('me'), true);
+      await store.turns.releaseLeases('me');
+      assert.equal(await holds('me'), false, 'handed back: pending, no one\'s');
+    });
+
+    it('refuses the writes of a worker whose turn another worker took over, and keeps the new worker\'s', async () => {
+      const config = loadConfig({});
+      const units = new UnitsOfWork({ store, bus: new EventBus(), origin: 'test' });
+      const tasks = new TaskService({ store, units, config });
+      const writes = new TurnWrites({ units, config });
+      const { task: { task_id: taskId }, turnId } = await tasks.create(accountId, { spec: emptySpec('Lease fencing'), kind: 'plan' });
+      const claimAs = async (owner: string, now: string, until: string) => (await store.transaction((tx) => tx.turns.claim(owner, 100, now, until))).find((c) => c.id === turnId)!;
+      const search = (callId: string) => ({ call_id: callId, name: 'web_search', state: 'started' as const, input: { query: 'granite' }, summary: null, duration_ms: null });
+      const first = await claimAs('first', new Date().toISOString(), new Date(Date.now() + 60_000).toISOString());
+      assert.ok(await writes.turnStarted(first, false));
+      assert.equal(await writes.toolEvent(first, search('c1')), true);
+      const eventsBefore = (await store.tasks.get(taskId))!.lastEventSeq;
+      // The first worker's lease runs out unrenewed (a store partition); a claim after it takes the turn over.
+      const second = await claimAs('second', new Date(Date.now() + 120_000).toISOString(), '2999-01-01T00:00:00.000Z');
+      assert.equal(second.id, first.id);
+      await assert.rejects(writes.toolEvent(first, search('c2')), LeaseLost);
+      await assert.rejects(writes.replyText(first, 'Late text.', true), LeaseLost);
+      await assert.rejects(writes.finishTurn(first, 'completed', null), LeaseLost);
+      assert.equal((await store.tasks.get(taskId))!.lastEventSeq, eventsBefore, 'no event of the first worker after the takeover');
+      assert.equal((await store.turns.get(first.id))?.status, 'running', 'the turn still runs, under the second worker');
+      assert.equal(await writes.toolEvent(second, search('c3')), true);
+      await writes.finishTurn(second, 'completed', null);
+      assert.equal((await store.turns.get(first.id))?.status, 'completed');
+      // Other cases' pending turns these claims took go back to the queue.
+      await store.turns.releaseLeases('first');
+      await store.turns.releaseLeases('second');
     });
 
     it('keeps the queue FIFO and cancels it', async () => {

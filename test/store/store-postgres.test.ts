@@ -10,7 +10,7 @@ import { EventBus } from '../../src/events/event-bus.js';
 import { Accounts } from '../../src/accounts/accounts.js';
 import { emptySpec } from '../../src/domain/spec.js';
 import { TaskService } from '../../src/tasks/task-service.js';
-import { TurnWrites } from '../../src/tasks/turn-writes.js';
+import { LeaseLost, TurnWrites } from '../../src/tasks/turn-writes.js';
 import { TurnRunner } from '../../src/engine/turn-runner.js';
 import { TurnQueries } from '../../src/tasks/turn-queries.js';
 import { TurnQueue } from '../../src/tasks/turn-queue.js';
@@ -312,6 +312,44 @@ test('a worker that stops while it is claiming turns starts none of them and lea
   } finally {
     await store.close();
     await dropSchemas(claimSchema);
+  }
+});
+
+test('a write under a turn\'s lease holds the turn: a takeover claim made meanwhile passes it by, and takes it once the write commits', { skip }, async () => {
+  const leaseSchema = `t_lease_hold_${process.pid}`;
+  const store = await openPostgresStore({ connectionString: TEST_DATABASE_URL, schema: leaseSchema });
+  let finishWrite = () => {};
+  try {
+    await store.migrate();
+    const { tasks, writes } = taskServices(store, loadConfig({}));
+    const accountId = (await new Accounts(store).createAccount('leases', 100)).account.id;
+    const { turnId } = await tasks.create(accountId, { spec: emptySpec('Lease held by a write'), kind: 'plan' });
+    const soon = new Date(Date.now() + 60_000).toISOString();
+    const [first] = await store.transaction((tx) => tx.turns.claim('first', 1, new Date().toISOString(), soon));
+    assert.equal(first?.id, turnId);
+    // After the first worker's lease ran out: a claim then may take the turn over.
+    const takeOver = () => store.transaction((tx) => tx.turns.claim('second', 1, new Date(Date.now() + 120_000).toISOString(), '2999-01-01T00:00:00.000Z'));
+    let writing!: () => void;
+    const inWrite = new Promise<void>((resolve) => (writing = resolve));
+    const writeMayEnd = new Promise<void>((resolve) => (finishWrite = resolve));
+    // The first worker's write, held open after its lease check (the step's usage is the write under way).
+    const write = store.transaction(async (tx) => {
+      assert.equal(await tx.turns.holdsLease(turnId!, 'first'), true);
+      writing();
+      await writeMayEnd;
+      await tx.turns.addUsage(turnId!, { creditsMicros: 1, tokensIn: 1, tokensInCached: 0, tokensOut: 1, toolCalls: 0, compactions: 0 });
+    });
+    await within(inWrite, 5000, 'the write under the lease');
+    assert.deepEqual(await takeOver(), [], 'the turn is passed by while the write holds it');
+    finishWrite();
+    await write;
+    assert.deepEqual((await takeOver()).map((t) => [t.id, t.leaseOwner]), [[turnId, 'second']]);
+    await assert.rejects(writes.toolEvent(first!, { call_id: 'late', name: 'web_search', state: 'started', input: { query: 'granite' }, summary: null, duration_ms: null }), LeaseLost);
+  } finally {
+    // A failed assertion leaves the write open: it ends before the store closes.
+    finishWrite();
+    await store.close();
+    await dropSchemas(leaseSchema);
   }
 });
 

@@ -351,6 +351,20 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
   }
 
   /**
+   * Whether `owner` still holds the running turn's lease, the turn's row locked until the
+   * transaction ends: a takeover's UPDATE waits for (or its claim skips) the row meanwhile, so the
+   * caller's writes made under the lease commit before another worker's claim does.
+   */
+  async holdsLease(turnId: string, owner: string): Promise<boolean> {
+    const lock = this.profile.rowLocks;
+    const { rows } = await this.runCompiled(lock ? 'turns.holdsLease:lock' : 'turns.holdsLease', [turnId, owner, 'running'], () => {
+      const q = this.db.selectFrom('turns').select('id').where('id', '=', turnId).where('lease_owner', '=', owner).where('status', '=', 'running');
+      return lock ? q.forUpdate() : q;
+    });
+    return rows.length === 1;
+  }
+
+  /**
    * One UPDATE of the running turns: with an owner, only that worker's (a turn taken over
    * meanwhile has another owner and is left alone); without, every one, which only an embedded
    * store's start asks for, when no other process can be running a turn.
