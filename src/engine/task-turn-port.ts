@@ -9,7 +9,7 @@ import { NO_METRICS, type Metrics } from '../metrics/metrics.js';
 import type { SourceSnapshots } from '../outputs/source-snapshots.js';
 import { openTaskWorkspace } from '../sandbox/workspace.js';
 import type { TurnQueries } from '../tasks/turn-queries.js';
-import type { TurnWrites } from '../tasks/turn-writes.js';
+import { LeaseLost, type TurnWrites } from '../tasks/turn-writes.js';
 import type { Uploads } from '../uploads/uploads.js';
 import { retryWhileStoreUnavailable } from './retry-while-store-unavailable.js';
 import { TurnAbort } from './turn-abort.js';
@@ -35,9 +35,10 @@ export interface TaskTurnPortDeps {
 
 /**
  * The TurnPort of one claimed turn, over TurnWrites: every change goes through it (one
- * transaction each), and a change refused because the turn no longer runs (stopped, deleted)
- * ends the turn's work with a TurnAbort. A change that finds the store unavailable is tried again
- * until it is stored or the turn's signal aborts (retryWhileStoreUnavailable).
+ * transaction each), and a change refused because the turn no longer runs here (stopped,
+ * deleted, taken over by another worker) ends the turn's work with a TurnAbort. A change that
+ * finds the store unavailable is tried again until it is stored or the turn's signal aborts
+ * (retryWhileStoreUnavailable).
  */
 export class TaskTurnPort implements TurnPort {
   readonly turnId: string;
@@ -74,14 +75,23 @@ export class TaskTurnPort implements TurnPort {
   private readonly metrics: TurnMetrics;
   /** The task's group, when it is a run of a group with max_credits: its model calls and charges count against the cap. */
   private readonly cappedGroupId: string | undefined;
+  private readonly onLeaseLost: () => void;
 
   constructor(
     private readonly deps: TaskTurnPortDeps,
     private readonly turn: TurnRecord,
     private readonly task: TaskRecord,
-    opts: { signal: AbortSignal; steps: readonly StoredStep[]; userMessages: readonly string[]; cappedGroupId?: string },
+    opts: {
+      signal: AbortSignal;
+      steps: readonly StoredStep[];
+      userMessages: readonly string[];
+      cappedGroupId?: string;
+      /** A write no call waits for (the waiting state, a timed text flush) found the lease held by another worker: the turn must end. */
+      onLeaseLost?: () => void;
+    },
   ) {
     this.cappedGroupId = opts.cappedGroupId;
+    this.onLeaseLost = opts.onLeaseLost ?? (() => {});
     this.turnId = turn.id;
     this.taskId = turn.taskId;
     this.kind = turn.kind;
@@ -199,12 +209,18 @@ export class TaskTurnPort implements TurnPort {
     this.shownWait = shown;
     this.waitWrite = this.waitWrite
       .then(() => this.deps.writes.setWaiting(this.turn, shown))
-      .catch((err: unknown) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'the task\'s waiting state was not written'));
+      .catch((err: unknown) => this.unwaitedWriteFailed(err, 'the task\'s waiting state was not written'));
   }
 
   text(delta: string): void {
     this.textBuffer += delta;
-    this.textTimer ??= setTimeout(() => void this.flushText().catch((err) => this.deps.logger.warn({ err, turn_id: this.turn.id }, 'text event failed')), TEXT_FLUSH_MS);
+    this.textTimer ??= setTimeout(() => void this.flushText().catch((err) => this.unwaitedWriteFailed(err, 'text event failed')), TEXT_FLUSH_MS);
+  }
+
+  /** A write no call waits for failed: a lost lease ends the turn, as the lease's heartbeat would; anything else is logged. */
+  private unwaitedWriteFailed(err: unknown, what: string): void {
+    if (err instanceof LeaseLost || (err instanceof TurnAbort && err.reason === 'lease_lost')) this.onLeaseLost();
+    else this.deps.logger.warn({ err, turn_id: this.turn.id }, what);
   }
 
   async tool(event: ToolEvent): Promise<void> {

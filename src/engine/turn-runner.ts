@@ -211,6 +211,7 @@ export class TurnRunner {
       steps,
       userMessages: [...(task.spec.prompt ? [task.spec.prompt] : []), ...inputs],
       cappedGroupId,
+      onLeaseLost: () => controller.abort(new TurnAbort('lease_lost')),
     });
     const maxSeconds = task.spec.limits.max_turn_seconds;
 
@@ -253,16 +254,15 @@ export class TurnRunner {
       const error = result.outcome === 'failed' ? result.error : null;
       // The turn's own signal may have aborted (its time limit): its end is stored anyway, waiting
       // out an outage until shutdown; a turn whose end is never stored is resumed once its lease runs out.
-      const ended = await retryWhileStoreUnavailable(async () => {
-        await writes.finishTurn(turn, outcome, error);
-        return true;
-      }, this.shutdownSignal.signal, { logger, turnId: turn.id, metrics }).catch((err) => {
+      // True: this worker stored the end; false: the turn was stopped meanwhile; null: it is
+      // another worker's now (taken over, or taken up again after this shutdown), to count there.
+      const ended = await retryWhileStoreUnavailable(() => writes.finishTurn(turn, outcome, error), this.shutdownSignal.signal, { logger, turnId: turn.id, metrics }).catch((err) => {
         if (!(err instanceof TurnAbort)) throw err;
         if (err.reason === 'lease_lost') logger.info({ turn_id: turn.id }, 'another worker took the turn over before its end was stored: its end is theirs to store');
         else logger.info({ turn_id: turn.id }, 'shut down before the turn\'s end could be stored: it is resumed on the next start');
-        return false;
+        return null;
       });
-      if (ended) metrics.turnEnded(outcome, (performance.now() - began) / 1000);
+      if (ended !== null) metrics.turnEnded(ended ? outcome : 'stopped', (performance.now() - began) / 1000);
     }
   }
 }

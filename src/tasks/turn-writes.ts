@@ -216,9 +216,9 @@ export class TurnWrites {
     await this.units.run((uow) => uow.tx.turns.releaseModelReserve(turnId, micros));
   }
 
-  /** The turn ended by itself (completed or failed). No-op when it was already stopped. */
-  async finishTurn(turn: LeasedTurn, outcome: 'completed' | 'failed', error: TurnError | null): Promise<void> {
-    await this.changeRunningTurn(turn, async (unit) => {
+  /** The turn ended by itself (completed or failed); false (nothing stored) when it was stopped meanwhile. */
+  async finishTurn(turn: LeasedTurn, outcome: 'completed' | 'failed', error: TurnError | null): Promise<boolean> {
+    return this.changeRunningTurn(turn, async (unit) => {
       // Only an execute turn that got to its end has checked every key; a failed one may not have.
       if (outcome === 'completed' && (await unit.tx.turns.get(turn.id))?.kind === 'execute') await recordUnconfirmed(unit, turn.id);
       await endTurn(unit, turn.id, outcome, error);
@@ -226,13 +226,17 @@ export class TurnWrites {
   }
 
   /**
-   * Runs `fn` only while `turn` is still the task's running turn (returns whether it ran) and
-   * its worker still holds its lease (LeaseLost otherwise).
+   * Runs `fn` only while `turn` is still the task's running turn and its worker still holds its
+   * lease. Returns false when the turn was stopped (or its task deleted) meanwhile; throws
+   * LeaseLost when another worker took the turn over, whether it still runs there or has ended.
    */
   private async changeRunningTurn(turn: LeasedTurn, fn: (unit: TaskUnit) => Promise<void>, crashAt?: 'turn.finished'): Promise<boolean> {
     return this.units.run(async (uow) => {
       const task = await uow.tx.tasks.get(turn.taskId, { lock: true });
-      if (!task || task.currentTurnId !== turn.id) return false;
+      if (!task || task.currentTurnId !== turn.id) {
+        if ((await uow.tx.turns.get(turn.id))?.status === 'stopped') return false;
+        throw new LeaseLost(turn.id);
+      }
       await holdLease(uow.tx, turn);
       await fn(new TaskUnit(uow, task));
       return true;

@@ -11,9 +11,10 @@ import type { StoredStep } from '../../src/agent/turn-port.js';
 import type { TaskRecord, TurnRecord } from '../../src/domain/records.js';
 import { normalizeSpec } from '../../src/domain/spec.js';
 import type { TurnQueries } from '../../src/tasks/turn-queries.js';
-import type { TurnWrites } from '../../src/tasks/turn-writes.js';
+import { LeaseLost, type TurnWrites } from '../../src/tasks/turn-writes.js';
 import type { SourceSnapshots } from '../../src/outputs/source-snapshots.js';
 import { TaskTurnPort } from '../../src/engine/task-turn-port.js';
+import { within } from '../kit/bounded-waits.js';
 import type { Uploads } from '../../src/uploads/uploads.js';
 
 /** The fields of a claimed turn and its task that the port reads; the rest do not matter here. */
@@ -149,5 +150,30 @@ describe('TaskTurnPort text of a reply asked for again', () => {
     const { port, calls } = portFor(task(), { turn: { replyTextStored: true }, steps });
     await port.withdrawText();
     assert.deepEqual(calls, [{ method: 'withdrawReplyText', args: [''] }]);
+  });
+});
+
+describe('TaskTurnPort writes no call waits for', () => {
+  const leaseLostWrites = { replyText: async () => { throw new LeaseLost('turn_1'); }, setWaiting: async () => { throw new LeaseLost('turn_1'); } } as unknown as TurnWrites;
+  const portLosingLease = () => {
+    let reported!: () => void;
+    const lost = new Promise<void>((resolve) => (reported = resolve));
+    const deps = { writes: leaseLostWrites, queries: {} as TurnQueries, sources: {} as SourceSnapshots, uploads: {} as Uploads, config: {} as Config, logger: pino({ enabled: false }) };
+    const port = new TaskTurnPort(deps, TURN, taskRecord({ phase: 'execute', activity: 'thinking' }), {
+      signal: new AbortController().signal, steps: [], userMessages: ['Granite.'], onLeaseLost: reported,
+    });
+    return { port, lost };
+  };
+
+  it('a timed text flush that finds the lease held by another worker ends the turn', async () => {
+    const { port, lost } = portLosingLease();
+    port.text('Granite quarries');
+    await within(lost, 5000, 'the lost lease reported by the timed flush');
+  });
+
+  it('a waiting state write that finds the lease held by another worker ends the turn', async () => {
+    const { port, lost } = portLosingLease();
+    port.waitingOn('model_rate_limit');
+    await within(lost, 5000, 'the lost lease reported by the waiting state write');
   });
 });

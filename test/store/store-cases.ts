@@ -338,8 +338,18 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       assert.equal((await store.tasks.get(taskId))!.lastEventSeq, eventsBefore, 'no event of the first worker after the takeover');
       assert.equal((await store.turns.get(first.id))?.status, 'running', 'the turn still runs, under the second worker');
       assert.equal(await writes.toolEvent(second, search('c3')), true);
-      await writes.finishTurn(second, 'completed', null);
+      assert.equal(await writes.finishTurn(second, 'completed', null), true);
       assert.equal((await store.turns.get(first.id))?.status, 'completed');
+      await assert.rejects(writes.toolEvent(first, search('c4')), LeaseLost, 'a turn the other worker ended is not "stopped" to the first');
+
+      // A turn stopped while it ran is no lease lost: its writes are refused as before, and its end is not stored.
+      const stopped = await tasks.create(accountId, { spec: emptySpec('Stopped while it runs'), kind: 'plan' });
+      const running = (await store.transaction((tx) => tx.turns.claim('first', 100, new Date().toISOString(), '2999-01-01T00:00:00.000Z'))).find((c) => c.id === stopped.turnId)!;
+      assert.ok(await writes.turnStarted(running, false));
+      await tasks.stop(accountId, stopped.task.task_id, false);
+      assert.equal(await writes.toolEvent(running, search('c5')), false);
+      assert.equal(await writes.finishTurn(running, 'completed', null), false);
+      assert.equal((await store.turns.get(running.id))?.status, 'stopped');
       // Other cases' pending turns these claims took go back to the queue.
       await store.turns.releaseLeases('first');
       await store.turns.releaseLeases('second');

@@ -4,8 +4,9 @@
  * the task service for its whole change) serializes queueing, promoting and cancelling a task's
  * turns. Claims and leases change turns of many tasks without that lock, so each is a single
  * UPDATE guarded by the status and owner it expects: the row lock the UPDATE takes decides
- * between two workers, and the loser's UPDATE matches nothing. SQLite writes one transaction at a
- * time, so there the write itself is the lock.
+ * between two workers, and the loser's UPDATE matches nothing. A running turn's writes take the
+ * task's lock, then the turn's (holdsLease), never the other way round. SQLite writes one
+ * transaction at a time, so there the write itself is the lock.
  */
 import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
@@ -359,7 +360,8 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
     const lock = this.profile.rowLocks;
     const { rows } = await this.runCompiled(lock ? 'turns.holdsLease:lock' : 'turns.holdsLease', [turnId, owner, 'running'], () => {
       const q = this.db.selectFrom('turns').select('id').where('id', '=', turnId).where('lease_owner', '=', owner).where('status', '=', 'running');
-      return lock ? q.forUpdate() : q;
+      // NO KEY: a claim's UPDATE conflicts with it all the same, and no key of the row changes.
+      return lock ? q.forNoKeyUpdate() : q;
     });
     return rows.length === 1;
   }
