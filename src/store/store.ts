@@ -59,6 +59,12 @@ export interface TaskListPage {
 export interface TasksRepository {
   insert(task: TaskRecord): Promise<void>;
   get(id: string, opts?: { lock?: boolean }): Promise<TaskRecord | undefined>;
+  /**
+   * The task locked (as `get` with `lock`) and, in the same read, whether `owner` holds the lease
+   * of its running turn `turnId`: that turn's row is then held until the transaction ends too, so
+   * no other worker takes it over before the caller's writes commit.
+   */
+  getForLeasedTurn(id: string, turnId: string, owner: string): Promise<{ task: TaskRecord; leased: boolean } | undefined>;
   update(id: string, patch: TaskPatch): Promise<void>;
   /**
    * The task's state and its current turn in one indexed read, without the spec (the /state
@@ -137,11 +143,6 @@ export interface TurnsRepository {
   claim(owner: string, limit: number, now: string, leaseUntil: string, opts?: { takeOverExpired?: boolean }): Promise<TurnRecord[]>;
   /** Extends a lease; false when the turn is no longer running under this owner. */
   renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean>;
-  /**
-   * Whether the turn is running under `owner`'s lease; the turn is then held until the
-   * transaction ends, so no other worker takes it over before the caller's writes commit.
-   */
-  holdsLease(turnId: string, owner: string): Promise<boolean>;
   /** Returns running turns owned by `owner` (every owner when omitted) to pending: a clean shutdown, or an embedded store's restart. */
   releaseLeases(owner?: string): Promise<number>;
   listByAccount(accountId: string, limit: number): Promise<TurnRecord[]>;

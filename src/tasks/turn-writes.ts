@@ -14,7 +14,6 @@ import { crashPoint } from '../crash-points.js';
 import { fromMicros, pricesInMicros, stepCostMicros, type MicroPrices } from '../domain/credits.js';
 import type { RowTally, TaskRecord, TurnRecord } from '../domain/records.js';
 import { turnError, type TurnError } from '../errors.js';
-import type { Repositories } from '../store/store.js';
 import { recordUnconfirmed, writeKeyedRows } from './keyed-rows.js';
 import { endTurn, startingState } from './task-transitions.js';
 import { TaskUnit } from './task-unit.js';
@@ -62,10 +61,11 @@ export class TurnWrites {
    */
   async turnStarted(turn: TurnRecord, resumed: boolean): Promise<TaskRecord | null> {
     return this.units.run(async (uow) => {
-      const task = await uow.tx.tasks.get(turn.taskId, { lock: true });
+      const read = await uow.tx.tasks.getForLeasedTurn(turn.taskId, turn.id, turn.leaseOwner ?? '');
+      const task = read?.task;
       // Stopped or deleted between being claimed and starting: whoever did that ended the turn.
       if (!task || task.currentTurnId !== turn.id) return null;
-      await holdLease(uow.tx, turn);
+      if (!read.leased) throw new LeaseLost(turn.id);
       // A resumed turn's turn_started was recorded when it first started.
       if (resumed) return task;
       const unit = new TaskUnit(uow, task);
@@ -232,19 +232,17 @@ export class TurnWrites {
    */
   private async changeRunningTurn(turn: LeasedTurn, fn: (unit: TaskUnit) => Promise<void>, crashAt?: 'turn.finished'): Promise<boolean> {
     return this.units.run(async (uow) => {
-      const task = await uow.tx.tasks.get(turn.taskId, { lock: true });
+      // A turn no worker claimed ('' is no worker's id) holds no lease.
+      const read = await uow.tx.tasks.getForLeasedTurn(turn.taskId, turn.id, turn.leaseOwner ?? '');
+      const task = read?.task;
       if (!task || task.currentTurnId !== turn.id) {
         if ((await uow.tx.turns.get(turn.id))?.status === 'stopped') return false;
         throw new LeaseLost(turn.id);
       }
-      await holdLease(uow.tx, turn);
+      if (!read.leased) throw new LeaseLost(turn.id);
       await fn(new TaskUnit(uow, task));
       return true;
     }, crashAt);
   }
 }
 
-/** Throws LeaseLost unless the turn's worker still holds its lease; the turn is held till the transaction ends. */
-async function holdLease(tx: Repositories, turn: LeasedTurn): Promise<void> {
-  if (turn.leaseOwner === null || !(await tx.turns.holdsLease(turn.id, turn.leaseOwner))) throw new LeaseLost(turn.id);
-}

@@ -307,7 +307,11 @@ export function runStoreCases(name: string, open: () => Promise<Store>, dispose:
       await store.tasks.insert(t);
       const crashed = turn(t.id, accountId, { status: 'running', leaseOwner: 'gone', leaseExpiresAt: '2000-01-01T00:00:00.000Z', startedAt: '2000-01-01T00:00:00.000Z' });
       await store.turns.insert(crashed);
-      const holds = (owner: string) => store.transaction((tx) => tx.turns.holdsLease(crashed.id, owner));
+      const holds = async (owner: string) => {
+        const read = await store.transaction((tx) => tx.tasks.getForLeasedTurn(t.id, crashed.id, owner));
+        assert.equal(read?.task.id, t.id, 'the task is read whoever holds the lease');
+        return read.leased;
+      };
       assert.equal(await holds('gone'), true, 'a lease run out but not taken over is still its worker\'s');
       assert.equal(await holds('me'), false);
       await store.transaction((tx) => tx.turns.claim('me', 100, new Date().toISOString(), '2999-01-01T00:00:00.000Z'));

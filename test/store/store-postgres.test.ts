@@ -334,7 +334,7 @@ test('a write under a turn\'s lease holds the turn: a takeover claim made meanwh
     const writeMayEnd = new Promise<void>((resolve) => (finishWrite = resolve));
     // The first worker's write, held open after its lease check (the step's usage is the write under way).
     const write = store.transaction(async (tx) => {
-      assert.equal(await tx.turns.holdsLease(turnId!, 'first'), true);
+      assert.equal((await tx.tasks.getForLeasedTurn(first!.taskId, turnId!, 'first'))?.leased, true);
       writing();
       await writeMayEnd;
       await tx.turns.addUsage(turnId!, { creditsMicros: 1, tokensIn: 1, tokensInCached: 0, tokensOut: 1, toolCalls: 0, compactions: 0 });

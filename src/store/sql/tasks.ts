@@ -217,6 +217,20 @@ export class SqlTasks extends SqlRepository implements TasksRepository {
     return r && toTask(r);
   }
 
+  async getForLeasedTurn(id: string, turnId: string, owner: string): Promise<{ task: TaskRecord; leased: boolean } | undefined> {
+    const lock = this.profile.rowLocks;
+    // One statement, not a second read per write of a running turn: that read cost the cluster
+    // benchmark about an eighth of its turns a second on PostgreSQL.
+    const [r] = (await this.runCompiled(lock ? 'tasks.getForLeasedTurn:lock' : 'tasks.getForLeasedTurn', [turnId, owner, 'running', id], () => {
+      let turn = this.db.selectFrom('turns').select('turns.id').where('turns.id', '=', turnId).where('turns.lease_owner', '=', owner).where('turns.status', '=', 'running');
+      // NO KEY: a claim's UPDATE conflicts with it all the same, and no key of the row changes.
+      if (lock) turn = turn.forNoKeyUpdate();
+      const q = this.db.selectFrom('tasks').selectAll('tasks').select((eb) => eb.exists(turn).as('leased')).where('tasks.id', '=', id);
+      return lock ? q.forUpdate('tasks') : q;
+    })).rows;
+    return r && { task: toTask(r), leased: Boolean(Number(r.leased)) };
+  }
+
   async update(id: string, patch: TaskPatch): Promise<void> {
     await this.updateById('tasks', id, taskRow(patch), 'version');
   }

@@ -5,8 +5,8 @@
  * turns. Claims and leases change turns of many tasks without that lock, so each is a single
  * UPDATE guarded by the status and owner it expects: the row lock the UPDATE takes decides
  * between two workers, and the loser's UPDATE matches nothing. A running turn's writes take the
- * task's lock, then the turn's (holdsLease), never the other way round. SQLite writes one
- * transaction at a time, so there the write itself is the lock.
+ * task's lock, then the turn's (tasks.getForLeasedTurn), never the other way round. SQLite writes
+ * one transaction at a time, so there the write itself is the lock.
  */
 import { sql, type ExpressionOrFactory, type Insertable, type Selectable, type SqlBool, type Updateable } from 'kysely';
 import { fromStoredMicros } from '../../domain/credits.js';
@@ -349,21 +349,6 @@ export class SqlTurns extends SqlRepository implements TurnsRepository {
   async renewLease(turnId: string, owner: string, leaseUntil: string): Promise<boolean> {
     const r = await this.db.updateTable('turns').set({ lease_expires_at: leaseUntil }).where('id', '=', turnId).where('lease_owner', '=', owner).where('status', '=', 'running').executeTakeFirst();
     return Number(r.numUpdatedRows) === 1;
-  }
-
-  /**
-   * Whether `owner` still holds the running turn's lease, the turn's row locked until the
-   * transaction ends: a takeover's UPDATE waits for (or its claim skips) the row meanwhile, so the
-   * caller's writes made under the lease commit before another worker's claim does.
-   */
-  async holdsLease(turnId: string, owner: string): Promise<boolean> {
-    const lock = this.profile.rowLocks;
-    const { rows } = await this.runCompiled(lock ? 'turns.holdsLease:lock' : 'turns.holdsLease', [turnId, owner, 'running'], () => {
-      const q = this.db.selectFrom('turns').select('id').where('id', '=', turnId).where('lease_owner', '=', owner).where('status', '=', 'running');
-      // NO KEY: a claim's UPDATE conflicts with it all the same, and no key of the row changes.
-      return lock ? q.forNoKeyUpdate() : q;
-    });
-    return rows.length === 1;
   }
 
   /**
