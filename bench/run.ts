@@ -336,6 +336,44 @@ const pinnedSummary = (rs: PinnedRound[]) => ({
 const pinnedClean = (rs: PinnedRound[]) => rs.every((r) => r.non2xx === 0 && r.errors === 0);
 
 /**
+ * A pinned benchmark's result: Quarry against the baseline by `rate`, with the same route on bare
+ * Fastify beside them (what the framework alone keeps of the bare server, and what Quarry's own
+ * request path keeps of the framework's ceiling); `details` adds the benchmark's own figures.
+ */
+function pushPinnedResult(
+  bench: 'state-pinned' | 'state-shared', metric: string, rounds: Record<'quarry' | 'baseline' | 'fastify_floor', PinnedRound[]>, rate: (rs: PinnedRound[]) => number,
+  perRoundRatio: (a: PinnedRound[], over: PinnedRound[]) => number[], stateBody: string, details: Record<string, unknown>,
+): void {
+  const quarry = rate(rounds.quarry);
+  const baseline = rate(rounds.baseline);
+  const fastifyFloor = rate(rounds.fastify_floor);
+  results.push({
+    bench,
+    metric,
+    unit: 'req/s',
+    quarry,
+    baseline,
+    ratio: quarry / baseline,
+    target: '≥ 80% of baseline',
+    met: quarry / baseline >= 0.8 && pinnedClean(rounds.quarry),
+    details: {
+      load_generator: PINNED_LOAD_TOOL,
+      server_cpu: SERVER_CPU,
+      load_cpu: LOAD_CPU,
+      body_bytes: Buffer.byteLength(stateBody),
+      per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
+      fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
+      quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
+      per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
+      ...details,
+      quarry: pinnedSummary(rounds.quarry),
+      baseline: pinnedSummary(rounds.baseline),
+      fastify_floor: pinnedSummary(rounds.fastify_floor),
+    },
+  });
+}
+
+/**
  * Throughput with the server held to one core: Quarry and the baseline each pinned to
  * SERVER_CPU, the load generator (wrk, one thread) to LOAD_CPU, so neither side can spread its
  * work over the machine's other cores and the rate is what one core serves. Each round runs
@@ -358,36 +396,10 @@ async function benchStatePinned(): Promise<void> {
       }
     }
     const perRoundRatio = (a: PinnedRound[], over: PinnedRound[]) => a.map((r, i) => round(r.ok / r.seconds / (over[i]!.ok / over[i]!.seconds), 3));
-    const quarry = rateOf(rounds.quarry);
-    const baseline = rateOf(rounds.baseline);
-    const fastifyFloor = rateOf(rounds.fastify_floor);
-    results.push({
-      bench: 'state-pinned',
-      metric: `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
-      unit: 'req/s',
-      quarry,
-      baseline,
-      ratio: quarry / baseline,
-      target: '≥ 80% of baseline',
-      met: quarry / baseline >= 0.8 && pinnedClean(rounds.quarry),
-      details: {
-        load_generator: PINNED_LOAD_TOOL,
-        server_cpu: SERVER_CPU,
-        load_cpu: LOAD_CPU,
-        connections: PINNED_CONNECTIONS,
-        body_bytes: Buffer.byteLength(stateBody),
-        per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
-        // The same route on bare Fastify: what the framework alone keeps of the bare server,
-        // and what Quarry's own request path keeps of the framework's ceiling.
-        fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
-        quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
-        per_round_fastify_floor_vs_baseline: perRoundRatio(rounds.fastify_floor, rounds.baseline),
-        per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
-        cpu_us_per_request: { quarry: round(cpuPerRequest(rounds.quarry)), fastify_floor: round(cpuPerRequest(rounds.fastify_floor)), baseline: round(cpuPerRequest(rounds.baseline)) },
-        quarry: pinnedSummary(rounds.quarry),
-        baseline: pinnedSummary(rounds.baseline),
-        fastify_floor: pinnedSummary(rounds.fastify_floor),
-      },
+    pushPinnedResult('state-pinned', `GET /task/{id}/state, server on CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`, rounds, rateOf, perRoundRatio, stateBody, {
+      connections: PINNED_CONNECTIONS,
+      per_round_fastify_floor_vs_baseline: perRoundRatio(rounds.fastify_floor, rounds.baseline),
+      cpu_us_per_request: { quarry: round(cpuPerRequest(rounds.quarry)), fastify_floor: round(cpuPerRequest(rounds.fastify_floor)), baseline: round(cpuPerRequest(rounds.baseline)) },
     });
   });
 }
@@ -429,35 +441,11 @@ async function benchStateShared(): Promise<void> {
     const perCpuSecond = (rs: PinnedRound[]) => 1e6 / cpuPerRequest(rs);
     const perRoundRatio = (a: PinnedRound[], over: PinnedRound[]) =>
       a.map((r, i) => round(r.ok / r.server_cpu_s / (over[i]!.ok / over[i]!.server_cpu_s), 3));
-    const quarry = perCpuSecond(rounds.quarry);
-    const baseline = perCpuSecond(rounds.baseline);
-    const fastifyFloor = perCpuSecond(rounds.fastify_floor);
-    results.push({
-      bench: 'state-shared',
-      metric: `GET /task/{id}/state per CPU-second, servers sharing CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`,
-      unit: 'req/s',
-      quarry,
-      baseline,
-      ratio: quarry / baseline,
-      target: '≥ 80% of baseline',
-      met: quarry / baseline >= 0.8 && pinnedClean(rounds.quarry),
-      details: {
-        load_generator: PINNED_LOAD_TOOL,
-        server_cpu: SERVER_CPU,
-        load_cpu: LOAD_CPU,
-        connections_each: PINNED_CONNECTIONS,
-        body_bytes: Buffer.byteLength(stateBody),
-        per_round_ratio: perRoundRatio(rounds.quarry, rounds.baseline),
-        // Requests answered while sharing the core, whatever share each got.
-        answered_ratio: round(rateOf(rounds.quarry) / rateOf(rounds.baseline), 3),
-        fastify_floor_vs_baseline: round(fastifyFloor / baseline, 3),
-        quarry_vs_fastify_floor: round(quarry / fastifyFloor, 3),
-        per_round_quarry_vs_fastify_floor: perRoundRatio(rounds.quarry, rounds.fastify_floor),
-        preemptions_per_s: preemptionsPerS,
-        quarry: pinnedSummary(rounds.quarry),
-        baseline: pinnedSummary(rounds.baseline),
-        fastify_floor: pinnedSummary(rounds.fastify_floor),
-      },
+    pushPinnedResult('state-shared', `GET /task/{id}/state per CPU-second, servers sharing CPU ${SERVER_CPU}, ${PINNED_LOAD_TOOL} on CPU ${LOAD_CPU}`, rounds, perCpuSecond, perRoundRatio, stateBody, {
+      connections_each: PINNED_CONNECTIONS,
+      // Requests answered while sharing the core, whatever share each got.
+      answered_ratio: round(rateOf(rounds.quarry) / rateOf(rounds.baseline), 3),
+      preemptions_per_s: preemptionsPerS,
     });
   });
 }
